@@ -1,0 +1,181 @@
+# shellcheck shell=bash disable=SC2012
+# Helpers for tests/lab/lab: Debian package cache, file-tree and cpio
+# assembly, shared-library collection. Sourced by `lab`; needs LAB_DIR
+# (this directory) and CACHE (the cache root) to be set.
+
+log() { printf 'lab: %s\n' "$*" >&2; }
+
+# Infrastructure failure (not the SCRIPT's): exit 125, like `git bisect run`
+# uses for "cannot test", so callers can tell it apart from SCRIPT statuses.
+die() {
+	printf 'lab: error: %s\n' "$*" >&2
+	exit 125
+}
+
+# Install host-side tools only when missing (never the guest packages).
+ensure_host_tools() {
+	local missing=()
+	command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+	command -v cpio >/dev/null || missing+=(cpio)
+	command -v depmod >/dev/null || missing+=(kmod)
+	command -v gzip >/dev/null || missing+=(gzip)
+	command -v flock >/dev/null || missing+=(util-linux)
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing host tools: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+		die "cannot install ${missing[*]} on the host"
+}
+
+# The kernel package that linux-image-amd64 currently points at.
+kernel_pkg() {
+	apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+}
+
+# Fill the associative array VER (package -> candidate version) for "$@".
+declare -A VER
+resolve_versions() {
+	local line pkg=""
+	while IFS= read -r line; do
+		case $line in
+		[!\ ]*:) pkg=${line%:} ;;
+		*Candidate:*) VER[$pkg]=${line##*Candidate: } ;;
+		esac
+	done < <(apt-cache policy "$@" 2>/dev/null)
+	for pkg in "$@"; do
+		case ${VER[$pkg]:-} in
+		"" | "(none)") die "no candidate version for package $pkg (apt-get update?)" ;;
+		esac
+	done
+}
+
+# Download (once) and extract (once) a package; print the extraction dir.
+# The deb is never installed: dpkg-deb -x into the cache only.
+pkg_tree() {
+	local pkg=$1 ver=${VER[$1]} dir deb
+	dir=$CACHE/x/${pkg}_${ver//:/%3a}
+	if [ ! -e "$dir/.done" ]; then
+		deb=$(fetch_deb "$pkg" "$ver") || exit 125
+		rm -rf "$dir" && mkdir -p "$dir"
+		dpkg-deb -x "$deb" "$dir" || die "cannot extract $deb"
+		touch "$dir/.done"
+	fi
+	printf '%s\n' "$dir"
+}
+
+fetch_deb() {
+	local pkg=$1 ver=$2 f
+	f=$(ls "$CACHE/debs/${pkg}_${ver//:/%3a}"_*.deb 2>/dev/null | head -n1)
+	if [ -z "$f" ]; then
+		log "downloading $pkg $ver"
+		mkdir -p "$CACHE/debs"
+		(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root \
+			"$pkg=$ver" >/dev/null 2>&1) || die "apt-get download $pkg=$ver failed"
+		f=$(ls "$CACHE/debs/${pkg}_${ver//:/%3a}"_*.deb 2>/dev/null | head -n1)
+	fi
+	[ -n "$f" ] || die "downloaded $pkg but cannot find its .deb"
+	printf '%s\n' "$f"
+}
+
+is_elf() {
+	[ -f "$1" ] && [ "$(head -c4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = 177ELF ]
+}
+
+# Absolute paths of the shared libraries (and the ELF interpreter) that the
+# given ELF files need, as resolved by the host's ldd. LIB_PATH may add
+# directories (extracted debs) to the search.
+lib_deps() {
+	local f
+	for f in "$@"; do
+		is_elf "$f" || continue
+		LD_LIBRARY_PATH=${LIB_PATH:-} ldd "$f" 2>/dev/null | while IFS= read -r line; do
+			case $line in
+			*"=> not found"*) log "warning: $f needs ${line%% =>*} which is not on the host" ;;
+			esac
+			printf '%s\n' "$line"
+		done
+	done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u
+}
+
+# Copy libraries into ROOT under their own path, merged-/usr style
+# (/lib/x → ROOT/usr/lib/x), dereferencing symlinks. Paths under SKIP_PREFIX
+# under any of SKIP_PREFIXES (build/, shipped
+# as /opt/tracevisor) are left out.
+install_libs() {
+	local root=$1 lib dest p
+	shift
+	for lib in "$@"; do
+		for p in ${SKIP_PREFIXES:-}; do
+			case $lib in "$p"/*) continue 2 ;; esac
+		done
+		case $lib in
+		"$CACHE"/x/*) continue ;; # from an extracted deb: copied with its tree
+		/usr/*) dest=$root$lib ;;
+		*) dest=$root/usr$lib ;;
+		esac
+		[ -e "$dest" ] && continue
+		mkdir -p "${dest%/*}" || die "cannot create ${dest%/*}"
+		cp -L "$lib" "$dest" || die "cannot copy $lib"
+	done
+}
+
+# Copy ELF files and everything they link against into ROOT.
+install_elf_with_libs() {
+	local root=$1
+	shift
+	mapfile -t _libs < <(lib_deps "$@")
+	install_libs "$root" "${_libs[@]}"
+}
+
+# A skeleton merged-/usr root with busybox and its applets.
+make_skeleton() {
+	local root=$1 bb=$2 a
+	mkdir -p "$root"/usr/{bin,sbin,lib,lib64} "$root"/{dev,proc,sys,out,tmp,run,root,etc,lab,opt,mnt,var}
+	ln -s usr/bin "$root/bin"
+	ln -s usr/sbin "$root/sbin"
+	ln -s usr/lib "$root/lib"
+	ln -s usr/lib64 "$root/lib64"
+	cp "$bb" "$root/usr/bin/busybox"
+	for a in $("$bb" --list); do
+		[ -e "$root/usr/bin/$a" ] || ln -s busybox "$root/usr/bin/$a"
+	done
+	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
+	echo "root:x:0:" >"$root/etc/group"
+}
+
+# Copy the modules named in "$@" (module names, - or _) and their
+# dependencies from KTREE (an extracted kernel deb) into ROOT, and write
+# ROOT/lab/modules: the .ko paths in load order (dependencies first).
+install_modules() {
+	local root=$1 ktree=$2 kver=$3 m
+	shift 3
+	local mdir=$ktree/lib/modules/$kver
+	[ -e "$mdir/modules.dep" ] || depmod -b "$ktree" "$kver" || die "depmod failed"
+	mkdir -p "$root/usr/lib/modules/$kver"
+	for m in "$@"; do
+		awk -v want="$m" '
+			function norm(s) { gsub("-", "_", s); return s }
+			{ p = $1; sub(":$", "", p); n = p; sub(".*/", "", n); sub("\\.ko.*$", "", n)
+			  if (norm(n) != norm(want)) next
+			  for (i = NF; i >= 2; i--) print $i   # deps, most basic first
+			  print p; found = 1; exit }
+			END { if (!found) exit 1 }' "$mdir/modules.dep" ||
+			grep -q "/${m//-/[-_]}\.ko" "$mdir/modules.builtin" ||
+			die "module $m is neither in modules.dep nor built in"
+	done | awk '!seen[$0]++' >"$root/lab/modules"
+	while IFS= read -r m; do
+		mkdir -p "$root/usr/lib/modules/$kver/${m%/*}"
+		cp "$mdir/$m" "$root/usr/lib/modules/$kver/$m"
+	done <"$root/lab/modules"
+	echo "$kver" >"$root/lab/kver"
+}
+
+# newc cpio of directory ROOT on stdout, owned by root.
+cpio_of() {
+	(cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet)
+}
+
+# Hash of the lab's own sources: part of every image cache key.
+lab_sources_hash() {
+	(cd "$LAB_DIR" && cat lab lab-lib.sh init lab-guest xlinfo.c 2>/dev/null) | sha256sum | cut -c1-16
+}
