@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Per-CPU capture of the raw ring buffer.
+ *
+ * Each CPU has one thread that moves whole sub-buffers from trace_pipe_raw
+ * into its output file with splice() through a pipe, so the kernel hands the
+ * pages over without a copy to user space and nothing is decoded here.  The
+ * thread sleeps in poll(), which the kernel wakes when the CPU buffer is
+ * buffer_percent full, or when the shared stop eventfd becomes readable.
+ *
+ * splice() only takes sub-buffers the writer has left; the last, partly
+ * filled one is fetched with read() when draining after tracing stopped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "capture.h"
+
+#define CAPTURE_PIPE_BYTES (1024 * 1024)
+
+int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *out_path,
+		    int stop_fd, size_t subbuf_size)
+{
+	int ret, pipe_bytes;
+
+	memset(cap, 0, sizeof(*cap));
+	cap->raw_fd = cap->out_fd = cap->pipe_fd[0] = cap->pipe_fd[1] = -1;
+	cap->stop_fd = stop_fd;
+	cap->subbuf_size = subbuf_size;
+	snprintf(cap->out_path, sizeof(cap->out_path), "%s", out_path);
+
+	cap->raw_fd = open(raw_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (cap->raw_fd < 0) {
+		ret = -errno;
+		tv_err("Cannot open ring buffer: path=\"%s\", errno=%d", raw_path, -ret);
+		return ret;
+	}
+	cap->out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (cap->out_fd < 0) {
+		ret = -errno;
+		tv_err("Cannot create stream file: path=\"%s\", errno=%d", out_path, -ret);
+		return ret;
+	}
+	if (pipe2(cap->pipe_fd, O_CLOEXEC)) {
+		ret = -errno;
+		tv_err("Cannot create pipe for CPU %s: errno=%d", raw_path, -ret);
+		return ret;
+	}
+	/* A bigger pipe lets one splice move many sub-buffers per wake-up. */
+	pipe_bytes = fcntl(cap->pipe_fd[1], F_SETPIPE_SZ, CAPTURE_PIPE_BYTES);
+	if (pipe_bytes < 0)
+		pipe_bytes = fcntl(cap->pipe_fd[1], F_GETPIPE_SZ);
+	if (pipe_bytes < (int)subbuf_size)
+		pipe_bytes = (int)subbuf_size;
+	cap->chunk = (size_t)pipe_bytes / subbuf_size * subbuf_size;
+	return 0;
+}
+
+/* Move everything the pipe holds into the output file. */
+static int capture_pipe_to_file(struct tv_capture *cap, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = splice(cap->pipe_fd[0], NULL, cap->out_fd, NULL, n, SPLICE_F_MOVE);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		n -= (size_t)w;
+		__atomic_fetch_add(&cap->bytes, (uint64_t)w, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+/* Splice every full sub-buffer available now. Return 0 when none is left. */
+static int capture_splice_available(struct tv_capture *cap)
+{
+	for (;;) {
+		ssize_t n = splice(cap->raw_fd, NULL, cap->pipe_fd[1], NULL, cap->chunk,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		n = capture_pipe_to_file(cap, (size_t)n);
+		if (n)
+			return (int)n;
+	}
+}
+
+/* After tracing stopped: the partly filled sub-buffers, padded to full size. */
+static int capture_read_remainder(struct tv_capture *cap)
+{
+	char *page = calloc(1, cap->subbuf_size);
+	int ret = 0;
+
+	if (!page)
+		return -ENOMEM;
+	for (int tries = 0; tries < 1024; tries++) {
+		ssize_t n = read(cap->raw_fd, page, cap->subbuf_size);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = (n < 0 && errno != EAGAIN) ? -errno : 0;
+			break;
+		}
+		memset(page + n, 0, cap->subbuf_size - (size_t)n);
+		if (write(cap->out_fd, page, cap->subbuf_size) != (ssize_t)cap->subbuf_size) {
+			ret = errno ? -errno : -EIO;
+			break;
+		}
+		__atomic_fetch_add(&cap->bytes, (uint64_t)cap->subbuf_size, __ATOMIC_RELAXED);
+	}
+	free(page);
+	return ret;
+}
+
+static void *capture_thread(void *arg)
+{
+	struct tv_capture *cap = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = cap->raw_fd, .events = POLLIN },
+		{ .fd = cap->stop_fd, .events = POLLIN },
+	};
+	int ret = 0;
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		if (pfd[1].revents & POLLIN)
+			break;
+		ret = capture_splice_available(cap);
+		if (ret)
+			break;
+	}
+	/* Stop requested (tracing_on is already 0) or an error: drain. */
+	if (!ret)
+		ret = capture_splice_available(cap);
+	if (!ret)
+		ret = capture_read_remainder(cap);
+	if (!ret && fsync(cap->out_fd) && errno != EINVAL)
+		ret = -errno;
+	cap->error = ret;
+	return NULL;
+}
+
+int tv_capture_start(struct tv_capture *cap)
+{
+	int ret = pthread_create(&cap->thread, NULL, capture_thread, cap);
+
+	if (ret) {
+		tv_err("Cannot start capture thread: cpu=%d, errno=%d", cap->cpu, ret);
+		return -ret;
+	}
+	cap->started = 1;
+	return 0;
+}
+
+int tv_capture_join(struct tv_capture *cap)
+{
+	if (!cap->started)
+		return 0;
+	pthread_join(cap->thread, NULL);
+	cap->started = 0;
+	if (cap->error)
+		tv_err("Cannot capture ring buffer: path=\"%s\", errno=%d",
+		       cap->out_path, -cap->error);
+	return cap->error;
+}
+
+void tv_capture_close(struct tv_capture *cap)
+{
+	int *fds[] = { &cap->raw_fd, &cap->out_fd, &cap->pipe_fd[0], &cap->pipe_fd[1] };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}

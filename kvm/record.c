@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The host recorder: a tracefs instance of our own, the requested events
+ * enabled in it, one splice capture thread per CPU (capture.c), and the
+ * self-describing session directory (doc/session-format.md).
+ *
+ * Life cycle: create (instance + static files) -> start (threads, tracing on)
+ * -> stop (tracing off, drain, stats, metadata) -> destroy (instance gone).
+ * The instance is named "tracevisor-PID" so that a later run can tell a
+ * stale instance (its PID is dead) from one in use and remove it.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <tracefs.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "capture.h"
+#include "events.h"
+#include "session_files.h"
+
+#define INSTANCE_PREFIX "tracevisor-"
+
+struct tv_recorder {
+	struct tracefs_instance *instance;
+	const char *tracing_dir;
+	struct tv_event_list events;
+	char *outdir;
+	char domain_dir[PATH_MAX];
+	int created_outdir;
+	int stop_fd;
+	int nr_cpus;
+	size_t subbuf_size;
+	struct tv_capture *caps;
+	struct tv_record_cpu_stats *stats;
+	struct tv_vcpu_map vcpus;
+	struct tv_record_opts opts;
+	char clock[32];
+	uint64_t start_tsc, stop_tsc;
+	struct timespec start_raw, stop_raw, start_wall;
+	int started, stopped;
+};
+
+static int instance_pid(const char *name)
+{
+	const char *p = name + strlen(INSTANCE_PREFIX);
+	char *end;
+	long pid = strtol(p, &end, 10);
+
+	return (*p && !*end && pid > 0 && pid <= INT_MAX) ? (int)pid : -1;
+}
+
+int tv_tracefs_cleanup_stale(void)
+{
+	char **names = tracefs_instances("^" INSTANCE_PREFIX);
+	int removed = 0;
+
+	for (size_t i = 0; names && names[i]; i++) {
+		int pid = instance_pid(names[i]);
+		struct tracefs_instance *inst;
+
+		if (pid < 0 || !(kill(pid, 0) < 0 && errno == ESRCH))
+			continue;
+		inst = tracefs_instance_alloc(NULL, names[i]);
+		if (!inst)
+			continue;
+		/* A stale instance may still have tracing on: stop it first. */
+		tracefs_trace_off(inst);
+		if (tracefs_instance_destroy(inst) == 0) {
+			tv_info("Removed stale tracefs instance: name=\"%s\"", names[i]);
+			removed++;
+		} else {
+			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d",
+				names[i], errno);
+		}
+		tracefs_instance_free(inst);
+	}
+	tracefs_list_free(names);
+	return removed;
+}
+
+static int recorder_check_access(struct tv_recorder *rec)
+{
+	rec->tracing_dir = tracefs_tracing_dir();
+	if (!rec->tracing_dir) {
+		tv_err("Cannot find tracefs: not mounted at /sys/kernel/tracing and mounting it failed (is CONFIG_FTRACE on?)");
+		return -ENOENT;
+	}
+	if (geteuid() != 0 || access(rec->tracing_dir, W_OK)) {
+		tv_err("Cannot write to tracefs: path=\"%s\": recording needs root (CAP_SYS_ADMIN)",
+		       rec->tracing_dir);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static int instance_write(struct tv_recorder *rec, const char *file, const char *val)
+{
+	if (tracefs_instance_file_write(rec->instance, file, val) < 0) {
+		int err = errno ? errno : EINVAL;
+
+		tv_err("Cannot write tracefs file: path=\"%s/instances/%s/%s\", value=\"%s\", errno=%d",
+		       rec->tracing_dir, tracefs_instance_get_name(rec->instance), file, val, err);
+		return -err;
+	}
+	return 0;
+}
+
+static int recorder_set_clock(struct tv_recorder *rec)
+{
+	const char *clock = rec->opts.clock ? rec->opts.clock : "local";
+	char *avail = tracefs_instance_file_read(rec->instance, "trace_clock", NULL);
+	char pattern[40];
+	int known;
+
+	snprintf(pattern, sizeof(pattern), "%s", clock);
+	known = avail && (strstr(avail, pattern) != NULL);
+	if (avail && known) {
+		/* Match a whole word: "mono" must not accept "mono_raw". */
+		char *p = avail;
+		known = 0;
+		while ((p = strstr(p, clock))) {
+			char before = p == avail ? ' ' : p[-1];
+			char after = p[strlen(clock)];
+			if ((before == ' ' || before == '[') &&
+			    (after == ' ' || after == ']' || after == '\n' || !after))
+				known = 1;
+			p++;
+		}
+	}
+	if (!known) {
+		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock,
+		       avail ? strtok(avail, "\n") : "?");
+		free(avail);
+		return -EINVAL;
+	}
+	free(avail);
+	snprintf(rec->clock, sizeof(rec->clock), "%s", clock);
+	return instance_write(rec, "trace_clock", clock);
+}
+
+static int recorder_enable_events(struct tv_recorder *rec)
+{
+	size_t filtered = 0;
+
+	for (size_t i = 0; i < rec->events.nr; i++) {
+		struct tv_event_id *id = &rec->events.ids[i];
+
+		if (rec->opts.filter &&
+		    tracefs_event_file_write(rec->instance, id->system, id->event, "filter",
+					     rec->opts.filter) >= 0)
+			filtered++;
+		if (tracefs_event_file_write(rec->instance, id->system, id->event,
+					     "enable", "1") < 0) {
+			tv_err("Cannot enable event: name=\"%s:%s\", errno=%d",
+			       id->system, id->event, errno);
+			return -errno;
+		}
+	}
+	if (rec->opts.filter && filtered == 0) {
+		tv_err("Invalid filter for every selected event: filter=\"%s\" (see %s/instances/%s/error_log)",
+		       rec->opts.filter, rec->tracing_dir, tracefs_instance_get_name(rec->instance));
+		return -EINVAL;
+	}
+	if (rec->opts.filter && filtered < rec->events.nr)
+		tv_warn("Filter applies to %zu of %zu events; the others have no such fields and are recorded unfiltered",
+			filtered, rec->events.nr);
+	return 0;
+}
+
+static int recorder_setup_instance(struct tv_recorder *rec)
+{
+	char name[64], val[32];
+	unsigned int kb = rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB;
+	unsigned int pct = rec->opts.wakeup_percent ? rec->opts.wakeup_percent : 50;
+	int ret;
+
+	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d", (int)getpid());
+	rec->instance = tracefs_instance_create(name);
+	if (!rec->instance) {
+		tv_err("Cannot create tracefs instance: path=\"%s/instances/%s\", errno=%d",
+		       rec->tracing_dir, name, errno);
+		return -errno;
+	}
+	ret = instance_write(rec, "tracing_on", "0");
+	snprintf(val, sizeof(val), "%u", kb);
+	if (!ret)
+		ret = instance_write(rec, "buffer_size_kb", val);
+	snprintf(val, sizeof(val), "%u", pct);
+	if (!ret)
+		ret = instance_write(rec, "buffer_percent", val);
+	if (!ret)
+		ret = recorder_set_clock(rec);
+	/* tid -> tgid map (saved_tgids) so events attribute to VM processes. */
+	if (!ret)
+		ret = instance_write(rec, "options/record-tgid", "1");
+	if (!ret)
+		ret = recorder_enable_events(rec);
+	return ret;
+}
+
+static int recorder_make_outdir(struct tv_recorder *rec)
+{
+	struct stat st;
+
+	if (stat(rec->outdir, &st) == 0) {
+		tv_err("Output exists: path=\"%s\" (remove it or choose another -o)", rec->outdir);
+		return -EEXIST;
+	}
+	if (mkdir(rec->outdir, 0755)) {
+		tv_err("Cannot create session directory: path=\"%s\", errno=%d", rec->outdir, errno);
+		return -errno;
+	}
+	rec->created_outdir = 1;
+	snprintf(rec->domain_dir, sizeof(rec->domain_dir), "%s/host", rec->outdir);
+	if (mkdir(rec->domain_dir, 0755)) {
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d",
+		       rec->domain_dir, errno);
+		return -errno;
+	}
+	return 0;
+}
+
+static size_t recorder_subbuf_size(struct tv_recorder *rec)
+{
+	long long kb = 0;
+
+	if (tracefs_instance_file_read_number(rec->instance, "buffer_subbuf_size_kb", &kb) == 0 &&
+	    kb > 0)
+		return (size_t)kb * 1024;
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static int recorder_open_captures(struct tv_recorder *rec)
+{
+	char raw[PATH_MAX], out[PATH_MAX];
+	char *inst_dir = tracefs_instance_get_dir(rec->instance);
+	int ret = 0;
+
+	rec->caps = calloc((size_t)rec->nr_cpus, sizeof(*rec->caps));
+	rec->stats = calloc((size_t)rec->nr_cpus, sizeof(*rec->stats));
+	if (!rec->caps || !rec->stats || !inst_dir) {
+		free(inst_dir);
+		return -ENOMEM;
+	}
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
+		rec->caps[cpu].raw_fd = rec->caps[cpu].out_fd = -1;
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
+		snprintf(raw, sizeof(raw), "%s/per_cpu/cpu%d/trace_pipe_raw", inst_dir, cpu);
+		snprintf(out, sizeof(out), "%s/cpu%d.raw", rec->domain_dir, cpu);
+		ret = tv_capture_open(&rec->caps[cpu], raw, out, rec->stop_fd, rec->subbuf_size);
+		rec->caps[cpu].cpu = cpu;
+	}
+	free(inst_dir);
+	return ret;
+}
+
+static void recorder_remove_outdir(struct tv_recorder *rec)
+{
+	if (!rec->created_outdir)
+		return;
+	/* Only what we created: a directory that did not exist before. */
+	if (tv_session_remove_tree(rec->outdir))
+		tv_warn("Cannot remove incomplete session: path=\"%s\"", rec->outdir);
+	rec->created_outdir = 0;
+}
+
+int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out)
+{
+	static const char *const default_events[] = { TV_RECORD_DEFAULT_EVENTS };
+	struct tv_recorder *rec = calloc(1, sizeof(*rec));
+	int ret;
+
+	if (!rec)
+		return -ENOMEM;
+	rec->opts = *opts;
+	rec->stop_fd = -1;
+	rec->outdir = strdup(opts->outdir);
+	if (!rec->outdir) {
+		free(rec);
+		return -ENOMEM;
+	}
+	ret = recorder_check_access(rec);
+	if (!ret)
+		tv_tracefs_cleanup_stale();
+	if (!ret)
+		ret = tv_event_list_resolve(&rec->events, rec->tracing_dir,
+					    opts->nr_events ? opts->events : default_events,
+					    opts->nr_events ? opts->nr_events : 1);
+	if (!ret)
+		ret = recorder_make_outdir(rec);
+	if (!ret)
+		ret = recorder_setup_instance(rec);
+	if (!ret) {
+		rec->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+		rec->subbuf_size = recorder_subbuf_size(rec);
+		rec->stop_fd = eventfd(0, EFD_CLOEXEC);
+		ret = rec->stop_fd < 0 ? -errno : 0;
+	}
+	if (!ret)
+		ret = tv_session_write_formats(rec->domain_dir, rec->tracing_dir, &rec->events);
+	if (!ret)
+		ret = recorder_open_captures(rec);
+	if (ret) {
+		recorder_remove_outdir(rec);
+		tv_recorder_destroy(rec);
+		return ret;
+	}
+	*out = rec;
+	return 0;
+}
+
+static inline uint64_t read_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	return 0;
+#endif
+}
+
+int tv_recorder_start(struct tv_recorder *rec)
+{
+	int ret = 0;
+
+	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++)
+		ret = tv_capture_start(&rec->caps[cpu]);
+	clock_gettime(CLOCK_REALTIME, &rec->start_wall);
+	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->start_raw);
+	rec->start_tsc = read_tsc();
+	if (!ret && tracefs_trace_on(rec->instance) < 0) {
+		tv_err("Cannot turn tracing on: instance=\"%s\", errno=%d",
+		       tracefs_instance_get_name(rec->instance), errno);
+		ret = -errno;
+	}
+	rec->started = 1;
+	return ret;
+}
+
+static uint64_t stats_value(const char *stats, const char *key)
+{
+	const char *p = strstr(stats, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+static void recorder_read_cpu_stats(struct tv_recorder *rec, int cpu)
+{
+	char file[64];
+	char *s;
+	struct tv_record_cpu_stats *st = &rec->stats[cpu];
+
+	snprintf(file, sizeof(file), "per_cpu/cpu%d/stats", cpu);
+	s = tracefs_instance_file_read(rec->instance, file, NULL);
+	st->bytes = rec->caps[cpu].bytes;
+	if (!s)
+		return;
+	/* "overrun:" is also the tail of "commit overrun:": match line starts. */
+	st->lost = stats_value(s, "\noverrun: ") + stats_value(s, "commit overrun: ") +
+		   stats_value(s, "dropped events: ");
+	if (!strncmp(s, "overrun: ", 9))
+		st->lost += stats_value(s, "overrun: ");
+	st->events = stats_value(s, "read events: ");
+	free(s);
+}
+
+static int recorder_write_meta(struct tv_recorder *rec)
+{
+	struct tv_meta *m = tv_meta_new();
+	struct utsname uts;
+	char path[PATH_MAX + 16];
+	uint64_t lost = 0, events = 0, bytes = 0;
+	double secs;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	uname(&uts);
+	secs = (double)(rec->stop_raw.tv_sec - rec->start_raw.tv_sec) +
+	       (double)(rec->stop_raw.tv_nsec - rec->start_raw.tv_nsec) / 1e9;
+	tv_meta_set(m, "domain", "host");
+	tv_meta_set(m, "kind", "linux-ftrace");
+	tv_meta_set(m, "clock", "%s", rec->clock);
+	tv_meta_set(m, "ncpus", "%d", rec->nr_cpus);
+	tv_meta_set(m, "kernel_release", "%s", uts.release);
+	tv_meta_set(m, "hostname", "%s", uts.nodename);
+	tv_meta_set(m, "machine", "%s", uts.machine);
+	tv_meta_set(m, "long_size", "%zu", sizeof(long));
+	tv_meta_set(m, "endian", "little");
+	tv_meta_set(m, "subbuf_size", "%zu", rec->subbuf_size);
+	tv_meta_set(m, "buffer_kb", "%u",
+		    rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB);
+	if (rec->opts.filter)
+		tv_meta_set(m, "filter", "%s", rec->opts.filter);
+	if (secs > 0.1 && rec->stop_tsc > rec->start_tsc) {
+		tv_meta_set(m, "tsc_khz", "%.0f",
+			    (double)(rec->stop_tsc - rec->start_tsc) / secs / 1000.0);
+		tv_meta_set(m, "tsc_khz_source", "measured against CLOCK_MONOTONIC_RAW over %.3f s", secs);
+	}
+	tv_meta_set(m, "start_realtime_ns", "%lld",
+		    (long long)rec->start_wall.tv_sec * 1000000000LL + rec->start_wall.tv_nsec);
+	tv_meta_set(m, "duration_ns", "%.0f", secs * 1e9);
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+		char key[48];
+		struct tv_record_cpu_stats *st = &rec->stats[cpu];
+
+		snprintf(key, sizeof(key), "cpu%d.bytes", cpu);
+		tv_meta_set(m, key, "%llu", (unsigned long long)st->bytes);
+		snprintf(key, sizeof(key), "cpu%d.events", cpu);
+		tv_meta_set(m, key, "%llu", (unsigned long long)st->events);
+		snprintf(key, sizeof(key), "cpu%d.lost", cpu);
+		tv_meta_set(m, key, "%llu", (unsigned long long)st->lost);
+		lost += st->lost;
+		events += st->events;
+		bytes += st->bytes;
+	}
+	tv_meta_set(m, "events_total", "%llu", (unsigned long long)events);
+	tv_meta_set(m, "lost_total", "%llu", (unsigned long long)lost);
+	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
+	{
+		struct tv_strbuf sb = { 0 };
+
+		for (size_t i = 0; i < rec->events.nr; i++)
+			tv_strbuf_append(&sb, "%s%s:%s", i ? "," : "", rec->events.ids[i].system,
+					 rec->events.ids[i].event);
+		tv_meta_set(m, "events", "%s", sb.data ? sb.data : "");
+		tv_strbuf_free(&sb);
+	}
+	snprintf(path, sizeof(path), "%s/meta", rec->domain_dir);
+	ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
+}
+
+int tv_recorder_stop(struct tv_recorder *rec)
+{
+	uint64_t one = 1;
+	int ret = 0, err;
+	char path[PATH_MAX + 32];
+
+	if (!rec->started || rec->stopped)
+		return 0;
+	rec->stopped = 1;
+	tracefs_trace_off(rec->instance);
+	rec->stop_tsc = read_tsc();
+	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->stop_raw);
+	/* The eventfd stays readable: every capture thread sees it. */
+	if (write(rec->stop_fd, &one, sizeof(one)) != sizeof(one))
+		ret = -errno;
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+		err = tv_capture_join(&rec->caps[cpu]);
+		if (err && !ret)
+			ret = err;
+		recorder_read_cpu_stats(rec, cpu);
+	}
+	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
+	err = tv_vcpu_map_write(&rec->vcpus, path);
+	if (!err)
+		err = tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
+	if (!err)
+		err = recorder_write_meta(rec);
+	if (!err)
+		err = tv_session_write_top(rec->outdir, "host");
+	return ret ? ret : err;
+}
+
+void tv_recorder_destroy(struct tv_recorder *rec)
+{
+	if (!rec)
+		return;
+	if (rec->started && !rec->stopped)
+		tv_recorder_stop(rec);
+	for (int cpu = 0; rec->caps && cpu < rec->nr_cpus; cpu++) {
+		tv_capture_join(&rec->caps[cpu]);
+		tv_capture_close(&rec->caps[cpu]);
+	}
+	if (rec->instance) {
+		tracefs_trace_off(rec->instance);
+		if (tracefs_instance_destroy(rec->instance))
+			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d",
+				tracefs_instance_get_name(rec->instance), errno);
+		tracefs_instance_free(rec->instance);
+	}
+	if (rec->stop_fd >= 0)
+		close(rec->stop_fd);
+	tv_event_list_free(&rec->events);
+	tv_vcpu_map_free(&rec->vcpus);
+	free(rec->caps);
+	free(rec->stats);
+	free(rec->outdir);
+	free(rec);
+}
+
+int tv_recorder_nr_cpus(const struct tv_recorder *rec)
+{
+	return rec->nr_cpus;
+}
+
+const struct tv_record_cpu_stats *tv_recorder_cpu_stats(const struct tv_recorder *rec, int cpu)
+{
+	return (cpu >= 0 && cpu < rec->nr_cpus) ? &rec->stats[cpu] : NULL;
+}
+
+uint64_t tv_recorder_bytes(const struct tv_recorder *rec)
+{
+	uint64_t total = 0;
+
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
+		total += __atomic_load_n(&rec->caps[cpu].bytes, __ATOMIC_RELAXED);
+	return total;
+}

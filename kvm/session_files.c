@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: LGPL-2.1
+/* Static files of a recorded domain: formats, header page, task maps. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "events.h"
+#include "session_files.h"
+
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		tv_err("Cannot open tracefs file: path=\"%s\", errno=%d", src, errno);
+		return -errno;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		ret = -errno;
+		tv_err("Cannot create file: path=\"%s\", errno=%d", dst, -ret);
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, (size_t)n) != n) {
+			ret = errno ? -errno : -EIO;
+			tv_err("Cannot write file: path=\"%s\", errno=%d", dst, -ret);
+			break;
+		}
+	}
+	if (n < 0 && !ret)
+		ret = -errno;
+	close(in);
+	if (close(out) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
+			     const struct tv_event_list *events)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	static const char *const headers[] = { "header_page", "header_event" };
+	int ret;
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/events/%s", tracing_dir, headers[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", domain_dir, headers[i]);
+		ret = copy_file(src, dst);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < events->nr; i++) {
+		const struct tv_event_id *id = &events->ids[i];
+
+		snprintf(dst, sizeof(dst), "%s/events/%s/%s", domain_dir, id->system, id->event);
+		ret = mkdir_p(dst);
+		if (ret) {
+			tv_err("Cannot create directory: path=\"%s\", errno=%d", dst, -ret);
+			return ret;
+		}
+		snprintf(src, sizeof(src), "%s/events/%s/%s/format", tracing_dir, id->system,
+			 id->event);
+		snprintf(dst, sizeof(dst), "%s/events/%s/%s/format", domain_dir, id->system,
+			 id->event);
+		ret = copy_file(src, dst);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int tv_session_write_task_maps(const char *domain_dir, const char *tracing_dir)
+{
+	static const char *const maps[] = { "saved_cmdlines", "saved_tgids" };
+	char src[PATH_MAX], dst[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/%s", tracing_dir, maps[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", domain_dir, maps[i]);
+		/* Optional: older kernels lack saved_tgids. */
+		if (access(src, R_OK) == 0 && copy_file(src, dst))
+			tv_warn("Cannot save task map: path=\"%s\"", src);
+	}
+	return 0;
+}
+
+int tv_session_write_top(const char *session_dir, const char *domains)
+{
+	struct tv_meta *m = tv_meta_new();
+	char path[PATH_MAX];
+	char when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	tv_meta_set(m, "format", "tracevisor-session");
+	tv_meta_set(m, "version", "1");
+	tv_meta_set(m, "created", "%s", when);
+	tv_meta_set(m, "domains", "%s", domains);
+	tv_meta_set(m, "reference_domain", "host");
+	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
+	ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) ? -errno : 0;
+}
+
+int tv_session_remove_tree(const char *path)
+{
+	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

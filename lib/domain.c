@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Loading one domain of a session: its metadata, a tep handle built from the
+ * recorded header_page and format files (never from the local tracefs, so a
+ * session decodes on any machine), and the task maps.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "internal.h"
+
+#define MAX_EVENT_ID 65536
+#define MAX_FORMAT_BYTES (1 << 20)
+
+static char *read_whole(const char *path, size_t max, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = malloc(max + 1);
+	if (!buf) {
+		fclose(f);
+		return NULL;
+	}
+	n = fread(buf, 1, max, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static int load_header_page(struct tv_domain *dom)
+{
+	char path[PATH_MAX + 16];
+	size_t len;
+	char *buf;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
+	buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	if (!buf) {
+		tv_err("Cannot read header page format: path=\"%s\", errno=%d", path, errno);
+		return -errno;
+	}
+	ret = tep_parse_header_page(dom->tep, buf, len, dom->long_size);
+	free(buf);
+	if (ret) {
+		tv_err("Cannot parse header page format: path=\"%s\"", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int load_format(struct tv_domain *dom, const char *system, const char *path)
+{
+	size_t len;
+	char *buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	int ret;
+
+	if (!buf) {
+		tv_err("Cannot read event format: path=\"%s\", errno=%d", path, errno);
+		return -errno;
+	}
+	ret = tep_parse_event(dom->tep, buf, len, system);
+	free(buf);
+	if (ret) {
+		tv_err("Cannot parse event format: path=\"%s\", tep_errno=%d", path, ret);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int load_formats(struct tv_domain *dom)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *sys, *ev;
+	DIR *sd, *ed;
+	int ret = 0, n = 0;
+
+	snprintf(path, sizeof(path), "%s/events", dom->dir);
+	sd = opendir(path);
+	if (!sd) {
+		tv_err("Cannot open event formats: path=\"%s\", errno=%d", path, errno);
+		return -errno;
+	}
+	while (!ret && (sys = readdir(sd))) {
+		if (sys->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", dom->dir, sys->d_name);
+		ed = opendir(path);
+		if (!ed)
+			continue;
+		while (!ret && (ev = readdir(ed))) {
+			if (ev->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/events/%s/%s/format", dom->dir,
+				 sys->d_name, ev->d_name);
+			ret = load_format(dom, sys->d_name, path);
+			n++;
+		}
+		closedir(ed);
+	}
+	closedir(sd);
+	if (!ret && n == 0) {
+		tv_err("No event formats in session: path=\"%s/events\"", dom->dir);
+		ret = -ENOENT;
+	}
+	return ret;
+}
+
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct tid_tgid *x = a, *y = b;
+
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static void load_task_maps(struct tv_domain *dom)
+{
+	char path[PATH_MAX + 32];
+	char *buf;
+	size_t cap = 0;
+
+	snprintf(path, sizeof(path), "%s/saved_cmdlines", dom->dir);
+	buf = read_whole(path, 16 << 20, NULL);
+	if (buf)
+		tep_parse_saved_cmdlines(dom->tep, buf);
+	free(buf);
+	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
+	buf = read_whole(path, 16 << 20, NULL);
+	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+		int tid, tgid;
+
+		if (sscanf(line, "%d %d", &tid, &tgid) != 2)
+			continue;
+		if (dom->nr_tgids == cap) {
+			struct tid_tgid *grown;
+
+			cap = cap ? cap * 2 : 256;
+			grown = realloc(dom->tgids, cap * sizeof(*grown));
+			if (!grown)
+				break;
+			dom->tgids = grown;
+		}
+		dom->tgids[dom->nr_tgids++] = (struct tid_tgid){ tid, tgid };
+	}
+	free(buf);
+	if (dom->tgids)
+		qsort(dom->tgids, dom->nr_tgids, sizeof(*dom->tgids), cmp_tid);
+	snprintf(path, sizeof(path), "%s/vcpus", dom->dir);
+	tv_vcpu_map_read(&dom->vcpus, path);
+}
+
+static pid_t domain_tgid_of(const struct tv_domain_info *info, pid_t tid)
+{
+	const struct tv_domain *dom = (const struct tv_domain *)info;
+	struct tid_tgid key = { tid, 0 };
+	const struct tid_tgid *hit;
+	const struct tv_vcpu_thread *t;
+
+	hit = dom->tgids ? bsearch(&key, dom->tgids, dom->nr_tgids, sizeof(key), cmp_tid) : NULL;
+	if (hit && hit->tgid > 0)
+		return hit->tgid;
+	t = tv_vcpu_map_find(&dom->vcpus, tid);
+	return t ? t->vm_pid : tid;
+}
+
+static const char *domain_display_name(const char *subdir, char *buf, size_t size)
+{
+	if (!strncmp(subdir, "guest-", 6))
+		snprintf(buf, size, "guest:%s", subdir + 6);
+	else
+		snprintf(buf, size, "%s", subdir);
+	return buf;
+}
+
+int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
+{
+	char path[PATH_MAX + 16];
+	int ret;
+
+	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
+	domain_display_name(subdir, dom->name, sizeof(dom->name));
+	snprintf(path, sizeof(path), "%s/meta", dom->dir);
+	ret = tv_meta_read(path, &dom->meta);
+	if (ret)
+		return ret;
+	dom->long_size = (int)tv_meta_get_ll(dom->meta, "long_size", 8);
+	dom->subbuf_size = (size_t)tv_meta_get_ll(dom->meta, "subbuf_size", 4096);
+	dom->nr_cpus = (int)tv_meta_get_ll(dom->meta, "ncpus", 0);
+	if ((dom->long_size != 4 && dom->long_size != 8) || dom->subbuf_size < 64 ||
+	    dom->subbuf_size > (64 << 20) || dom->nr_cpus <= 0 || dom->nr_cpus > 65536) {
+		tv_err("Invalid domain metadata: path=\"%s\" (long_size, subbuf_size or ncpus)", path);
+		return -EINVAL;
+	}
+	dom->tep = tep_alloc();
+	dom->bounds = calloc(MAX_EVENT_ID, sizeof(*dom->bounds));
+	if (!dom->tep || !dom->bounds)
+		return -ENOMEM;
+	tep_set_long_size(dom->tep, dom->long_size);
+	tep_set_page_size(dom->tep, (int)dom->subbuf_size);
+	tep_set_flag(dom->tep, TEP_NSEC_OUTPUT);
+	ret = load_header_page(dom);
+	if (!ret)
+		ret = load_formats(dom);
+	if (ret)
+		return ret;
+	load_task_maps(dom);
+	dom->info.name = dom->name;
+	dom->info.dir = dom->dir;
+	dom->info.tep = dom->tep;
+	dom->info.meta = dom->meta;
+	dom->info.vcpus = &dom->vcpus;
+	dom->info.tgid_of = domain_tgid_of;
+	return 0;
+}
+
+void tv_domain_unload(struct tv_domain *dom)
+{
+	if (dom->tep)
+		tep_free(dom->tep);
+	tv_meta_free(dom->meta);
+	tv_vcpu_map_free(&dom->vcpus);
+	free(dom->tgids);
+	free(dom->bounds);
+	memset(dom, 0, sizeof(*dom));
+}
+
+static void compute_bounds(struct tep_event *event, struct event_bounds *b)
+{
+	struct tep_format_field *f;
+
+	b->checked = 1;
+	for (f = event->format.common_fields; f; f = f->next)
+		if (f->offset + f->size > b->min_size)
+			b->min_size = f->offset + f->size;
+	for (f = event->format.fields; f; f = f->next) {
+		if (f->offset + f->size > b->min_size)
+			b->min_size = f->offset + f->size;
+		if ((f->flags & TEP_FIELD_IS_DYNAMIC) && b->nr_dynamic < 16)
+			b->dynamic[b->nr_dynamic++] = f;
+	}
+}
+
+/* A __data_loc word: offset in the low 16 bits, length in the high 16. */
+static int dynamic_field_ok(struct tep_handle *tep, struct tep_record *rec,
+			    struct tep_format_field *f)
+{
+	unsigned int loc = (unsigned int)tep_read_number(tep, (char *)rec->data + f->offset, 4);
+	unsigned int off = loc & 0xffff, len = loc >> 16;
+
+	if (f->flags & TEP_FIELD_IS_RELATIVE)
+		off += (unsigned int)(f->offset + f->size);
+	return off + len <= (unsigned int)rec->size;
+}
+
+struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec,
+					  const char **why)
+{
+	struct tep_event *event;
+	struct event_bounds *b;
+	int id;
+
+	if (rec->size < 8) {
+		*why = "record shorter than the common fields";
+		return NULL;
+	}
+	id = (int)tep_read_number(dom->tep, rec->data, 2);
+	event = tep_find_event(dom->tep, id);
+	if (!event) {
+		*why = "unknown event id";
+		return NULL;
+	}
+	b = &dom->bounds[id];
+	if (!b->checked)
+		compute_bounds(event, b);
+	if (rec->size < b->min_size) {
+		*why = "record shorter than its format";
+		return NULL;
+	}
+	for (int i = 0; i < b->nr_dynamic; i++) {
+		if (!dynamic_field_ok(dom->tep, rec, b->dynamic[i])) {
+			*why = "dynamic field outside the record";
+			return NULL;
+		}
+	}
+	return event;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/* Internals shared by the session reader's files (lib/). */
+#ifndef TV_LIB_INTERNAL_H
+#define TV_LIB_INTERNAL_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tracevisor/tracevisor.h"
+
+struct tep_handle;
+struct kbuffer;
+
+struct tid_tgid {
+	pid_t tid;
+	pid_t tgid;
+};
+
+/* Bounds known per event id, so a record is checked before it is read. */
+struct event_bounds {
+	int checked;
+	int min_size;		/* end of the last static field */
+	int nr_dynamic;
+	struct tep_format_field *dynamic[16];
+};
+
+struct tv_domain {
+	struct tv_domain_info info;
+	char name[80];
+	char dir[PATH_MAX];
+	struct tep_handle *tep;
+	struct tv_meta *meta;
+	struct tv_vcpu_map vcpus;
+	struct tid_tgid *tgids;	/* sorted by tid */
+	size_t nr_tgids;
+	size_t subbuf_size;
+	int long_size;
+	int nr_cpus;
+	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+};
+
+int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
+void tv_domain_unload(struct tv_domain *dom);
+/* The event of @rec if its id is known and the record holds its fields. */
+struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec,
+					  const char **why);
+
+struct tv_cpu_stream {
+	struct tv_domain *dom;
+	int cpu;
+	int fd;
+	char path[PATH_MAX];
+	uint64_t file_size;
+	uint64_t page_off;	/* offset of the loaded sub-buffer */
+	unsigned char *page;
+	size_t data_len;	/* bytes of events in the loaded sub-buffer */
+	struct kbuffer *kbuf;
+	struct tep_record rec;	/* current event */
+	long long missed;	/* events lost before the current one */
+	int done;
+};
+
+int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
+/* Return: 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */
+int tv_cpu_stream_next(struct tv_cpu_stream *st);
+void tv_cpu_stream_close(struct tv_cpu_stream *st);
+
+#endif

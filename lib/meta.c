@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Session metadata: ordered key=value lines.  Plain text so that a session
+ * can be inspected with cat/grep and decoded on another machine.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+
+struct tv_meta_entry {
+	char *key;
+	char *value;
+};
+
+struct tv_meta {
+	struct tv_meta_entry *entries;
+	size_t nr;
+};
+
+struct tv_meta *tv_meta_new(void)
+{
+	return calloc(1, sizeof(struct tv_meta));
+}
+
+void tv_meta_free(struct tv_meta *meta)
+{
+	if (!meta)
+		return;
+	for (size_t i = 0; i < meta->nr; i++) {
+		free(meta->entries[i].key);
+		free(meta->entries[i].value);
+	}
+	free(meta->entries);
+	free(meta);
+}
+
+static struct tv_meta_entry *meta_find(const struct tv_meta *meta, const char *key)
+{
+	for (size_t i = 0; i < meta->nr; i++)
+		if (!strcmp(meta->entries[i].key, key))
+			return &meta->entries[i];
+	return NULL;
+}
+
+static int meta_put(struct tv_meta *meta, const char *key, char *value)
+{
+	struct tv_meta_entry *e = meta_find(meta, key);
+	struct tv_meta_entry *grown;
+
+	if (e) {
+		free(e->value);
+		e->value = value;
+		return 0;
+	}
+	grown = realloc(meta->entries, (meta->nr + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	meta->entries = grown;
+	e = &meta->entries[meta->nr];
+	e->key = strdup(key);
+	if (!e->key)
+		return -ENOMEM;
+	e->value = value;
+	meta->nr++;
+	return 0;
+}
+
+int tv_meta_set(struct tv_meta *meta, const char *key, const char *fmt, ...)
+{
+	char *value;
+	va_list ap;
+	int ret;
+
+	if (strchr(key, '=') || strchr(key, '\n'))
+		return -EINVAL;
+	va_start(ap, fmt);
+	ret = vasprintf(&value, fmt, ap);
+	va_end(ap);
+	if (ret < 0)
+		return -ENOMEM;
+	/* One line per entry: a newline would split it on reading. */
+	for (char *p = value; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	ret = meta_put(meta, key, value);
+	if (ret)
+		free(value);
+	return ret;
+}
+
+const char *tv_meta_get(const struct tv_meta *meta, const char *key)
+{
+	struct tv_meta_entry *e = meta ? meta_find(meta, key) : NULL;
+
+	return e ? e->value : NULL;
+}
+
+long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long def)
+{
+	const char *v = tv_meta_get(meta, key);
+	char *end;
+	long long n;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	n = strtoll(v, &end, 0);
+	return (errno || *end) ? def : n;
+}
+
+int tv_meta_write(const struct tv_meta *meta, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		tv_err("Cannot create metadata file: path=\"%s\", errno=%d", tmp, -ret);
+		return ret;
+	}
+	for (size_t i = 0; i < meta->nr; i++)
+		fprintf(f, "%s=%s\n", meta->entries[i].key, meta->entries[i].value);
+	if (fflush(f) || fsync(fileno(f)))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, -ret);
+		unlink(tmp);
+	}
+	return ret;
+}
+
+int tv_meta_read(const char *path, struct tv_meta **out)
+{
+	struct tv_meta *meta;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned int lineno = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(path, "r");
+	if (!f) {
+		ret = -errno;
+		tv_err("Cannot open metadata file: path=\"%s\", errno=%d", path, -ret);
+		return ret;
+	}
+	meta = tv_meta_new();
+	if (!meta) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		char *eq, *value;
+
+		lineno++;
+		if (n && line[n - 1] == '\n')
+			line[n - 1] = '\0';
+		if (!line[0] || line[0] == '#')
+			continue;
+		eq = strchr(line, '=');
+		if (!eq) {
+			tv_err("Malformed metadata line: path=\"%s\", line=%u", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		value = strdup(eq + 1);
+		if (!value || meta_put(meta, line, value)) {
+			free(value);
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (ret) {
+		tv_meta_free(meta);
+		return ret;
+	}
+	*out = meta;
+	return 0;
+}

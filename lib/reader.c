@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Time-ordered reading of a whole session: every CPU stream of every domain
+ * is merged with a binary min-heap keyed on (timestamp, domain, cpu), so
+ * memory is one sub-buffer per stream whatever the trace size, and ties are
+ * broken the same way on every run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "internal.h"
+
+#define MAX_DOMAINS 64
+
+struct tv_reader {
+	struct tv_domain *domains;
+	size_t nr_domains;
+	struct tv_cpu_stream *streams;
+	size_t nr_streams;
+	struct tv_cpu_stream **heap;
+	size_t heap_len;
+	struct tv_cpu_stream *current;	/* returned last; advanced on next call */
+	struct tv_meta *session_meta;
+};
+
+static int stream_before(const struct tv_cpu_stream *a, const struct tv_cpu_stream *b)
+{
+	if (a->rec.ts != b->rec.ts)
+		return a->rec.ts < b->rec.ts;
+	if (a->dom != b->dom)
+		return a->dom < b->dom;
+	return a->cpu < b->cpu;
+}
+
+static void heap_sift_down(struct tv_reader *rd, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		struct tv_cpu_stream *tmp;
+
+		if (l < rd->heap_len && stream_before(rd->heap[l], rd->heap[m]))
+			m = l;
+		if (r < rd->heap_len && stream_before(rd->heap[r], rd->heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		tmp = rd->heap[i];
+		rd->heap[i] = rd->heap[m];
+		rd->heap[m] = tmp;
+		i = m;
+	}
+}
+
+static void heap_sift_up(struct tv_reader *rd, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		struct tv_cpu_stream *tmp;
+
+		if (!stream_before(rd->heap[i], rd->heap[p]))
+			return;
+		tmp = rd->heap[i];
+		rd->heap[i] = rd->heap[p];
+		rd->heap[p] = tmp;
+		i = p;
+	}
+}
+
+static int reader_load_domains(struct tv_reader *rd, const char *dir)
+{
+	char path[PATH_MAX + 16];
+	const char *list;
+	char *copy, *save = NULL;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/session.meta", dir);
+	ret = tv_meta_read(path, &rd->session_meta);
+	if (ret) {
+		if (ret == -ENOENT)
+			tv_err("Not a complete tracevisor session: path=\"%s\" has no session.meta (recording interrupted, or wrong directory)", dir);
+		return ret;
+	}
+	list = tv_meta_get(rd->session_meta, "domains");
+	if (!list || !*list) {
+		tv_err("Session lists no domains: path=\"%s\"", path);
+		return -EINVAL;
+	}
+	rd->domains = calloc(MAX_DOMAINS, sizeof(*rd->domains));
+	copy = strdup(list);
+	if (!rd->domains || !copy) {
+		free(copy);
+		return -ENOMEM;
+	}
+	for (char *d = strtok_r(copy, ",", &save); d && !ret; d = strtok_r(NULL, ",", &save)) {
+		if (rd->nr_domains == MAX_DOMAINS || strchr(d, '/') || d[0] == '.') {
+			tv_err("Invalid domain in session: path=\"%s\", domain=\"%s\"", path, d);
+			ret = -EINVAL;
+			break;
+		}
+		ret = tv_domain_load(&rd->domains[rd->nr_domains], dir, d);
+		rd->nr_domains++;
+	}
+	free(copy);
+	return ret;
+}
+
+static int reader_open_streams(struct tv_reader *rd)
+{
+	size_t total = 0;
+	int ret = 0;
+
+	for (size_t d = 0; d < rd->nr_domains; d++)
+		total += (size_t)rd->domains[d].nr_cpus;
+	rd->streams = calloc(total, sizeof(*rd->streams));
+	rd->heap = calloc(total, sizeof(*rd->heap));
+	if (!rd->streams || !rd->heap)
+		return -ENOMEM;
+	for (size_t d = 0; d < rd->nr_domains && !ret; d++) {
+		for (int cpu = 0; cpu < rd->domains[d].nr_cpus && !ret; cpu++) {
+			struct tv_cpu_stream *st = &rd->streams[rd->nr_streams++];
+
+			ret = tv_cpu_stream_open(st, &rd->domains[d], cpu);
+			if (!ret)
+				ret = tv_cpu_stream_next(st);
+			if (ret > 0) {
+				rd->heap[rd->heap_len] = st;
+				heap_sift_up(rd, rd->heap_len++);
+				ret = 0;
+			}
+		}
+	}
+	return ret;
+}
+
+int tv_reader_open(const char *dir, struct tv_reader **out)
+{
+	struct tv_reader *rd = calloc(1, sizeof(*rd));
+	int ret;
+
+	if (!rd)
+		return -ENOMEM;
+	ret = reader_load_domains(rd, dir);
+	if (!ret)
+		ret = reader_open_streams(rd);
+	if (ret) {
+		tv_reader_close(rd);
+		return ret;
+	}
+	*out = rd;
+	return 0;
+}
+
+int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
+{
+	struct tv_cpu_stream *st;
+	int ret;
+
+	if (rd->current) {
+		ret = tv_cpu_stream_next(rd->current);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			rd->heap[rd->heap_len] = rd->current;
+			heap_sift_up(rd, rd->heap_len++);
+		}
+		rd->current = NULL;
+	}
+	if (rd->heap_len == 0)
+		return 0;
+	st = rd->heap[0];
+	rd->heap[0] = rd->heap[--rd->heap_len];
+	heap_sift_down(rd, 0);
+	rd->current = st;
+
+	ev->ts = st->rec.ts;
+	ev->cpu = st->cpu;
+	ev->tep = st->dom->tep;
+	ev->record = &st->rec;
+	ev->format = tep_find_event_by_record(st->dom->tep, &st->rec);
+	ev->pid = tep_data_pid(st->dom->tep, &st->rec);
+	ev->domain = st->dom->name;
+	ev->missed_before = st->rec.missed_events;
+	return 1;
+}
+
+void tv_reader_close(struct tv_reader *rd)
+{
+	if (!rd)
+		return;
+	for (size_t i = 0; i < rd->nr_streams; i++)
+		tv_cpu_stream_close(&rd->streams[i]);
+	for (size_t d = 0; d < rd->nr_domains; d++)
+		tv_domain_unload(&rd->domains[d]);
+	free(rd->streams);
+	free(rd->heap);
+	free(rd->domains);
+	tv_meta_free(rd->session_meta);
+	free(rd);
+}
+
+size_t tv_reader_nr_domains(const struct tv_reader *rd)
+{
+	return rd->nr_domains;
+}
+
+const struct tv_domain_info *tv_reader_domain(const struct tv_reader *rd, size_t i)
+{
+	return i < rd->nr_domains ? &rd->domains[i].info : NULL;
+}
+
+const struct tv_domain_info *tv_reader_event_domain(const struct tv_reader *rd,
+						    const struct tv_event *ev)
+{
+	for (size_t d = 0; d < rd->nr_domains; d++)
+		if (ev->tep == rd->domains[d].tep)
+			return &rd->domains[d].info;
+	return NULL;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Minimal unit-test harness: each test_*.c is one program; TV_CHECK records
+ * a failure and goes on, and main() ends with tv_test_done(), which prints
+ * "N passed, N failed" for the program and exits non-zero on any failure.
+ */
+#ifndef TV_TEST_H
+#define TV_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int tv_test_passed, tv_test_failed;
+
+#define TV_CHECK(cond, ...)                                                      \
+	do {                                                                     \
+		if (cond) {                                                      \
+			tv_test_passed++;                                        \
+		} else {                                                         \
+			tv_test_failed++;                                        \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                            \
+			fputc('\n', stderr);                                     \
+		}                                                                \
+	} while (0)
+
+static inline int tv_test_done(const char *name)
+{
+	printf("%s: %d checks passed, %d failed\n", name, tv_test_passed, tv_test_failed);
+	return tv_test_failed ? 1 : 0;
+}
+
+#endif

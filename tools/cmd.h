@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The tracevisor command's subcommands, dispatched from tracevisor.c. */
+#ifndef TV_TOOLS_CMD_H
+#define TV_TOOLS_CMD_H
+
+#define TV_VERSION "0.1.0"
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_stat(int argc, char **argv);
+
+/* Print "tracevisor CMD: MESSAGE" on stderr. */
+void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Exit status for a library error code. */
+int tv_cli_status(int err);
+
+#endif

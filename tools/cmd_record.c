@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor record: drive the recorder until COMMAND exits, the duration
+ * ends, or SIGINT/SIGTERM/SIGHUP.  Signals are taken through a signalfd so
+ * that stopping always runs the same path: tracing off, every CPU drained,
+ * metadata written, tracefs instance removed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+#define MAX_EVENTS 256
+
+struct record_cli {
+	struct tv_record_opts opts;
+	const char *events[MAX_EVENTS];
+	double duration;
+	char **command;
+	int quiet;
+};
+
+static void record_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor record [-o DIR] [-e EVENT]... [-f FILTER] [-b KB_PER_CPU]\n"
+		"                         [--clock CLOCK] [--duration SECONDS] [-q] [-- COMMAND [ARGS]]\n\n"
+		"Records host kernel events (default: every kvm event) into the session\n"
+		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C.\n\n"
+		"  -o, --output DIR        session directory to create (default: tracevisor-session)\n"
+		"  -e, --event EVENT       SYSTEM, SYSTEM:EVENT or a glob (repeatable; default: kvm)\n"
+		"  -f, --filter FILTER     ftrace filter applied in the kernel, e.g. 'vcpu_id==0'\n"
+		"  -b, --buffer KB         ring buffer per CPU in KB (default: %d)\n"
+		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
+		"      --duration SECONDS  stop after SECONDS\n"
+		"  -q, --quiet             no progress or summary\n"
+		"  -h, --help              this help\n",
+		TV_RECORD_DEFAULT_BUFFER_KB);
+}
+
+static int parse_record_args(int argc, char **argv, struct record_cli *cli)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "clock", required_argument, NULL, 'C' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	cli->opts.outdir = "tracevisor-session";
+	while ((c = getopt_long(argc, argv, "+o:e:f:b:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			cli->opts.outdir = optarg;
+			break;
+		case 'e':
+			if (cli->opts.nr_events == MAX_EVENTS) {
+				tv_cli_error("record", "too many -e options (at most %d)", MAX_EVENTS);
+				return -1;
+			}
+			cli->events[cli->opts.nr_events++] = optarg;
+			break;
+		case 'f':
+			cli->opts.filter = optarg;
+			break;
+		case 'b': {
+			unsigned long kb = strtoul(optarg, &end, 10);
+
+			if (*end || kb < 4 || kb > 64UL * 1024 * 1024) {
+				tv_cli_error("record", "invalid buffer size: '%s' (KB per CPU, 4 or more)", optarg);
+				return -1;
+			}
+			cli->opts.buffer_kb = (unsigned int)kb;
+			break;
+		}
+		case 'C':
+			cli->opts.clock = optarg;
+			break;
+		case 'd':
+			cli->duration = strtod(optarg, &end);
+			if (*end || cli->duration <= 0) {
+				tv_cli_error("record", "invalid duration: '%s' (seconds, > 0)", optarg);
+				return -1;
+			}
+			break;
+		case 'q':
+			cli->quiet = 1;
+			break;
+		case 'h':
+			record_usage(stdout);
+			exit(0);
+		default:
+			record_usage(stderr);
+			return -1;
+		}
+	}
+	cli->opts.events = cli->events;
+	if (optind < argc)
+		cli->command = &argv[optind];
+	return 0;
+}
+
+/* Fork COMMAND; report exec failure through a close-on-exec pipe. */
+static pid_t start_command(char **command, const sigset_t *saved_mask)
+{
+	int status_pipe[2], err = 0;
+	pid_t pid;
+
+	if (pipe2(status_pipe, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, saved_mask, NULL);
+		execvp(command[0], command);
+		err = errno;
+		if (write(status_pipe[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(status_pipe[1]);
+	if (pid > 0 && read(status_pipe[0], &err, sizeof(err)) == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		errno = err;
+		pid = -1;
+	}
+	close(status_pipe[0]);
+	return pid;
+}
+
+static int arm_duration(double seconds)
+{
+	struct itimerspec its = { 0 };
+	int fd;
+
+	if (seconds <= 0)
+		return -1;
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	its.it_value.tv_sec = (time_t)seconds;
+	its.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(fd, 0, &its, NULL);
+	return fd;
+}
+
+static void show_progress(const struct tv_recorder *rec, double secs)
+{
+	fprintf(stderr, "\rtracevisor record: %.1f s, %.1f MB captured ", secs,
+		(double)tv_recorder_bytes(rec) / 1e6);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait for the end of the recording. Return the command's wait status or -1. */
+static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sfd,
+			 pid_t child, int *why_signal)
+{
+	int tfd = arm_duration(cli->duration);
+	struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
+	int progress = !cli->quiet && isatty(STDERR_FILENO);
+	double start = now_s();
+	int status = -1;
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		int n = poll(pfd, tfd >= 0 ? 2 : 1, progress ? 1000 : -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (progress)
+			show_progress(rec, now_s() - start);
+		if (n <= 0)
+			continue;
+		if (tfd >= 0 && (pfd[1].revents & POLLIN))
+			break;
+		if (read(sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		if (si.ssi_signo != SIGCHLD) {
+			*why_signal = (int)si.ssi_signo;
+			break;
+		}
+		if (child > 0 && waitpid(child, &status, WNOHANG) == child)
+			break;
+	}
+	if (progress)
+		fputc('\n', stderr);
+	if (tfd >= 0)
+		close(tfd);
+	return status;
+}
+
+static void print_summary(const struct record_cli *cli, const struct tv_recorder *rec)
+{
+	uint64_t events = 0, lost = 0, bytes = 0;
+	int ncpus = tv_recorder_nr_cpus(rec);
+
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		const struct tv_record_cpu_stats *st = tv_recorder_cpu_stats(rec, cpu);
+
+		events += st->events;
+		lost += st->lost;
+		bytes += st->bytes;
+		if (st->lost)
+			fprintf(stderr, "tracevisor record: warning: CPU %d lost %llu events (buffer full: raise -b)\n",
+				cpu, (unsigned long long)st->lost);
+	}
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: %llu events, %.1f MB on %d CPUs, %llu lost -> %s\n",
+			(unsigned long long)events, (double)bytes / 1e6, ncpus,
+			(unsigned long long)lost, cli->opts.outdir);
+}
+
+static void end_command(pid_t child, int *status, int why_signal)
+{
+	if (child <= 0 || *status != -1)
+		return;
+	/* Recording stopped first (signal or duration): pass the signal on. */
+	kill(child, why_signal ? why_signal : SIGTERM);
+	for (int i = 0; i < 50 && waitpid(child, status, WNOHANG) == 0; i++)
+		usleep(20000);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_cli cli = { 0 };
+	struct tv_recorder *rec = NULL;
+	sigset_t mask, saved;
+	pid_t child = 0;
+	int sfd, ret, status, why_signal = 0;
+
+	if (parse_record_args(argc, argv, &cli))
+		return 2;
+	/* Block before any thread exists so all of them inherit the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, &saved);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		tv_cli_error("record", "Cannot create signalfd: errno=%d", errno);
+		return 1;
+	}
+	ret = tv_recorder_create(&cli.opts, &rec);
+	if (ret)
+		return tv_cli_status(ret);
+	ret = tv_recorder_start(rec);
+	if (!ret && cli.command) {
+		child = start_command(cli.command, &saved);
+		if (child < 0) {
+			tv_cli_error("record", "Cannot run command: name=\"%s\", errno=%d (%s)",
+				     cli.command[0], errno, strerror(errno));
+			ret = -errno;
+		}
+	}
+	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0)
+		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
+			cli.opts.outdir);
+	status = ret ? -1 : wait_for_stop(&cli, rec, sfd, child, &why_signal);
+	end_command(child, &status, why_signal);
+	ret = tv_recorder_stop(rec) ? -1 : ret;
+	if (!ret)
+		print_summary(&cli, rec);
+	tv_recorder_destroy(rec);
+	close(sfd);
+	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		fprintf(stderr, "tracevisor record: warning: command '%s' %s %d\n", cli.command[0],
+			WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return tv_cli_status(ret);
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tracevisor stat: VM exit analysis of a session (kvm/stat.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+static void stat_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor stat [--json] [--hist] DIR\n\n"
+		"Per VM and vCPU: exit counts and exit->entry latency (min, p50, p99, max,\n"
+		"total) per exit reason, sorted by total time.  Where kvm_exit/kvm_entry do\n"
+		"not fire (PVM KVM), user-space exits, port I/O, MMIO, CPUID and emulated\n"
+		"instructions instead.\n\n"
+		"  --json      a JSON list of rows: vm, vcpu, reason, count, min_ns, p50_ns,\n"
+		"              p99_ns, max_ns, total_ns (null when not timed)\n"
+		"  --hist      add a log2 histogram of latencies per row\n"
+		"  -h, --help  this help\n");
+}
+
+static const char *fmt_ns(uint64_t ns, char *buf, size_t size)
+{
+	if (ns < 10000)
+		snprintf(buf, size, "%lluns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, size, "%.1fus", (double)ns / 1e3);
+	else if (ns < 10000000000ULL)
+		snprintf(buf, size, "%.1fms", (double)ns / 1e6);
+	else
+		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
+	return buf;
+}
+
+static void print_hist(const struct tv_kvm_stat_row *r)
+{
+	uint64_t max = 0;
+
+	for (int b = 0; b < 64; b++)
+		if (r->hist[b] > max)
+			max = r->hist[b];
+	for (int b = 0; b < 64; b++) {
+		char lo[16], hi[16];
+		int bar;
+
+		if (!r->hist[b])
+			continue;
+		bar = (int)(r->hist[b] * 40 / (max ? max : 1));
+		fmt_ns(b ? 1ULL << (b - 1) : 0, lo, sizeof(lo));
+		fmt_ns(1ULL << b, hi, sizeof(hi));
+		printf("      [%8s, %8s) %10llu %.*s\n", lo, hi, (unsigned long long)r->hist[b],
+		       bar ? bar : 1, "########################################");
+	}
+}
+
+static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+{
+	char b[5][24];
+
+	printf("VM exit analysis of %s: %llu events, %llu lost\n", dir,
+	       (unsigned long long)st->events, (unsigned long long)st->lost);
+	if (!st->have_exit_entry)
+		printf("note: kvm_exit/kvm_entry did not fire on this host (PVM KVM, or not recorded);\n"
+		       "      showing user-space exits (timed until the vCPU thread is back in KVM),\n"
+		       "      port I/O, MMIO, CPUID leaves and emulated instructions instead.\n");
+	else if (st->unmatched_exits)
+		printf("note: %llu exits had no matching entry (recording edges or lost events)\n",
+		       (unsigned long long)st->unmatched_exits);
+	printf("\n%-24s %-6s %-26s %10s %9s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
+	       "MIN", "P50", "P99", "MAX", "TOTAL");
+	for (size_t i = 0; i < st->nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &st->rows[i];
+
+		if (!r->has_latency) {
+			printf("%-24s %-6s %-26s %10llu %9s %9s %9s %9s %10s\n", r->vm, r->vcpu,
+			       r->reason, (unsigned long long)r->count, "-", "-", "-", "-", "-");
+			continue;
+		}
+		printf("%-24s %-6s %-26s %10llu %9s %9s %9s %9s %10s\n", r->vm, r->vcpu, r->reason,
+		       (unsigned long long)r->count, fmt_ns(r->min_ns, b[0], 24),
+		       fmt_ns(r->p50_ns, b[1], 24), fmt_ns(r->p99_ns, b[2], 24),
+		       fmt_ns(r->max_ns, b[3], 24), fmt_ns(r->total_ns, b[4], 24));
+		if (hist)
+			print_hist(r);
+	}
+	if (!st->nr_rows)
+		printf("(no KVM activity in this session)\n");
+}
+
+static void json_str(const char *s)
+{
+	struct tv_strbuf sb = { 0 };
+
+	tv_strbuf_append_json_string(&sb, s, strlen(s));
+	fputs(sb.data, stdout);
+	tv_strbuf_free(&sb);
+}
+
+static void print_json(const struct tv_kvm_stat *st, int hist)
+{
+	printf("[");
+	for (size_t i = 0; i < st->nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &st->rows[i];
+
+		printf("%s\n{\"vm\":", i ? "," : "");
+		json_str(r->vm);
+		printf(",\"vcpu\":");
+		json_str(r->vcpu);
+		printf(",\"reason\":");
+		json_str(r->reason);
+		printf(",\"count\":%llu", (unsigned long long)r->count);
+		if (r->has_latency)
+			printf(",\"min_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu,\"total_ns\":%llu",
+			       (unsigned long long)r->min_ns, (unsigned long long)r->p50_ns,
+			       (unsigned long long)r->p99_ns, (unsigned long long)r->max_ns,
+			       (unsigned long long)r->total_ns);
+		else
+			printf(",\"min_ns\":null,\"p50_ns\":null,\"p99_ns\":null,\"max_ns\":null,\"total_ns\":null");
+		printf(",\"mode\":\"%s\"", st->mode);
+		if (hist && r->has_latency) {
+			printf(",\"hist_log2\":[");
+			for (int b = 0; b < 64; b++)
+				printf("%s%llu", b ? "," : "", (unsigned long long)r->hist[b]);
+			printf("]");
+		}
+		printf("}");
+	}
+	printf("\n]\n");
+}
+
+int cmd_stat(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "hist", no_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tv_kvm_stat st;
+	int json = 0, hist = 0, c, ret;
+
+	while ((c = getopt_long(argc, argv, "jHh", longopts, NULL)) != -1) {
+		if (c == 'j') {
+			json = 1;
+		} else if (c == 'H') {
+			hist = 1;
+		} else if (c == 'h') {
+			stat_usage(stdout);
+			return 0;
+		} else {
+			stat_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		stat_usage(stderr);
+		return 2;
+	}
+	ret = tv_kvm_stat_compute(argv[optind], &st);
+	if (ret)
+		return tv_cli_status(ret);
+	if (json)
+		print_json(&st, hist);
+	else
+		print_table(argv[optind], &st, hist);
+	tv_kvm_stat_free(&st);
+	return 0;
+}

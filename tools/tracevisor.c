@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor: the command-line front end.  Each subcommand lives in its own
+ * file (cmd_*.c) and is dispatched from the table below; this file only
+ * installs the library's log callback and routes.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "record", cmd_record, "record KVM and host kernel events into a session directory" },
+	{ "report", cmd_report, "print a session's events in time order (text or JSON lines)" },
+	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
+};
+
+static const char *current_cmd = "tracevisor";
+
+static void log_to_stderr(enum tv_log_level level, const char *msg, void *ctx)
+{
+	static const char *const prefix[] = { "", "warning: ", "", "debug: " };
+
+	(void)ctx;
+	fprintf(stderr, "tracevisor %s: %s%s\n", current_cmd, prefix[level], msg);
+}
+
+void tv_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tracevisor %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int tv_cli_status(int err)
+{
+	return err ? 1 : 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: tracevisor COMMAND [OPTIONS]\n\n"
+		     "Trace virtualised systems: host kernel, KVM, guests.\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'tracevisor COMMAND --help' or 'man tracevisor-COMMAND' for details.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("tracevisor %s\n", TV_VERSION);
+		return 0;
+	}
+	tv_log_set_callback(log_to_stderr, NULL);
+	tv_log_set_level(getenv("TRACEVISOR_DEBUG") ? TV_LOG_DEBUG : TV_LOG_INFO);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!strcmp(argv[1], commands[i].name)) {
+			current_cmd = commands[i].name;
+			return commands[i].run(argc - 1, argv + 1);
+		}
+	}
+	fprintf(stderr, "tracevisor: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
