@@ -67,6 +67,25 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+/* Marker events are always on: their formats decode sync probes and notes. */
+static int write_marker_formats(const char *domain_dir, const char *tracing_dir)
+{
+	static const char *const markers[] = { "print", "raw_data" };
+	char src[PATH_MAX], dst[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/events/ftrace/%s/format", tracing_dir, markers[i]);
+		if (access(src, R_OK))
+			continue;
+		snprintf(dst, sizeof(dst), "%s/events/ftrace/%s", domain_dir, markers[i]);
+		if (mkdir_p(dst) == 0) {
+			snprintf(dst, sizeof(dst), "%s/events/ftrace/%s/format", domain_dir, markers[i]);
+			copy_file(src, dst);
+		}
+	}
+	return 0;
+}
+
 int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 			     const struct tv_event_list *events)
 {
@@ -98,7 +117,7 @@ int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 		if (ret)
 			return ret;
 	}
-	return 0;
+	return write_marker_formats(domain_dir, tracing_dir);
 }
 
 int tv_session_write_task_maps(const char *domain_dir, const char *tracing_dir)
