@@ -141,6 +141,10 @@ make_skeleton() {
 	done
 	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
+	# busybox has no ldd; glibc's loader can list a binary's libraries
+	printf '#!/bin/sh\nfor f; do echo "$f:"; /lib64/ld-linux-x86-64.so.2 --list "$f"; done\n' \
+		>"$root/usr/bin/ldd"
+	chmod 755 "$root/usr/bin/ldd"
 }
 
 # Copy the modules named in "$@" (module names, - or _) and their

@@ -1,0 +1,26 @@
+#!/bin/bash
+# shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
+# lab `guest` topology: a trivial script runs as root, its stdout comes back
+# on lab's stdout, its /out files and the console log land in OUTDIR, its
+# exit status is lab's, and /opt/tracevisor mirrors build/.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+
+run_lab guest '
+echo "hello from $(id -u) on $(uname -m)"
+echo payload > /out/payload.txt
+mkdir -p /out/sub && echo nested > /out/sub/f
+cd /opt/tracevisor && find . -type f | sort > /out/opt.list
+test -e /sys/kernel/tracing/trace || exit 9
+exit 0' run
+expect_rc 0 "trivial script"
+grep -qx "hello from 0 on x86_64" "$STDOUT" || fail "script output not on lab's stdout"
+[ "$(cat "$OUT/payload.txt")" = payload ] || fail "/out/payload.txt not in OUTDIR"
+[ "$(cat "$OUT/sub/f")" = nested ] || fail "/out/sub/f not in OUTDIR"
+grep -q "script end (status 0)" "$OUT/console.log" || fail "console.log not kept"
+if [ -d "$REPO/build" ]; then
+	want=$(cd "$REPO/build" && find . -type f ! -name '*.o' ! -name '*.d' | LC_ALL=C sort)
+	got=$(LC_ALL=C sort "$OUT/opt.list")
+	[ "$want" = "$got" ] || fail "/opt/tracevisor differs from build/"
+fi
+echo "PASS: lab guest runs a script, returns output, files and status" >&2

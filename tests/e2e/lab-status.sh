@@ -1,0 +1,23 @@
+#!/bin/bash
+# shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
+# lab reports a failing script's status as its own, keeps what a crashing
+# script wrote to /out, and fails clearly (125) when no status comes back.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+
+run_lab guest 'echo before > /out/before.txt; echo failing; exit 7' fail
+expect_rc 7 "failing script"
+grep -q "status 7" "$STDERR" || fail "status 7 not reported on stderr"
+[ -f "$OUT/before.txt" ] || fail "file written before failing is lost"
+
+# the script kills itself with a signal: status 128+9, files survive
+run_lab guest 'echo partial > /out/partial.txt; kill -9 $$' crash
+expect_rc 137 "script killed by SIGKILL"
+[ "$(cat "$OUT/partial.txt")" = partial ] || fail "file of a crashed script lost"
+
+# the whole guest dies (kernel panic): no status → lab says so, status 125
+run_lab guest 'echo c > /proc/sysrq-trigger' panic
+expect_rc 125 "guest kernel crash"
+grep -q "without writing /out/.lab-status" "$STDERR" || fail "no clear message for a missing status"
+[ -s "$OUT/console.log" ] || fail "console.log not kept after a crash"
+echo "PASS: failing, crashing and panicking scripts are reported as such" >&2

@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Shared by tests/e2e/lab-*.sh: exit 0 = pass, 77 = skip, else fail.
+# Run from anywhere; the lab finds the repo from its own path.
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LAB=$REPO/tests/lab/lab
+T=$(mktemp -d "${TMPDIR:-/tmp}/lab-e2e.XXXXXX")
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+# Keep the evidence of a failure: T is left behind and named.
+fail() {
+	echo "FAIL: $*" >&2
+	echo "FAIL: files kept in $T" >&2
+	trap - EXIT
+	exit 1
+}
+
+cleanup() { rm -rf "$T"; }
+trap cleanup EXIT
+
+# The lab needs root only to apt-get missing host tools and to be sure
+# guest files written over 9p are readable; TCG needs no /dev/kvm.
+lab_preflight() {
+	[ "$(id -u)" = 0 ] || skip "not root"
+	if command -v qemu-system-x86_64 >/dev/null; then
+		qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg ||
+			skip "this qemu-system-x86_64 has no TCG"
+	fi
+}
+
+# run_lab TOPO SCRIPT-TEXT NAME [ENV=VAL...]: run the lab, set RC, OUT (the
+# OUTDIR), STDOUT and STDERR (files).
+run_lab() {
+	local topo=$1 text=$2 name=$3
+	shift 3
+	OUT=$T/$name
+	printf '%s\n' "$text" >"$T/$name.sh"
+	STDOUT=$T/$name.stdout STDERR=$T/$name.stderr
+	RC=0
+	env "$@" "$LAB" "$topo" "$T/$name.sh" "$OUT" >"$STDOUT" 2>"$STDERR" || RC=$?
+	echo "lab $topo ($name): status $RC" >&2
+}
+
+expect_rc() {
+	[ "$RC" = "$1" ] && return 0
+	tail -n 20 "$STDERR" >&2
+	[ -f "$OUT/console.log" ] && tail -n 30 "$OUT/console.log" >&2
+	fail "$2: lab exited $RC, expected $1"
+}
