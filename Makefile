@@ -9,8 +9,14 @@ CC      ?= cc
 PKGS    := libtracefs libtraceevent
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
-           -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           -Iinclude -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# libvirt domains as --guest SPECs: headers at build time, dlopen() at run
+# time (kvm/guest_libvirt.c says why it is not linked).
+ifeq ($(shell pkg-config --exists libvirt libvirt-qemu 2>/dev/null && echo yes),yes)
+CFLAGS  += -DTV_HAVE_LIBVIRT $(shell pkg-config --cflags libvirt libvirt-qemu)
+LDLIBS  += -ldl
+endif
 
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
@@ -23,9 +29,11 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 LIBTV    := $(BUILD)/libtracevisor.a
 TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
+AGENT    := $(BUILD)/tracevisor-agent
+FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
 
-.PHONY: all deps demo check e2e bench install clean
-all: $(TRACEVISOR) $(TESTVMM) $(UNIT_BINS)
+.PHONY: all deps demo check e2e bench install clean fuzz
+all: $(TRACEVISOR) $(TESTVMM) $(AGENT) $(UNIT_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -42,6 +50,19 @@ $(TRACEVISOR): $(CLI_OBJS) $(LIBTV)
 $(TESTVMM): tests/vmm/tv-testvmm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+# The guest agent: static, libc only (it runs in minimal guests).
+$(AGENT): guest/agent.c lib/proto.c lib/proto.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+		-Wno-format-truncation -Ilib -static -pthread -o $@ guest/agent.c lib/proto.c
+
+# libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
+fuzz: $(FUZZ_GUEST)
+$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_stream.h lib/proto.c lib/meta.c lib/log.c lib/strbuf.c
+	@mkdir -p $(dir $@)
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ikvm -o $@ \
+		tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c lib/proto.c lib/meta.c lib/log.c lib/strbuf.c
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)

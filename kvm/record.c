@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,11 @@
 
 #define INSTANCE_PREFIX "tracevisor-"
 
+struct vm_label {
+	pid_t pid;
+	char name[64];
+};
+
 struct tv_recorder {
 	struct tracefs_instance *instance;
 	const char *tracing_dir;
@@ -45,6 +51,11 @@ struct tv_recorder {
 	struct tv_capture *caps;
 	struct tv_record_cpu_stats *stats;
 	struct tv_vcpu_map vcpus;
+	struct vm_label *labels;	/* names given by --guest pid:... */
+	size_t nr_labels;
+	char domains[1024];		/* session.meta's list */
+	pthread_mutex_t lock;		/* labels, domains (guest threads) */
+	int marker_fd;			/* the instance's trace_marker_raw */
 	struct tv_record_opts opts;
 	char clock[32];
 	uint64_t start_tsc, stop_tsc;
@@ -276,6 +287,19 @@ static void recorder_remove_outdir(struct tv_recorder *rec)
 	rec->created_outdir = 0;
 }
 
+/* Optional: without it, sync probes have no host side (logged once). */
+static void recorder_open_marker(struct tv_recorder *rec)
+{
+	char *path = tracefs_instance_get_file(rec->instance, "trace_marker_raw");
+
+	if (path)
+		rec->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (rec->marker_fd < 0)
+		tv_warn("Cannot open marker file: path=\"%s\", errno=%d (no host-side sync markers)",
+			path ? path : "trace_marker_raw", errno);
+	tracefs_put_tracing_file(path);
+}
+
 int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out)
 {
 	static const char *const default_events[] = { TV_RECORD_DEFAULT_EVENTS };
@@ -286,6 +310,9 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 		return -ENOMEM;
 	rec->opts = *opts;
 	rec->stop_fd = -1;
+	rec->marker_fd = -1;
+	pthread_mutex_init(&rec->lock, NULL);
+	snprintf(rec->domains, sizeof(rec->domains), "host");
 	rec->outdir = strdup(opts->outdir);
 	if (!rec->outdir) {
 		free(rec);
@@ -312,6 +339,8 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 		ret = tv_session_write_formats(rec->domain_dir, rec->tracing_dir, &rec->events);
 	if (!ret)
 		ret = recorder_open_captures(rec);
+	if (!ret)
+		recorder_open_marker(rec);
 	if (ret) {
 		recorder_remove_outdir(rec);
 		tv_recorder_destroy(rec);
@@ -444,6 +473,18 @@ static int recorder_write_meta(struct tv_recorder *rec)
 	return ret;
 }
 
+static void recorder_apply_labels(struct tv_recorder *rec)
+{
+	pthread_mutex_lock(&rec->lock);
+	for (size_t i = 0; i < rec->vcpus.nr; i++)
+		for (size_t l = 0; l < rec->nr_labels; l++)
+			if (rec->vcpus.threads[i].vm_pid == rec->labels[l].pid)
+				snprintf(rec->vcpus.threads[i].vm_name,
+					 sizeof(rec->vcpus.threads[i].vm_name), "%s",
+					 rec->labels[l].name);
+	pthread_mutex_unlock(&rec->lock);
+}
+
 int tv_recorder_stop(struct tv_recorder *rec)
 {
 	uint64_t one = 1;
@@ -466,6 +507,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 		recorder_read_cpu_stats(rec, cpu);
 	}
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	recorder_apply_labels(rec);
 	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
 	err = tv_vcpu_map_write(&rec->vcpus, path);
 	if (!err)
@@ -473,7 +515,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	if (!err)
 		err = recorder_write_meta(rec);
 	if (!err)
-		err = tv_session_write_top(rec->outdir, "host");
+		err = tv_session_write_top(rec->outdir, rec->domains);
 	return ret ? ret : err;
 }
 
@@ -487,6 +529,10 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 		tv_capture_join(&rec->caps[cpu]);
 		tv_capture_close(&rec->caps[cpu]);
 	}
+	/* An open marker file keeps the instance busy (rmdir: EBUSY). */
+	if (rec->marker_fd >= 0)
+		close(rec->marker_fd);
+	rec->marker_fd = -1;
 	if (rec->instance) {
 		tracefs_trace_off(rec->instance);
 		if (tracefs_instance_destroy(rec->instance))
@@ -496,6 +542,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	}
 	if (rec->stop_fd >= 0)
 		close(rec->stop_fd);
+	free(rec->labels);
+	pthread_mutex_destroy(&rec->lock);
 	tv_event_list_free(&rec->events);
 	tv_vcpu_map_free(&rec->vcpus);
 	free(rec->caps);
@@ -521,4 +569,64 @@ uint64_t tv_recorder_bytes(const struct tv_recorder *rec)
 	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
 		total += __atomic_load_n(&rec->caps[cpu].bytes, __ATOMIC_RELAXED);
 	return total;
+}
+
+int tv_recorder_write_marker(struct tv_recorder *rec, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (len < 8 || len > 4096)
+		return -EINVAL;
+	if (rec->marker_fd < 0)
+		return -ENOENT;
+	/* One write() is one record: no locking needed between threads. */
+	n = write(rec->marker_fd, buf, len);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *name)
+{
+	struct vm_label *grown;
+	int ret = 0;
+
+	pthread_mutex_lock(&rec->lock);
+	grown = realloc(rec->labels, (rec->nr_labels + 1) * sizeof(*grown));
+	if (grown) {
+		rec->labels = grown;
+		grown[rec->nr_labels].pid = vm_pid;
+		snprintf(grown[rec->nr_labels].name, sizeof(grown->name), "%s", name);
+		/* The vcpus file is whitespace-separated. */
+		for (char *p = grown[rec->nr_labels].name; *p; p++)
+			if (*p == ' ' || *p == '\t' || *p == '\n')
+				*p = '_';
+		rec->nr_labels++;
+	} else {
+		ret = -ENOMEM;
+	}
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
+}
+
+int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir)
+{
+	size_t len;
+	int ret = 0;
+
+	if (!*subdir || strchr(subdir, '/') || strchr(subdir, ',') || subdir[0] == '.')
+		return -EINVAL;
+	pthread_mutex_lock(&rec->lock);
+	len = strlen(rec->domains);
+	if (len + 1 + strlen(subdir) >= sizeof(rec->domains))
+		ret = -ENOSPC;
+	else
+		snprintf(rec->domains + len, sizeof(rec->domains) - len, ",%s", subdir);
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
+}
+
+const char *tv_recorder_outdir(const struct tv_recorder *rec)
+{
+	return rec->outdir;
 }

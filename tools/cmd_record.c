@@ -24,6 +24,8 @@
 #include "cmd.h"
 
 #define MAX_EVENTS 256
+#define MAX_GUESTS 16
+#define GUEST_READY_TIMEOUT_MS 30000
 
 struct record_cli {
 	struct tv_record_opts opts;
@@ -31,15 +33,23 @@ struct record_cli {
 	double duration;
 	char **command;
 	int quiet;
+	const char *guest_specs[MAX_GUESTS];
+	size_t nr_guests;
+	struct tv_guest_opts guest_opts;
+	struct tv_guest_spec specs[MAX_GUESTS];
+	struct tv_guest *guests[MAX_GUESTS];
 };
 
 static void record_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor record [-o DIR] [-e EVENT]... [-f FILTER] [-b KB_PER_CPU]\n"
-		"                         [--clock CLOCK] [--duration SECONDS] [-q] [-- COMMAND [ARGS]]\n\n"
+		"                         [--clock CLOCK] [--duration SECONDS] [-q]\n"
+		"                         [--guest SPEC]... [--guest-events LIST] [--guest-buffer KB]\n"
+		"                         [--guest-limit MB] [--sync-interval SECONDS] [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
-		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C.\n\n"
+		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
+		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
 		"  -o, --output DIR        session directory to create (default: tracevisor-session)\n"
 		"  -e, --event EVENT       SYSTEM, SYSTEM:EVENT or a glob (repeatable; default: kvm)\n"
 		"  -f, --filter FILTER     ftrace filter applied in the kernel, e.g. 'vcpu_id==0'\n"
@@ -47,8 +57,31 @@ static void record_usage(FILE *out)
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
 		"      --duration SECONDS  stop after SECONDS\n"
 		"  -q, --quiet             no progress or summary\n"
-		"  -h, --help              this help\n",
-		TV_RECORD_DEFAULT_BUFFER_KB);
+		"  -h, --help              this help\n\n"
+		"Guests (doc/agent-protocol.md):\n"
+		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
+		"                          NAME                  a libvirt domain on qemu:///system%s\n"
+		"                          vsock:CID[:PORT][,pid:QEMU_PID][,name:NAME]\n"
+		"                          serial:PATH[,pid:QEMU_PID][,name:NAME]\n"
+		"                          PORT defaults to %d; PATH is the host end (unix socket\n"
+		"                          or pty) of the guest's virtio-serial port %s;\n"
+		"                          QEMU_PID labels its vCPU threads NAME in host/vcpus;\n"
+		"                          NAME ([A-Za-z0-9_.-], default cidN or serial) names guest-NAME/.\n"
+		"                          kvm:kvm_hypercall and kvm:kvm_write_tsc_offset are added to\n"
+		"                          the host events (sync probes) when -e does not cover them.\n"
+		"      --guest-events LIST guest events, comma-separated SYSTEM or SYSTEM:EVENT\n"
+		"                          (default: sched_switch, sched_wakeup, irq handlers,\n"
+		"                          softirqs, raw_syscalls enter/exit)\n"
+		"      --guest-buffer KB   guest ring buffer per CPU (default: 2048)\n"
+		"      --guest-limit MB    most data accepted per guest (default: %d)\n"
+		"      --sync-interval S   seconds between clock-sync probe rounds (default: 1)\n",
+		TV_RECORD_DEFAULT_BUFFER_KB, MAX_GUESTS,
+#ifdef TV_HAVE_LIBVIRT
+		"",
+#else
+		" (not in this build)",
+#endif
+		7476, "org.tracevisor.0", TV_GUEST_DEFAULT_LIMIT_MB);
 }
 
 static int parse_record_args(int argc, char **argv, struct record_cli *cli)
@@ -62,13 +95,18 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "guest", required_argument, NULL, 'g' },
+		{ "guest-events", required_argument, NULL, 'E' },
+		{ "guest-buffer", required_argument, NULL, 'B' },
+		{ "guest-limit", required_argument, NULL, 'L' },
+		{ "sync-interval", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	int c;
 
 	cli->opts.outdir = "tracevisor-session";
-	while ((c = getopt_long(argc, argv, "+o:e:f:b:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:e:f:b:qhg:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			cli->opts.outdir = optarg;
@@ -106,6 +144,43 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		case 'q':
 			cli->quiet = 1;
 			break;
+		case 'g':
+			if (cli->nr_guests == MAX_GUESTS) {
+				tv_cli_error("record", "too many --guest options (at most %d)", MAX_GUESTS);
+				return -1;
+			}
+			cli->guest_specs[cli->nr_guests++] = optarg;
+			break;
+		case 'E':
+			cli->guest_opts.events = optarg;
+			break;
+		case 'B': {
+			unsigned long kb = strtoul(optarg, &end, 10);
+
+			if (*end || kb < 4 || kb > 1024UL * 1024) {
+				tv_cli_error("record", "invalid guest buffer size: '%s' (KB per CPU, 4 or more)", optarg);
+				return -1;
+			}
+			cli->guest_opts.buffer_kb = (unsigned int)kb;
+			break;
+		}
+		case 'L': {
+			unsigned long mb = strtoul(optarg, &end, 10);
+
+			if (*end || mb < 1 || mb > 1024UL * 1024) {
+				tv_cli_error("record", "invalid guest limit: '%s' (MB, 1 or more)", optarg);
+				return -1;
+			}
+			cli->guest_opts.max_bytes = (uint64_t)mb << 20;
+			break;
+		}
+		case 'S':
+			cli->guest_opts.sync_interval = strtod(optarg, &end);
+			if (*end || cli->guest_opts.sync_interval < 0.01) {
+				tv_cli_error("record", "invalid sync interval: '%s' (seconds, 0.01 or more)", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			record_usage(stdout);
 			exit(0);
@@ -115,6 +190,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		}
 	}
 	cli->opts.events = cli->events;
+	cli->guest_opts.clock = cli->opts.clock;
 	if (optind < argc)
 		cli->command = &argv[optind];
 	return 0;
@@ -248,6 +324,101 @@ static void end_command(pid_t child, int *status, int why_signal)
 		usleep(20000);
 }
 
+/*
+ * Sync probes need kvm_hypercall (and the TSC relation kvm_write_tsc_offset)
+ * in the host trace: add them to an explicit -e list when this host has
+ * them.  The default ("kvm") has them already.
+ */
+static void add_sync_events(struct record_cli *cli)
+{
+	static const char *const sync_events[] = { "kvm:kvm_hypercall", "kvm:kvm_write_tsc_offset" };
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+	if (!cli->nr_guests || !cli->opts.nr_events)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		char path[128];
+		int present = 0;
+
+		for (size_t r = 0; r < 2; r++) {
+			snprintf(path, sizeof(path), "%s/events/kvm/%s", roots[r], sync_events[i] + 4);
+			present |= access(path, F_OK) == 0;
+		}
+		if (present && cli->opts.nr_events < MAX_EVENTS)
+			cli->events[cli->opts.nr_events++] = sync_events[i];
+	}
+}
+
+/* Before anything is created: a wrong SPEC must not leave a session. */
+static int parse_guests(struct record_cli *cli)
+{
+	int ret;
+
+	for (size_t i = 0; i < cli->nr_guests; i++) {
+		ret = tv_guest_spec_parse(cli->guest_specs[i], &cli->specs[i]);
+		if (!ret)
+			ret = tv_guest_spec_resolve(&cli->specs[i]);
+		for (size_t j = 0; !ret && j < i; j++)
+			if (!strcmp(cli->specs[j].name, cli->specs[i].name)) {
+				tv_cli_error("record", "two guests named '%s': give each a name:NAME",
+					     cli->specs[i].name);
+				ret = -EINVAL;
+			}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int start_guests(struct record_cli *cli, struct tv_recorder *rec)
+{
+	int ret;
+
+	for (size_t i = 0; i < cli->nr_guests; i++) {
+		cli->guest_opts.index = (unsigned int)i;
+		ret = tv_guest_start(rec, &cli->specs[i], &cli->guest_opts, &cli->guests[i]);
+		if (ret)
+			return ret;
+	}
+	/* The workload starts once every guest traces (or gave up). */
+	for (size_t i = 0; i < cli->nr_guests; i++) {
+		ret = tv_guest_wait_ready(cli->guests[i], GUEST_READY_TIMEOUT_MS);
+		if (ret && !cli->quiet)
+			fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
+				tv_guest_name(cli->guests[i]), ret == -ETIMEDOUT ? "no answer in 30 s" : "failed");
+	}
+	return 0;
+}
+
+static void stop_guests(struct record_cli *cli)
+{
+	for (size_t i = 0; i < cli->nr_guests; i++)
+		if (cli->guests[i])
+			tv_guest_stop(cli->guests[i]);
+}
+
+static void print_guest_summary(const struct record_cli *cli)
+{
+	for (size_t i = 0; i < cli->nr_guests && !cli->quiet; i++) {
+		struct tv_guest_stats st;
+
+		if (!cli->guests[i])
+			continue;
+		tv_guest_get_stats(cli->guests[i], &st);
+		fprintf(stderr, "tracevisor record: guest %s: %llu events, %.1f MB, %llu lost, %u/%u pings, %u/%u hypercall probes: %s%s\n",
+			tv_guest_name(cli->guests[i]), (unsigned long long)st.events,
+			(double)st.bytes / 1e6, (unsigned long long)st.lost, st.pongs, st.pings,
+			st.hcalls_done, st.hcalls_asked, st.status,
+			st.listed ? "" : " (not in the session)");
+	}
+}
+
+static void destroy_guests(struct record_cli *cli)
+{
+	for (size_t i = 0; i < cli->nr_guests; i++)
+		tv_guest_destroy(cli->guests[i]);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
@@ -257,6 +428,8 @@ int cmd_record(int argc, char **argv)
 	int sfd, ret, status, why_signal = 0;
 
 	if (parse_record_args(argc, argv, &cli))
+		return 2;
+	if (parse_guests(&cli))
 		return 2;
 	/* Block before any thread exists so all of them inherit the mask. */
 	sigemptyset(&mask);
@@ -270,10 +443,13 @@ int cmd_record(int argc, char **argv)
 		tv_cli_error("record", "Cannot create signalfd: errno=%d", errno);
 		return 1;
 	}
+	add_sync_events(&cli);
 	ret = tv_recorder_create(&cli.opts, &rec);
 	if (ret)
 		return tv_cli_status(ret);
 	ret = tv_recorder_start(rec);
+	if (!ret)
+		ret = start_guests(&cli, rec);
 	if (!ret && cli.command) {
 		child = start_command(cli.command, &saved);
 		if (child < 0) {
@@ -287,9 +463,13 @@ int cmd_record(int argc, char **argv)
 			cli.opts.outdir);
 	status = ret ? -1 : wait_for_stop(&cli, rec, sfd, child, &why_signal);
 	end_command(child, &status, why_signal);
+	/* Guests first: their last probes need the host still tracing. */
+	stop_guests(&cli);
 	ret = tv_recorder_stop(rec) ? -1 : ret;
 	if (!ret)
 		print_summary(&cli, rec);
+	print_guest_summary(&cli);
+	destroy_guests(&cli);
 	tv_recorder_destroy(rec);
 	close(sfd);
 	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))

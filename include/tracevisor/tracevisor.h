@@ -116,6 +116,96 @@ uint64_t tv_recorder_bytes(const struct tv_recorder *rec);
 /* Remove tracefs instances left by tracevisor processes that no longer run. */
 int tv_tracefs_cleanup_stale(void);
 
+/**
+ * tv_recorder_write_marker - write a raw marker into the recording's trace
+ * @rec: a started recorder
+ * @buf: payload; its first 4 bytes are the marker id (trace_marker_raw)
+ * @len: bytes, 8..4096
+ *
+ * The record lands in the instance's own buffer as an ftrace:raw_data
+ * event, timestamped in the trace clock.  Safe from any thread.
+ * Return: 0 or -errno.
+ */
+int tv_recorder_write_marker(struct tv_recorder *rec, const void *buf, size_t len);
+/* Label the vCPU threads of process @vm_pid with @name in host/vcpus. */
+int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *name);
+/* List the domain subdirectory @subdir (e.g. "guest-vm1") in session.meta. */
+int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir);
+const char *tv_recorder_outdir(const struct tv_recorder *rec);
+
+/* ------------------------------------------------------------- guests */
+
+#define TV_GUEST_DEFAULT_LIMIT_MB 2048
+#define TV_GUEST_DEFAULT_SYNC_INTERVAL 1.0
+#define TV_GUEST_NAME_MAX 32
+
+/*
+ * Where a guest's agent is and which host process runs it
+ * (tracevisor-record(1), --guest):
+ *   NAME                           a libvirt domain on qemu:///system
+ *   vsock:CID[:PORT],pid:PID,name:NAME   or   serial:PATH,pid:PID,name:NAME
+ */
+struct tv_guest_spec {
+	char name[TV_GUEST_NAME_MAX + 1];	/* [A-Za-z0-9_.-], not starting with '.' */
+	char libvirt[128];		/* libvirt domain name, or "" */
+	unsigned int vsock_cid;		/* 0: no vsock */
+	unsigned int vsock_port;	/* 0: the agent's default, 7476 */
+	char serial[256];		/* host end of the virtio-serial port, or "" */
+	pid_t qemu_pid;			/* 0: unknown (no vCPU attribution) */
+};
+
+/* Return: 0, or -EINVAL with the reason logged. */
+int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec);
+/*
+ * Fill a libvirt SPEC's pid, vsock CID / serial path and vCPU threads from
+ * libvirt (qemu:///system).  Return: 0, -ENOTSUP when built without
+ * libvirt, or -errno.  A no-op for vsock:/serial: specs.
+ */
+int tv_guest_spec_resolve(struct tv_guest_spec *spec);
+
+struct tv_guest_opts {
+	const char *events;	/* comma list for the agent, NULL: its default */
+	const char *clock;	/* guest trace clock, NULL: "local" */
+	unsigned int buffer_kb;	/* guest ring buffer per CPU, 0: 2048 */
+	double sync_interval;	/* seconds between probe rounds, 0: default */
+	uint64_t max_bytes;	/* accepted from the guest, 0: default limit */
+	unsigned int index;	/* the guest's number in the session (markers) */
+};
+
+struct tv_guest_stats {
+	uint64_t bytes, events, lost;
+	unsigned int pings, pongs, hcalls_asked, hcalls_done;
+	int listed;		/* the guest's domain is in the session */
+	char status[300];	/* "complete", "truncated: ...", "failed: ..." */
+};
+
+struct tv_guest;
+
+/**
+ * tv_guest_start - start recording one guest beside the host
+ * @rec: the host recorder (started): sync markers go into its trace
+ * @spec: the guest
+ * @opts: guest-side options
+ * @out: the guest handle
+ *
+ * Creates DIR/guest-NAME and a thread that connects to the agent, streams
+ * its data into that directory and runs the sync probes.  Never blocks on
+ * the guest.  Return: 0 or -errno (nothing was started).
+ */
+int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
+		   const struct tv_guest_opts *opts, struct tv_guest **out);
+/* Wait until the guest traces. Return: 0, -ETIMEDOUT, or its failure. */
+int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms);
+/*
+ * Final probes, STOP, drain, guest-NAME/meta.  Call before
+ * tv_recorder_stop() (the probes need host tracing).  Return: 0 when the
+ * guest's domain is decodable and listed, else -errno (logged).
+ */
+int tv_guest_stop(struct tv_guest *g);
+void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st);
+const char *tv_guest_name(const struct tv_guest *g);
+void tv_guest_destroy(struct tv_guest *g);
+
 /* ------------------------------------------------------ vCPU discovery */
 
 struct tv_vcpu_thread {

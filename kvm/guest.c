@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Recording a guest beside the host: one thread per guest connects to its
+ * tracevisor-agent (vsock or virtio-serial), sends START, feeds everything
+ * the agent sends through the checked stream parser (guest_stream.c) into
+ * DIR/guest-NAME/, and runs the clock-sync probes (doc/sync-probes.md):
+ * message ping/pong with markers in the host trace, and hypercall probes
+ * that the host trace sees as kvm_hypercall.
+ *
+ * The guest can only hurt its own stream: the host's recording and the
+ * other guests never wait for it (own thread, non-blocking channel, every
+ * wait bounded), and any failure ends with guest-NAME/meta saying why.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+#include "tracevisor/tracevisor.h"
+#include "proto.h"
+#include "guest_stream.h"
+
+#define CONNECT_TIMEOUT_S 30.0
+#define PING_TIMEOUT_S 2.0
+#define END_PROBES_TIMEOUT_S 3.0
+#define END_TIMEOUT_S 10.0
+#define SEND_TIMEOUT_MS 2000
+#define PROBE_BURST 5
+#define READ_CHUNK (256 * 1024)
+
+enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DONE };
+
+struct tv_guest {
+	struct tv_recorder *rec;
+	struct tv_guest_spec spec;
+	struct tv_guest_opts opts;
+	char events[256], clock[32];
+	char subdir[48];
+	char dir[PATH_MAX];
+	int fd, stop_fd;
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready;			/* 1 ready, <0 failed, 0 not yet */
+	enum guest_phase phase;
+	struct tv_guest_stream gs;
+	double deadline;
+	double next_sync;
+	uint64_t next_seq;
+	unsigned burst_left;
+	int ping_outstanding;
+	double ping_sent_at;
+	unsigned pings, pongs, hcalls_asked, hcalls_done, hcall_pending;
+	char status[300];
+	int listed;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* -------------------------------------------------------------- specs */
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > TV_GUEST_NAME_MAX || s[0] == '.')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return (errno || end == s || *end || *out > max || s[0] == '-') ? -EINVAL : 0;
+}
+
+static int spec_item(struct tv_guest_spec *spec, char *item)
+{
+	char *val = strchr(item, ':');
+	unsigned long v;
+
+	if (!val)
+		return -EINVAL;
+	*val++ = '\0';
+	if (!strcmp(item, "vsock")) {
+		char *port = strchr(val, ':');
+
+		if (port) {
+			*port++ = '\0';
+			if (parse_uint(port, 0xffffffffUL, &v) || !v)
+				return -EINVAL;
+			spec->vsock_port = (unsigned)v;
+		}
+		if (parse_uint(val, 0xfffffffeUL, &v) || v < 3)
+			return -EINVAL;
+		spec->vsock_cid = (unsigned)v;
+	} else if (!strcmp(item, "serial")) {
+		if (!*val || strlen(val) >= sizeof(spec->serial))
+			return -EINVAL;
+		snprintf(spec->serial, sizeof(spec->serial), "%s", val);
+	} else if (!strcmp(item, "pid")) {
+		if (parse_uint(val, 0x7fffffffUL, &v) || !v)
+			return -EINVAL;
+		spec->qemu_pid = (pid_t)v;
+	} else if (!strcmp(item, "name")) {
+		if (!valid_name(val))
+			return -EINVAL;
+		snprintf(spec->name, sizeof(spec->name), "%s", val);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec)
+{
+	char *copy, *save = NULL;
+	int ret = 0;
+
+	memset(spec, 0, sizeof(*spec));
+	if (!strchr(text, ':')) {
+		/* A libvirt domain name: it also names the guest's directory. */
+		if (!valid_name(text) || strlen(text) >= sizeof(spec->libvirt)) {
+			tv_err("Invalid guest: \"%s\" (a libvirt domain name is [A-Za-z0-9_.-], at most %d characters)",
+			       text, TV_GUEST_NAME_MAX);
+			return -EINVAL;
+		}
+		snprintf(spec->libvirt, sizeof(spec->libvirt), "%s", text);
+		snprintf(spec->name, sizeof(spec->name), "%s", text);
+		return 0;
+	}
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	for (char *it = strtok_r(copy, ",", &save); it && !ret; it = strtok_r(NULL, ",", &save))
+		ret = spec_item(spec, it);
+	free(copy);
+	if (!ret && !spec->vsock_cid && !spec->serial[0])
+		ret = -EINVAL;
+	if (!ret && spec->vsock_cid && spec->serial[0])
+		ret = -EINVAL;
+	if (ret) {
+		tv_err("Invalid guest: \"%s\" (expected vsock:CID[:PORT] or serial:PATH, with optional pid:QEMU_PID and name:NAME, comma-separated; NAME is [A-Za-z0-9_.-])",
+		       text);
+		return ret;
+	}
+	if (!spec->name[0]) {
+		if (spec->vsock_cid)
+			snprintf(spec->name, sizeof(spec->name), "cid%u", spec->vsock_cid);
+		else
+			snprintf(spec->name, sizeof(spec->name), "serial");
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ channel */
+
+static int connect_vsock(const struct tv_guest_spec *spec)
+{
+	struct sockaddr_vm addr = {
+		.svm_family = AF_VSOCK,
+		.svm_cid = spec->vsock_cid,
+		.svm_port = spec->vsock_port ? spec->vsock_port : TV_AGENT_VSOCK_PORT,
+	};
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* The host end of a virtio-serial port: a chardev unix socket or a pty. */
+static int connect_serial(const struct tv_guest_spec *spec)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (stat(spec->serial, &st))
+		return -errno;
+	if (S_ISSOCK(st.st_mode)) {
+		if (strlen(spec->serial) >= sizeof(addr.sun_path))
+			return -ENAMETOOLONG;
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", spec->serial);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+			int err = errno;
+
+			close(fd);
+			return -err;
+		}
+		return fd;
+	}
+	fd = open(spec->serial, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (isatty(fd)) {
+		struct termios tio;
+
+		/* A pty must pass bytes through untouched. */
+		if (tcgetattr(fd, &tio) == 0) {
+			cfmakeraw(&tio);
+			tcsetattr(fd, TCSANOW, &tio);
+		}
+	}
+	return fd;
+}
+
+static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, size_t len)
+{
+	unsigned char frame[TV_PROTO_HDR_SIZE + 512];
+	size_t n = TV_PROTO_HDR_SIZE + len, off = 0;
+
+	if (len > sizeof(frame) - TV_PROTO_HDR_SIZE)
+		return -EMSGSIZE;
+	tv_proto_hdr_encode(frame, type, 0, (uint32_t)len);
+	memcpy(frame + TV_PROTO_HDR_SIZE, payload, len);
+	while (off < n) {
+		ssize_t w = send(g->fd, frame + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == ENOTSOCK)
+			w = write(g->fd, frame + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = g->fd, .events = POLLOUT };
+
+			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
+				return -ETIMEDOUT;
+			continue;
+		}
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- sync probes */
+
+static void host_marker(struct tv_guest *g, uint16_t type, uint64_t seq)
+{
+	unsigned char m[TV_SYNC_MARKER_SIZE];
+
+	tv_sync_marker_encode(m, type, (uint16_t)g->opts.index, seq, 0);
+	tv_recorder_write_marker(g->rec, m, sizeof(m));
+}
+
+static int send_ping(struct tv_guest *g)
+{
+	unsigned char p[8];
+	uint64_t seq = g->next_seq++;
+
+	tv_proto_put_u64(p, seq);
+	host_marker(g, TV_SYNC_PING_SEND, seq);
+	g->ping_outstanding = 1;
+	g->ping_sent_at = now_s();
+	g->pings++;
+	return guest_send(g, TV_MSG_PING, p, sizeof(p));
+}
+
+static int ask_hcalls(struct tv_guest *g, uint32_t count)
+{
+	unsigned char p[12];
+
+	tv_proto_put_u64(p, g->next_seq);
+	tv_proto_put_u32(p + 8, count);
+	g->next_seq += count;
+	g->hcalls_asked += count;
+	g->hcall_pending++;
+	return guest_send(g, TV_MSG_HCALL, p, sizeof(p));
+}
+
+static void on_pong(void *ctx, uint64_t seq)
+{
+	struct tv_guest *g = ctx;
+
+	host_marker(g, TV_SYNC_PONG_RECV, seq);
+	g->pongs++;
+	g->ping_outstanding = 0;
+}
+
+static void on_hcall_done(void *ctx, uint64_t first, uint32_t count, uint32_t done)
+{
+	struct tv_guest *g = ctx;
+
+	(void)first;
+	if (g->hcall_pending)
+		g->hcall_pending--;
+	g->hcalls_done += done < count ? done : count;
+}
+
+/* One more ping when the last one is answered (or lost). */
+static int run_pings(struct tv_guest *g)
+{
+	if (g->ping_outstanding && now_s() - g->ping_sent_at > PING_TIMEOUT_S)
+		g->ping_outstanding = 0;
+	if (g->ping_outstanding || !g->burst_left)
+		return 0;
+	g->burst_left--;
+	return send_ping(g);
+}
+
+static int probe_round(struct tv_guest *g, unsigned n)
+{
+	g->burst_left += n;
+	return ask_hcalls(g, n);
+}
+
+/* ------------------------------------------------------------ TSC files */
+
+/* debugfs kvm/PID-FD/vcpuN/tsc-*: "vcpu offset ratio frac_bits" lines. */
+static void save_tsc(struct tv_guest *g)
+{
+	char pattern[96], path[PATH_MAX + 16], val[3][64];
+	static const char *const files[] = { "tsc-offset", "tsc-scaling-ratio",
+					     "tsc-scaling-ratio-frac-bits" };
+	glob_t gl;
+	FILE *out;
+
+	if (!g->spec.qemu_pid)
+		return;
+	snprintf(pattern, sizeof(pattern), "/sys/kernel/debug/kvm/%d-*/vcpu*",
+		 (int)g->spec.qemu_pid);
+	if (glob(pattern, 0, NULL, &gl))
+		return;
+	snprintf(path, sizeof(path), "%s/tsc", g->dir);
+	out = fopen(path, "we");
+	for (size_t i = 0; out && i < gl.gl_pathc; i++) {
+		const char *vcpu = strrchr(gl.gl_pathv[i], '/') + 5;
+
+		for (int f = 0; f < 3; f++) {
+			char file[PATH_MAX + 64];
+			FILE *in;
+
+			snprintf(file, sizeof(file), "%s/%s", gl.gl_pathv[i], files[f]);
+			snprintf(val[f], sizeof(val[f]), "-");
+			in = fopen(file, "re");
+			if (in && fgets(val[f], sizeof(val[f]), in))
+				val[f][strcspn(val[f], "\n")] = '\0';
+			if (in)
+				fclose(in);
+		}
+		fprintf(out, "%s %s %s %s\n", vcpu, val[0], val[1], val[2]);
+	}
+	if (out)
+		fclose(out);
+	globfree(&gl);
+}
+
+/* -------------------------------------------------------------- thread */
+
+static void set_ready(struct tv_guest *g, int state)
+{
+	pthread_mutex_lock(&g->lock);
+	if (!g->ready)
+		g->ready = state;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void guest_end(struct tv_guest *g, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void guest_end(struct tv_guest *g, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!g->status[0]) {
+		va_start(ap, fmt);
+		vsnprintf(g->status, sizeof(g->status), fmt, ap);
+		va_end(ap);
+	}
+	g->phase = PHASE_DONE;
+	set_ready(g, -EPIPE);
+}
+
+static int guest_connect(struct tv_guest *g)
+{
+	double give_up = now_s() + CONNECT_TIMEOUT_S;
+	char start[512];
+	int fd;
+
+	for (;;) {
+		uint64_t v;
+
+		fd = g->spec.vsock_cid ? connect_vsock(&g->spec) : connect_serial(&g->spec);
+		if (fd >= 0)
+			break;
+		/* The agent may not listen yet: retry until stopped or too late. */
+		if (now_s() > give_up || read(g->stop_fd, &v, sizeof(v)) == sizeof(v)) {
+			guest_end(g, "failed: cannot connect to the agent at %s%s: errno=%d (%s)",
+				  g->spec.vsock_cid ? "vsock CID " : "serial ",
+				  g->spec.vsock_cid ? "" : g->spec.serial, -fd, strerror(-fd));
+			if (g->spec.vsock_cid)
+				snprintf(g->status + strlen(g->status),
+					 sizeof(g->status) - strlen(g->status), " (cid %u)",
+					 g->spec.vsock_cid);
+			return fd;
+		}
+		usleep(200000);
+	}
+	g->fd = fd;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	snprintf(start, sizeof(start), "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s", g->opts.index,
+		 g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
+		 g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "");
+	if (guest_send(g, TV_MSG_START, start, strlen(start))) {
+		guest_end(g, "failed: cannot send START to the agent");
+		return -EPIPE;
+	}
+	g->phase = PHASE_RUN;
+	return 0;
+}
+
+/* Timed work: probes, the end sequence, deadlines. */
+static int guest_tick(struct tv_guest *g, int stop_asked)
+{
+	double now = now_s();
+	int ret = 0;
+
+	if (g->phase == PHASE_RUN && g->gs.ready && g->ready == 0) {
+		set_ready(g, 1);
+		save_tsc(g);
+		ret = probe_round(g, PROBE_BURST);
+		g->next_sync = now + g->opts.sync_interval;
+	}
+	if (g->phase == PHASE_RUN && stop_asked) {
+		if (g->gs.ready && !ret)
+			ret = probe_round(g, PROBE_BURST);
+		g->phase = PHASE_ENDING;
+		g->deadline = now + END_PROBES_TIMEOUT_S;
+	}
+	if (g->phase == PHASE_RUN && g->ready == 1 && now >= g->next_sync) {
+		ret = probe_round(g, 1);
+		g->next_sync += g->opts.sync_interval;
+		if (g->next_sync < now)
+			g->next_sync = now + g->opts.sync_interval;
+	}
+	if (!ret && (g->phase == PHASE_RUN || g->phase == PHASE_ENDING))
+		ret = run_pings(g);
+	if (!ret && g->phase == PHASE_ENDING &&
+	    ((!g->burst_left && !g->ping_outstanding && !g->hcall_pending) || now > g->deadline)) {
+		save_tsc(g);
+		ret = guest_send(g, TV_MSG_STOP, NULL, 0);
+		g->phase = PHASE_STOPPED;
+		g->deadline = now + END_TIMEOUT_S;
+	}
+	if (ret)
+		guest_end(g, "truncated: cannot send to the agent: errno=%d", -ret);
+	else if (g->phase == PHASE_STOPPED && g->gs.ended)
+		guest_end(g, "complete");
+	else if (g->phase == PHASE_STOPPED && now > g->deadline)
+		guest_end(g, "truncated: no END from the agent within %.0f s of STOP", END_TIMEOUT_S);
+	return ret;
+}
+
+static void guest_read(struct tv_guest *g, unsigned char *buf)
+{
+	ssize_t n = read(g->fd, buf, READ_CHUNK);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		guest_end(g, "truncated: guest channel closed%s%s (guest died or agent crashed)",
+			  n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+		return;
+	}
+	if (tv_guest_stream_feed(&g->gs, buf, (size_t)n)) {
+		guest_end(g, "truncated: %s", g->gs.error);
+		return;
+	}
+	if (g->gs.ended && g->phase != PHASE_STOPPED)
+		guest_end(g, "truncated: the agent ended the stream on its own");
+}
+
+static void *guest_thread(void *arg)
+{
+	struct tv_guest *g = arg;
+	unsigned char *buf = malloc(READ_CHUNK);
+	int stop_asked = 0;
+
+	if (!buf) {
+		guest_end(g, "failed: out of memory");
+		return NULL;
+	}
+	if (guest_connect(g)) {
+		free(buf);
+		return NULL;
+	}
+	while (g->phase != PHASE_DONE) {
+		struct pollfd pfd[2] = { { .fd = g->fd, .events = POLLIN },
+					 { .fd = g->stop_fd, .events = POLLIN } };
+
+		if (poll(pfd, stop_asked ? 1 : 2, 50) < 0 && errno != EINTR) {
+			guest_end(g, "truncated: poll failed: errno=%d", errno);
+			break;
+		}
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
+			guest_read(g, buf);
+		if (!stop_asked && (pfd[1].revents & POLLIN))
+			stop_asked = 1;
+		if (g->phase != PHASE_DONE)
+			guest_tick(g, stop_asked);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- API */
+
+int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
+		   const struct tv_guest_opts *opts, struct tv_guest **out)
+{
+	struct tv_guest *g = calloc(1, sizeof(*g));
+	int ret;
+
+	if (!g)
+		return -ENOMEM;
+	g->rec = rec;
+	g->spec = *spec;
+	g->opts = *opts;
+	g->fd = g->stop_fd = -1;
+	g->ready = 0;
+	if (g->opts.sync_interval <= 0)
+		g->opts.sync_interval = TV_GUEST_DEFAULT_SYNC_INTERVAL;
+	snprintf(g->events, sizeof(g->events), "%s", opts->events ? opts->events : "");
+	snprintf(g->clock, sizeof(g->clock), "%s", opts->clock ? opts->clock : "local");
+	snprintf(g->subdir, sizeof(g->subdir), "guest-%s", spec->name);
+	snprintf(g->dir, sizeof(g->dir), "%s/%s", tv_recorder_outdir(rec), g->subdir);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	if (!valid_name(spec->name) || strlen(g->events) != strlen(opts->events ? opts->events : "")) {
+		tv_err("Invalid guest: name=\"%s\" (or guest event list longer than 255 bytes)",
+		       spec->name);
+		free(g);
+		return -EINVAL;
+	}
+	if (mkdir(g->dir, 0755)) {
+		ret = -errno;
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d", g->dir, -ret);
+		free(g);
+		return ret;
+	}
+	ret = tv_guest_stream_init(&g->gs, g->dir,
+				   opts->max_bytes ? opts->max_bytes
+						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
+	g->gs.on_pong = on_pong;
+	g->gs.on_hcall_done = on_hcall_done;
+	g->gs.ctx = g;
+	g->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!ret && g->stop_fd < 0)
+		ret = -errno;
+	if (!ret && spec->qemu_pid)
+		ret = tv_recorder_set_vm_name(rec, spec->qemu_pid, spec->name);
+	if (!ret) {
+		ret = -pthread_create(&g->thread, NULL, guest_thread, g);
+		g->started = !ret;
+	}
+	if (ret) {
+		tv_err("Cannot start guest recording: name=\"%s\", errno=%d", spec->name, -ret);
+		tv_guest_destroy(g);
+		return ret;
+	}
+	*out = g;
+	return 0;
+}
+
+int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms)
+{
+	struct timespec until;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&g->lock);
+	while (!g->ready && !ret)
+		ret = pthread_cond_timedwait(&g->cond, &g->lock, &until);
+	ret = g->ready == 1 ? 0 : g->ready < 0 ? g->ready : -ETIMEDOUT;
+	pthread_mutex_unlock(&g->lock);
+	return ret;
+}
+
+static void put_counts(struct tv_meta *m, struct tv_guest *g)
+{
+	uint64_t bytes = 0;
+	char key[48];
+
+	for (int cpu = 0; cpu < g->gs.ncpus; cpu++) {
+		snprintf(key, sizeof(key), "cpu%d.bytes", cpu);
+		tv_meta_set(m, key, "%llu", (unsigned long long)g->gs.cpu_bytes[cpu]);
+		bytes += g->gs.cpu_bytes[cpu];
+	}
+	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
+	tv_meta_set(m, "sync_pings", "%u", g->pings);
+	tv_meta_set(m, "sync_pongs", "%u", g->pongs);
+	tv_meta_set(m, "sync_hcalls_asked", "%u", g->hcalls_asked);
+	tv_meta_set(m, "sync_hcalls_done", "%u", g->hcalls_done);
+	tv_meta_set(m, "sync_index", "%u", g->opts.index);
+}
+
+static int guest_write_meta(struct tv_guest *g)
+{
+	struct tv_meta *m = g->gs.guest_meta;
+	char path[PATH_MAX + 8];
+
+	tv_meta_set(m, "domain", "guest:%s", g->spec.name);
+	tv_meta_set(m, "kind", "linux-ftrace");
+	tv_meta_set(m, "status", "%s", g->status);
+	if (g->spec.vsock_cid)
+		tv_meta_set(m, "transport", "vsock:%u:%u", g->spec.vsock_cid,
+			    g->spec.vsock_port ? g->spec.vsock_port : TV_AGENT_VSOCK_PORT);
+	else
+		tv_meta_set(m, "transport", "serial:%s", g->spec.serial);
+	if (g->spec.libvirt[0])
+		tv_meta_set(m, "libvirt_domain", "%s", g->spec.libvirt);
+	if (g->spec.qemu_pid)
+		tv_meta_set(m, "qemu_pid", "%d", (int)g->spec.qemu_pid);
+	put_counts(m, g);
+	snprintf(path, sizeof(path), "%s/meta", g->dir);
+	return tv_meta_write(m, path);
+}
+
+int tv_guest_stop(struct tv_guest *g)
+{
+	uint64_t one = 1;
+	int ret;
+
+	if (g->started) {
+		if (write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
+			tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d", g->spec.name, errno);
+		pthread_join(g->thread, NULL);
+		g->started = 0;
+	}
+	if (g->fd >= 0) {
+		close(g->fd);
+		g->fd = -1;
+	}
+	tv_guest_stream_close_files(&g->gs);
+	/* Decodable: the guest described itself and sent its header page. */
+	if (g->gs.ncpus && strncmp(g->status, "failed", 6)) {
+		char hp[PATH_MAX + 16];
+
+		snprintf(hp, sizeof(hp), "%s/header_page", g->dir);
+		if (access(hp, R_OK))
+			snprintf(g->status, sizeof(g->status), "failed: the agent sent no header_page");
+	} else if (!strncmp(g->status, "truncated", 9)) {
+		char why[300];
+
+		snprintf(why, sizeof(why), "%s", g->status + 11);
+		snprintf(g->status, sizeof(g->status), "failed: %s", why);
+	}
+	ret = guest_write_meta(g);
+	if (!ret && strncmp(g->status, "failed", 6)) {
+		ret = tv_recorder_add_domain(g->rec, g->subdir);
+		g->listed = !ret;
+	}
+	if (strcmp(g->status, "complete"))
+		tv_warn("Guest %s: %s", g->spec.name, g->status);
+	return g->listed ? 0 : (ret ? ret : -EPIPE);
+}
+
+void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (int cpu = 0; g->gs.cpu_bytes && cpu < g->gs.ncpus; cpu++)
+		st->bytes += g->gs.cpu_bytes[cpu];
+	if (g->gs.guest_meta) {
+		st->events = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "events_total", 0);
+		st->lost = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "lost_total", 0);
+	}
+	st->pings = g->pings;
+	st->pongs = g->pongs;
+	st->hcalls_asked = g->hcalls_asked;
+	st->hcalls_done = g->hcalls_done;
+	st->listed = g->listed;
+	snprintf(st->status, sizeof(st->status), "%s", g->status);
+}
+
+const char *tv_guest_name(const struct tv_guest *g)
+{
+	return g->spec.name;
+}
+
+void tv_guest_destroy(struct tv_guest *g)
+{
+	uint64_t one = 1;
+
+	if (!g)
+		return;
+	if (g->started) {
+		if (write(g->stop_fd, &one, sizeof(one)) < 0)
+			tv_warn("Cannot signal guest thread: errno=%d", errno);
+		pthread_join(g->thread, NULL);
+	}
+	if (g->fd >= 0)
+		close(g->fd);
+	if (g->stop_fd >= 0)
+		close(g->stop_fd);
+	tv_guest_stream_fini(&g->gs);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->cond);
+	free(g);
+}

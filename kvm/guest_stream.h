@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * The host's parser of a guest agent's byte stream: frames in, files of
+ * DIR/guest-NAME/ out.  It is fed whatever the channel delivered, in any
+ * pieces, and trusts nothing (doc/agent-protocol.md, "Host checks").
+ */
+#ifndef TV_KVM_GUEST_STREAM_H
+#define TV_KVM_GUEST_STREAM_H
+
+#include <limits.h>
+#include <stdint.h>
+
+struct tv_meta;
+
+#define TV_GUEST_MAX_FILES 4096
+
+struct tv_guest_stream {
+	char dir[PATH_MAX];		/* DIR/guest-NAME, created by the caller */
+	uint64_t limit;			/* bytes accepted from the guest, in all */
+	uint64_t total;
+	unsigned char *buf;		/* the frame being assembled */
+	size_t len, cap;
+	int ncpus;			/* 0 until META */
+	size_t subbuf_size;
+	int *cpu_fd;
+	uint64_t *cpu_bytes;
+	unsigned nr_files;
+	struct tv_meta *guest_meta;	/* META + END keys, checked */
+	int ready, ended;
+	int failed;			/* -errno: the stream is dead */
+	char error[256];
+	void (*on_pong)(void *ctx, uint64_t seq);
+	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
+	void *ctx;
+};
+
+int tv_guest_stream_init(struct tv_guest_stream *gs, const char *dir, uint64_t limit);
+/*
+ * Consume @len bytes.  Return: 0, or -errno when the guest broke the
+ * protocol, exceeded the limit or reported an error (gs->error says why;
+ * every later call fails the same way).
+ */
+int tv_guest_stream_feed(struct tv_guest_stream *gs, const void *data, size_t len);
+/* Close the CPU files (their sub-buffers stay whole); the meta stays. */
+void tv_guest_stream_close_files(struct tv_guest_stream *gs);
+void tv_guest_stream_fini(struct tv_guest_stream *gs);
+
+#endif
