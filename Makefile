@@ -66,7 +66,7 @@ $(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_strea
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIBTV) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -Ikvm -o $@ $< $(LIBTV) $(LDLIBS)
 
 deps:
 	@scripts/install-deps

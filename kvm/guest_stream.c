@@ -215,15 +215,20 @@ static int end_key(const char *key, const char *val, void *ctx)
 	long long v;
 	int cpu, n = 0;
 
-	if (parse_count(val, 0, INT64_MAX, &v))
-		return -EINVAL;
-	if ((sscanf(key, "cpu%d.lost%n", &cpu, &n) == 1 ||
-	     sscanf(key, "cpu%d.events%n", &cpu, &n) == 1) && !key[n]) {
+	/* %n is only set when the whole pattern matched. */
+	if (sscanf(key, "cpu%d.lost%n", &cpu, &n) != 1 || !n || key[n]) {
+		n = 0;
+		if (sscanf(key, "cpu%d.events%n", &cpu, &n) != 1 || !n || key[n])
+			n = 0;
+	}
+	if (n) {
 		if (cpu < 0 || cpu >= gs->ncpus)
 			return -EINVAL;
 	} else if (strcmp(key, "lost_total") && strcmp(key, "events_total")) {
 		return 0;
 	}
+	if (parse_count(val, 0, INT64_MAX, &v))
+		return -EINVAL;
 	return tv_meta_set(gs->guest_meta, key, "%lld", v);
 }
 

@@ -66,6 +66,11 @@ static int field_json(const struct tv_event *ev, struct tep_format_field *f,
 		if (f->flags & TEP_FIELD_IS_RELATIVE)
 			off += (unsigned int)(f->offset + f->size);
 		p = data + off;	/* in bounds: checked when the record was read */
+	} else if ((f->flags & TEP_FIELD_IS_ARRAY) && f->size == 0 && !f->next &&
+		   (unsigned int)f->offset <= (unsigned int)ev->record->size) {
+		/* A trailing flexible array (ftrace:raw_data's buf): the rest of
+		 * the record, as bytes, so markers' payloads can be read. */
+		return field_json_array(ev, f, p, (unsigned int)(ev->record->size - f->offset), sb);
 	}
 	if ((f->flags & TEP_FIELD_IS_STRING) || strstr(f->type, "char ") == f->type ||
 	    strstr(f->type, "__data_loc char"))

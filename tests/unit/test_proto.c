@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The agent protocol (lib/proto.c) and the host's guest-stream parser
+ * (kvm/guest_stream.c): round trips, and hostile input from a guest —
+ * oversized lengths, truncated frames, bad names and paths, out-of-range
+ * CPUs, partial sub-buffers, a size limit — each rejected with a clear
+ * message and nothing written outside the guest's directory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tv_test.h"
+#include "tracevisor/tracevisor.h"
+#include "proto.h"
+#include "guest_stream.h"
+
+#define SUBBUF 4096
+
+static char root[64];
+
+static size_t frame(unsigned char *out, uint16_t type, uint32_t arg, const void *p, size_t len)
+{
+	tv_proto_hdr_encode(out, type, arg, (uint32_t)len);
+	memcpy(out + TV_PROTO_HDR_SIZE, p, len);
+	return TV_PROTO_HDR_SIZE + len;
+}
+
+static size_t file_frame(unsigned char *out, const char *path, const char *content)
+{
+	unsigned char p[512];
+	size_t n = strlen(path), c = strlen(content);
+
+	p[0] = (unsigned char)n;
+	p[1] = (unsigned char)(n >> 8);
+	memcpy(p + 2, path, n);
+	memcpy(p + 2 + n, content, c);
+	return frame(out, TV_MSG_FILE, 0, p, n + c + 2);
+}
+
+static const char good_meta[] = "kernel_release=6.1.0\nclock=local\nncpus=2\nsubbuf_size=4096\n"
+				"long_size=8\ndomain=evil\nstatus=complete\n";
+
+static void test_header(void)
+{
+	unsigned char h[TV_PROTO_HDR_SIZE];
+	struct tv_proto_hdr hdr;
+
+	tv_proto_hdr_encode(h, TV_MSG_DATA, 7, 4096);
+	TV_CHECK(tv_proto_hdr_decode(h, &hdr) == 0, "valid header rejected");
+	TV_CHECK(hdr.type == TV_MSG_DATA && hdr.arg == 7 && hdr.len == 4096, "round trip");
+	TV_CHECK(h[0] == 'T' && h[1] == 'V' && h[2] == 'A' && h[3] == 'G', "magic is \"TVAG\" on the wire");
+	tv_proto_hdr_encode(h, TV_MSG_DATA, 0, TV_PROTO_MAX_PAYLOAD + 1);
+	TV_CHECK(tv_proto_hdr_decode(h, &hdr) == -EMSGSIZE, "oversized length accepted");
+	tv_proto_hdr_encode(h, 0x99, 0, 0);
+	TV_CHECK(tv_proto_hdr_decode(h, &hdr) == -EBADMSG, "unknown type accepted");
+	tv_proto_hdr_encode(h, TV_MSG_PING, 0, 8);
+	h[6] = 1;
+	TV_CHECK(tv_proto_hdr_decode(h, &hdr) == -EBADMSG, "non-zero flags accepted");
+	tv_proto_hdr_encode(h, TV_MSG_PING, 0, 8);
+	h[0] ^= 0xff;
+	TV_CHECK(tv_proto_hdr_decode(h, &hdr) == -EBADMSG, "bad magic accepted");
+}
+
+static void test_marker(void)
+{
+	unsigned char m[TV_SYNC_MARKER_SIZE];
+
+	tv_sync_marker_encode(m, TV_SYNC_HCALL_BEFORE, 3, 0x1122334455667788ULL, 9);
+	TV_CHECK(tv_proto_get_u32(m) == 0x59535654 && m[4] == 5 && m[6] == 3, "marker head");
+	TV_CHECK(tv_proto_get_u64(m + 8) == 0x1122334455667788ULL && tv_proto_get_u64(m + 16) == 9,
+		 "marker seq/aux");
+}
+
+static void test_paths(void)
+{
+	static const char *const good[] = { "header_page", "header_event", "saved_cmdlines",
+					    "saved_tgids", "events/sched/sched_switch/format",
+					    "events/ftrace/raw_data/format", "events/a-b/c.d/format" };
+	static const char *const bad[] = { "", "/etc/passwd", "../meta", "meta", "cpu0.raw",
+					   "events/../x/format", "events/a/../format",
+					   "events/./a/format", "events/a/b/c/format",
+					   "events//a/format", "events/a b/c/format",
+					   "events/a/b/format/x", "events/a/b", "header_page/",
+					   "events/a/b\\c/format" };
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		TV_CHECK(tv_proto_check_path(good[i], strlen(good[i])) == 0, "rejected %s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		TV_CHECK(tv_proto_check_path(bad[i], strlen(bad[i])) == -EINVAL, "accepted \"%s\"", bad[i]);
+	TV_CHECK(tv_proto_check_path("header_page\0x", 13) == -EINVAL, "accepted an embedded NUL");
+}
+
+static int count_kv(const char *k, const char *v, void *ctx)
+{
+	(void)k;
+	(void)v;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_kv(void)
+{
+	char longval[400];
+	int n = 0;
+
+	TV_CHECK(tv_proto_kv_parse("a=1\nb.c=x y\n", 12, count_kv, &n) == 0 && n == 2, "kv lines");
+	TV_CHECK(tv_proto_kv_parse("a=1", 3, count_kv, &n) == -EINVAL, "unterminated line accepted");
+	TV_CHECK(tv_proto_kv_parse("a/b=1\n", 6, count_kv, &n) == -EINVAL, "bad key accepted");
+	TV_CHECK(tv_proto_kv_parse("=1\n", 3, count_kv, &n) == -EINVAL, "empty key accepted");
+	TV_CHECK(tv_proto_kv_parse("a=\x1b[2J\n", 7, count_kv, &n) == -EINVAL, "control char accepted");
+	memset(longval, 'x', sizeof(longval));
+	memcpy(longval, "k=", 2);
+	longval[sizeof(longval) - 1] = '\n';
+	TV_CHECK(tv_proto_kv_parse(longval, sizeof(longval), count_kv, &n) == -EINVAL,
+		 "300-byte value accepted");
+}
+
+/* A fresh guest directory under root. */
+static void new_stream(struct tv_guest_stream *gs, const char *name, uint64_t limit)
+{
+	char dir[128];
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, name);
+	mkdir(dir, 0755);
+	tv_guest_stream_init(gs, dir, limit);
+}
+
+static off_t file_size(const char *dir, const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+static int pongs;
+static void on_pong(void *ctx, uint64_t seq)
+{
+	(void)ctx;
+	pongs += seq == 42;
+}
+
+static void test_stream_good(void)
+{
+	static unsigned char buf[4 * SUBBUF + 4096];
+	static unsigned char page[2 * SUBBUF];
+	struct tv_guest_stream gs;
+	unsigned char seq[8];
+	size_t n = 0;
+	int ret = 0;
+
+	memset(page, 0xab, sizeof(page));
+	tv_proto_put_u64(seq, 42);
+	n += frame(buf + n, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	n += file_frame(buf + n, "header_page", "hp");
+	n += file_frame(buf + n, "events/sched/sched_switch/format", "fmt");
+	n += frame(buf + n, TV_MSG_READY, 0, "", 0);
+	n += frame(buf + n, TV_MSG_DATA, 1, page, sizeof(page));
+	n += frame(buf + n, TV_MSG_PONG, 0, seq, 8);
+	n += frame(buf + n, TV_MSG_END, 0, "cpu1.lost=3\nlost_total=3\nstatus=x\ncpu0.events=5\n", 48);
+	new_stream(&gs, "good", 1 << 20);
+	gs.on_pong = on_pong;
+	/* One byte at a time: frames may arrive in any pieces. */
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = tv_guest_stream_feed(&gs, buf + i, 1);
+	TV_CHECK(ret == 0, "valid stream rejected: %s", gs.error);
+	TV_CHECK(gs.ready && gs.ended && gs.ncpus == 2 && pongs == 1, "state after a valid stream");
+	TV_CHECK(file_size(gs.dir, "cpu1.raw") == 2 * SUBBUF, "cpu1.raw size %lld",
+		 (long long)file_size(gs.dir, "cpu1.raw"));
+	TV_CHECK(file_size(gs.dir, "cpu0.raw") == 0, "cpu0.raw exists and is empty");
+	TV_CHECK(file_size(gs.dir, "events/sched/sched_switch/format") == 3, "format file written");
+	TV_CHECK(tv_meta_get(gs.guest_meta, "domain") == NULL &&
+		 tv_meta_get(gs.guest_meta, "status") == NULL, "guest set a host-owned meta key");
+	TV_CHECK(tv_meta_get_ll(gs.guest_meta, "cpu1.lost", -1) == 3 &&
+		 tv_meta_get_ll(gs.guest_meta, "cpu0.events", -1) == 5, "END counts kept");
+	TV_CHECK(tv_guest_stream_feed(&gs, buf, 1) == -EBADMSG, "data after END accepted");
+	tv_guest_stream_fini(&gs);
+}
+
+/* Feed META then @bad; expect @err and @what in the message. */
+static void expect_reject(const char *name, const unsigned char *bad, size_t len, int err,
+			  const char *what)
+{
+	static unsigned char buf[TV_PROTO_HDR_SIZE + sizeof(good_meta)];
+	struct tv_guest_stream gs;
+	size_t n = frame(buf, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	int ret;
+
+	new_stream(&gs, name, 1 << 20);
+	ret = tv_guest_stream_feed(&gs, buf, n);
+	if (!ret)
+		ret = tv_guest_stream_feed(&gs, bad, len);
+	TV_CHECK(ret == err, "%s: got %d, want %d (%s)", name, ret, err, gs.error);
+	TV_CHECK(strstr(gs.error, what) != NULL, "%s: message \"%s\" lacks \"%s\"", name, gs.error,
+		 what);
+	TV_CHECK(tv_guest_stream_feed(&gs, buf, 1) == ret, "%s: a dead stream came back", name);
+	tv_guest_stream_fini(&gs);
+}
+
+static void test_stream_hostile(void)
+{
+	static unsigned char b[2 * SUBBUF + 64], page[SUBBUF + 100];
+	unsigned char h[TV_PROTO_HDR_SIZE];
+	struct tv_guest_stream gs;
+	char outside[128];
+	size_t n;
+
+	tv_proto_hdr_encode(h, TV_MSG_DATA, 0, 0xffffffffu);
+	expect_reject("oversized", h, sizeof(h), -EMSGSIZE, "frame of 4294967295 bytes");
+	n = file_frame(b, "../../escape", "x");
+	expect_reject("dotdot", b, n, -EBADMSG, "path outside");
+	snprintf(outside, sizeof(outside), "%s/escape", root);
+	TV_CHECK(access(outside, F_OK) != 0, "a file was written outside the guest directory");
+	n = file_frame(b, "events/x/../../../format", "x");
+	expect_reject("dotdot2", b, n, -EBADMSG, "path outside");
+	n = frame(b, TV_MSG_DATA, 2, page, SUBBUF);
+	expect_reject("cpu-range", b, n, -EBADMSG, "cpu 2 of 2");
+	n = frame(b, TV_MSG_DATA, 0, page, SUBBUF + 100);
+	expect_reject("partial-subbuf", b, n, -EBADMSG, "not whole");
+	n = frame(b, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	expect_reject("second-meta", b, n, -EBADMSG, "second META");
+	n = frame(b, TV_MSG_STOP, 0, "", 0);
+	expect_reject("host-command", b, n, -EBADMSG, "host command");
+	n = frame(b, TV_MSG_ERROR, 0, "no tracefs\n\x1b", 12);
+	expect_reject("agent-error", b, n, -ECANCELED, "guest agent: no tracefs??");
+	n = frame(b, TV_MSG_PONG, 0, "1234", 4);
+	expect_reject("short-pong", b, n, -EBADMSG, "PONG of 4 bytes");
+	n = frame(b, TV_MSG_END, 0, "cpu9.lost=1\n", 12);
+	expect_reject("end-cpu-range", b, n, -EBADMSG, "malformed END");
+
+	/* Before META: no DATA, and META values are range-checked. */
+	new_stream(&gs, "early", 1 << 20);
+	n = frame(b, TV_MSG_DATA, 0, page, SUBBUF);
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EBADMSG && strstr(gs.error, "before META"),
+		 "DATA before META: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	new_stream(&gs, "badmeta", 1 << 20);
+	n = frame(b, TV_MSG_META, 0, "ncpus=100000\nsubbuf_size=4096\nlong_size=8\n", 42);
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EBADMSG && strstr(gs.error, "ncpus 1..1024"),
+		 "absurd ncpus: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	new_stream(&gs, "badsubbuf", 1 << 20);
+	n = frame(b, TV_MSG_META, 0, "ncpus=1\nsubbuf_size=4097\nlong_size=8\n", 37);
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EBADMSG, "subbuf_size 4097 accepted");
+	tv_guest_stream_fini(&gs);
+
+	/* The size limit ends the stream, and says so. */
+	new_stream(&gs, "limit", 2 * SUBBUF);
+	n = frame(b, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == 0, "META under the limit");
+	n = frame(b, TV_MSG_DATA, 0, page, SUBBUF);
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == 0, "first page under the limit");
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EFBIG && strstr(gs.error, "size limit"),
+		 "limit: %s", gs.error);
+	TV_CHECK(file_size(gs.dir, "cpu0.raw") == SUBBUF, "whole pages kept before the limit");
+	tv_guest_stream_fini(&gs);
+
+	/* A truncated last frame writes nothing partial. */
+	new_stream(&gs, "truncated", 1 << 20);
+	n = frame(b, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	tv_guest_stream_feed(&gs, b, n);
+	n = frame(b, TV_MSG_DATA, 0, page, SUBBUF);
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n - 1) == 0, "truncated frame is not an error yet");
+	TV_CHECK(file_size(gs.dir, "cpu0.raw") == 0, "a partial frame reached the file");
+	tv_guest_stream_fini(&gs);
+}
+
+static void test_specs(void)
+{
+	struct tv_guest_spec s;
+
+	TV_CHECK(tv_guest_spec_parse("vsock:3,pid:1234,name:vm1", &s) == 0 && s.vsock_cid == 3 &&
+		 s.qemu_pid == 1234 && !strcmp(s.name, "vm1"), "vsock spec");
+	TV_CHECK(tv_guest_spec_parse("vsock:5:9000", &s) == 0 && s.vsock_port == 9000 &&
+		 !strcmp(s.name, "cid5"), "vsock port and default name");
+	TV_CHECK(tv_guest_spec_parse("serial:/run/x.sock,name:a.b-c", &s) == 0 &&
+		 !strcmp(s.serial, "/run/x.sock"), "serial spec");
+	TV_CHECK(tv_guest_spec_parse("myvm", &s) == 0 && !strcmp(s.libvirt, "myvm"), "libvirt name");
+	TV_CHECK(tv_guest_spec_parse("vsock:3,name:../x", &s) == -EINVAL, "name with / accepted");
+	TV_CHECK(tv_guest_spec_parse("vsock:3,name:.hidden", &s) == -EINVAL, "dot name accepted");
+	TV_CHECK(tv_guest_spec_parse("vsock:2", &s) == -EINVAL, "CID 2 (the host) accepted");
+	TV_CHECK(tv_guest_spec_parse("vsock:3,serial:/x", &s) == -EINVAL, "two transports accepted");
+	TV_CHECK(tv_guest_spec_parse("pid:12", &s) == -EINVAL, "no transport accepted");
+	TV_CHECK(tv_guest_spec_parse("vsock:3,pid:-1", &s) == -EINVAL, "negative pid accepted");
+	TV_CHECK(tv_guest_spec_parse("vsock:3,color:red", &s) == -EINVAL, "unknown key accepted");
+}
+
+int main(void)
+{
+	snprintf(root, sizeof(root), "/tmp/tv-test-proto.XXXXXX");
+	if (!mkdtemp(root))
+		return 2;
+	test_header();
+	test_marker();
+	test_paths();
+	test_kv();
+	test_stream_good();
+	test_stream_hostile();
+	test_specs();
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+		if (system(cmd))
+			fprintf(stderr, "cannot remove %s\n", root);
+	}
+	return tv_test_done("test_proto");
+}
