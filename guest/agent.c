@@ -106,6 +106,9 @@ static int write_all(int fd, const void *buf, size_t len)
 			/* A host that reads nothing for this long is gone. */
 			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
 				return -ETIMEDOUT;
+			/* virtio-serial: POLLHUP while no host is connected. */
+			if (!(pfd.revents & POLLOUT))
+				return -EPIPE;
 			continue;
 		}
 		if (n <= 0)
@@ -839,7 +842,13 @@ static void run_session(int fd)
 	pthread_mutex_init(&s.send_lock, NULL);
 	snprintf(s.clock, sizeof(s.clock), "local");
 	ret = recv_frame(fd, &hdr, &p, 10000);
-	if (!ret && hdr.type != TV_MSG_START)
+	if (ret) {
+		/* Nobody to tell: the host went away or never came. */
+		if (verbose)
+			say("No START from the host: errno=%d", -ret);
+		return;
+	}
+	if (hdr.type != TV_MSG_START)
 		ret = -EPROTO;
 	if (!ret)
 		ret = session_start(&s, p ? (char *)p : "", hdr.len);
@@ -1030,7 +1039,8 @@ int main(int argc, char **argv)
 					return 0;
 			}
 		}
-		if (r > 0 && (pfd[1].revents & POLLIN)) {
+		/* virtio-serial says POLLIN|POLLHUP while no host is connected. */
+		if (r > 0 && (pfd[1].revents & POLLIN) && !(pfd[1].revents & POLLHUP)) {
 			run_session(sfd);
 			if (once)
 				return 0;

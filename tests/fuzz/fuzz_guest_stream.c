@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target: the host's parser of a guest agent's stream
+ * (kvm/guest_stream.c), which takes untrusted bytes from a guest.
+ * Input byte 0: bit 0 prepends a valid META frame (to reach the DATA and
+ * FILE paths quickly), bits 1-7 pick the piece size the rest is fed in.
+ * Each input gets a fresh directory; after it, nothing may exist outside
+ * that directory (checked: the parent must hold only it).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "proto.h"
+#include "guest_stream.h"
+
+static char base[64];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void check_nothing_outside(void)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] != '.' && strcmp(de->d_name, "g")) {
+			fprintf(stderr, "file written outside the guest directory: %s/%s\n", base,
+				de->d_name);
+			abort();
+		}
+	if (d)
+		closedir(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char meta[] = "ncpus=2\nsubbuf_size=4096\nlong_size=8\nclock=local\n";
+	unsigned char hdr[TV_PROTO_HDR_SIZE];
+	struct tv_guest_stream gs;
+	char dir[96];
+	size_t piece;
+
+	if (!base[0]) {
+		snprintf(base, sizeof(base), "/tmp/tv-fuzz.XXXXXX");
+		if (!mkdtemp(base))
+			abort();
+	}
+	if (size < 1)
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/g", base);
+	if (mkdir(dir, 0755))
+		abort();
+	tv_guest_stream_init(&gs, dir, 1 << 20);
+	if (data[0] & 1) {
+		tv_proto_hdr_encode(hdr, TV_MSG_META, 0, sizeof(meta) - 1);
+		tv_guest_stream_feed(&gs, hdr, sizeof(hdr));
+		tv_guest_stream_feed(&gs, meta, sizeof(meta) - 1);
+	}
+	piece = (size_t)(data[0] >> 1) + 1;
+	for (size_t off = 1; off < size; off += piece)
+		tv_guest_stream_feed(&gs, data + off, size - off < piece ? size - off : piece);
+	tv_guest_stream_fini(&gs);
+	check_nothing_outside();
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# libFuzzer on the host's guest-stream parser (kvm/guest_stream.c) for a
+# bounded time (FUZZ_SECONDS, default 20).  Needs no root; it is in this
+# tier because it is slower than the unit tests.  Skips without clang.
+. "$(dirname "$0")/lib.bash"
+command -v clang >/dev/null || skip "clang not installed (libFuzzer)"
+cd "$TV_ROOT" || exit 1
+make -s fuzz >"$TV_TMP/build.log" 2>&1 || { cat "$TV_TMP/build.log" >&2; fail "make fuzz failed"; }
+F=build/fuzz/fuzz_guest_stream
+mkdir -p "$TV_TMP/corpus" "$TV_TMP/seeds"
+# Seeds: a valid stream (byte 0 = 0x01: META prepended, whole frames), and
+# FILE / DATA / END frames, so the fuzzer starts deep in the parser.
+python3 - "$TV_TMP/seeds" <<'PY'
+import struct, sys
+def frame(t, arg, p): return struct.pack("<IHHII", 0x47415654, t, 0, arg, len(p)) + p
+def file(path, body): return frame(0x11, 0, struct.pack("<H", len(path)) + path + body)
+page = b"\x00" * 4096
+seeds = {
+    "valid": b"\x01" + file(b"header_page", b"hp") + file(b"events/sched/s/format", b"f")
+             + frame(0x15, 0, b"") + frame(0x12, 1, page) + frame(0x13, 0, b"\x2a" + b"\0" * 7)
+             + frame(0x14, 0, b"\0" * 16) + frame(0x16, 0, b"cpu0.lost=1\nlost_total=1\n"),
+    "meta": b"\x00" + frame(0x10, 0, b"ncpus=1\nsubbuf_size=4096\nlong_size=4\n"),
+    "escape": b"\x01" + file(b"events/../x/format", b"x"),
+    "error": b"\x01" + frame(0x17, 0, b"cannot start"),
+}
+for name, data in seeds.items():
+    open(sys.argv[1] + "/" + name, "wb").write(data)
+PY
+"$F" -max_total_time="${FUZZ_SECONDS:-20}" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
+	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
+rc=$?
+tail -n 3 "$TV_TMP/fuzz.log" >&2
+if [ $rc != 0 ]; then
+	grep -A20 "ERROR\|==.*==" "$TV_TMP/fuzz.log" | head -40 >&2
+	for a in "$TV_TMP"/crash-* "$TV_TMP"/leak-* "$TV_TMP"/timeout-*; do
+		[ -f "$a" ] && { mkdir -p "$TV_ROOT/build/fuzz/artifacts"; cp "$a" "$TV_ROOT/build/fuzz/artifacts/"; }
+	done
+	fail "fuzzer found a problem (exit $rc); inputs in build/fuzz/artifacts/"
+fi
+runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
+echo "PASS: ${runs:-?} inputs, no crash, leak or write outside the guest directory" >&2
