@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--min-pings", type=int, default=0)
     ap.add_argument("--min-hcalls", type=int, default=0)
     ap.add_argument("--min-vcpu-exits", type=int, default=0)
+    ap.add_argument("--max-bytes-per-event", type=float, default=0)
     a = ap.parse_args()
     gdom = "guest:" + a.guest
     errors = []
@@ -103,6 +104,10 @@ def main():
     if vcpu_exits < a.min_vcpu_exits:
         errors.append("only %d host kvm_exit events on the guest's vCPU threads %s" %
                       (vcpu_exits, sorted(vcpu_tids)))
+    if a.max_bytes_per_event and counts[gdom] and \
+            fig["guest_bytes"] / counts[gdom] > a.max_bytes_per_event:
+        errors.append("%.0f bytes per guest event: the agent sends nearly empty pages" %
+                      (fig["guest_bytes"] / counts[gdom]))
     for e in errors:
         print("guest_check: " + e, file=sys.stderr)
     return 1 if errors else 0
