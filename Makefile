@@ -87,8 +87,9 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run-bench
 
-install: $(TRACEVISOR)
+install: $(TRACEVISOR) $(AGENT)
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
+	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
 
 clean:

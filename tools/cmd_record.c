@@ -382,9 +382,13 @@ static int start_guests(struct record_cli *cli, struct tv_recorder *rec)
 		if (ret)
 			return ret;
 	}
-	/* The workload starts once every guest traces (or gave up). */
+	/* The workload starts once every guest traces (or gave up): 30 s in all. */
+	double deadline = now_s() + GUEST_READY_TIMEOUT_MS / 1000.0;
+
 	for (size_t i = 0; i < cli->nr_guests; i++) {
-		ret = tv_guest_wait_ready(cli->guests[i], GUEST_READY_TIMEOUT_MS);
+		double left = deadline - now_s();
+
+		ret = tv_guest_wait_ready(cli->guests[i], left > 0 ? (int)(left * 1000) : 0);
 		if (ret && !cli->quiet)
 			fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
 				tv_guest_name(cli->guests[i]), ret == -ETIMEDOUT ? "no answer in 30 s" : "failed");
