@@ -707,6 +707,7 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	for (int cpu = 0; g->gs.cpu_bytes && cpu < g->gs.ncpus; cpu++)
 		st->bytes += g->gs.cpu_bytes[cpu];
 	if (g->gs.guest_meta) {
+		st->counts_known = tv_meta_get(g->gs.guest_meta, "events_total") != NULL;
 		st->events = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "events_total", 0);
 		st->lost = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "lost_total", 0);
 	}

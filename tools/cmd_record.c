@@ -411,9 +411,14 @@ static void print_guest_summary(const struct record_cli *cli)
 		if (!cli->guests[i])
 			continue;
 		tv_guest_get_stats(cli->guests[i], &st);
-		fprintf(stderr, "tracevisor record: guest %s: %llu events, %.1f MB, %llu lost, %u/%u pings, %u/%u hypercall probes: %s%s\n",
-			tv_guest_name(cli->guests[i]), (unsigned long long)st.events,
-			(double)st.bytes / 1e6, (unsigned long long)st.lost, st.pongs, st.pings,
+		char counts[64] = "event and loss counts unknown (no END)";
+
+		if (st.counts_known)
+			snprintf(counts, sizeof(counts), "%llu events, %llu lost",
+				 (unsigned long long)st.events, (unsigned long long)st.lost);
+		fprintf(stderr, "tracevisor record: guest %s: %s, %.1f MB, %u/%u pings, %u/%u hypercall probes: %s%s\n",
+			tv_guest_name(cli->guests[i]), counts,
+			(double)st.bytes / 1e6, st.pongs, st.pings,
 			st.hcalls_done, st.hcalls_asked, st.status,
 			st.listed ? "" : " (not in the session)");
 	}

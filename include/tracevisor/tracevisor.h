@@ -178,6 +178,7 @@ struct tv_guest_stats {
 	uint64_t bytes, events, lost;
 	unsigned int pings, pongs, hcalls_asked, hcalls_done;
 	int listed;		/* the guest's domain is in the session */
+	int counts_known;	/* events/lost came with the agent's END */
 	char status[300];	/* "complete", "truncated: ...", "failed: ..." */
 };
 
