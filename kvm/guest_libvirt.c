@@ -18,6 +18,60 @@
 
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
+#include "guest_libvirt.h"
+
+/* The value of attribute @attr inside the first <@tag ...> at or after @from. */
+static int xml_attr(const char *from, const char *end, const char *tag, const char *attr,
+		    char *out, size_t size)
+{
+	char open_tag[64], key[64];
+	const char *t, *a, *close;
+	size_t n;
+
+	snprintf(open_tag, sizeof(open_tag), "<%s ", tag);
+	snprintf(key, sizeof(key), " %s=", attr);
+	t = strstr(from, open_tag);
+	if (!t || (end && t >= end))
+		return -ENOENT;
+	close = strchr(t, '>');
+	a = strstr(t, key);
+	if (!close || !a || a > close)
+		return -ENOENT;
+	a += strlen(key);
+	if (*a != '\'' && *a != '"')
+		return -ENOENT;
+	n = strcspn(a + 1, "'\"");
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(out, a + 1, n);
+	out[n] = '\0';
+	return 0;
+}
+
+void tv_guest_spec_from_libvirt_xml(struct tv_guest_spec *spec, const char *xml)
+{
+	const char *vsock = strstr(xml, "<vsock"), *ch = xml;
+	char val[256];
+
+	if (vsock && !xml_attr(vsock, strstr(vsock, "</vsock>"), "cid", "address", val, sizeof(val)))
+		spec->vsock_cid = (unsigned)strtoul(val, NULL, 10);
+	if (spec->vsock_cid >= 3)
+		return;
+	spec->vsock_cid = 0;
+	while ((ch = strstr(ch, "<channel type='unix'>"))) {
+		const char *end = strstr(ch, "</channel>");
+
+		if (!end)
+			break;
+		if (!xml_attr(ch, end, "target", "name", val, sizeof(val)) &&
+		    !strcmp(val, TV_AGENT_SERIAL_NAME) &&
+		    !xml_attr(ch, end, "source", "path", val, sizeof(val))) {
+			snprintf(spec->serial, sizeof(spec->serial), "%s", val);
+			return;
+		}
+		ch = end;
+	}
+}
 
 #ifdef TV_HAVE_LIBVIRT
 #include <dlfcn.h>
@@ -57,59 +111,6 @@ static int virt_load(struct virt_api *v)
 		return -ENOTSUP;
 	}
 	return 0;
-}
-
-/* The value of attribute @attr inside the first <@tag ...> at or after @from. */
-static int xml_attr(const char *from, const char *end, const char *tag, const char *attr,
-		    char *out, size_t size)
-{
-	char open_tag[64], key[64];
-	const char *t, *a, *close;
-	size_t n;
-
-	snprintf(open_tag, sizeof(open_tag), "<%s ", tag);
-	snprintf(key, sizeof(key), " %s=", attr);
-	t = strstr(from, open_tag);
-	if (!t || (end && t >= end))
-		return -ENOENT;
-	close = strchr(t, '>');
-	a = strstr(t, key);
-	if (!close || !a || a > close)
-		return -ENOENT;
-	a += strlen(key);
-	if (*a != '\'' && *a != '"')
-		return -ENOENT;
-	n = strcspn(a + 1, "'\"");
-	if (n >= size)
-		return -ENAMETOOLONG;
-	memcpy(out, a + 1, n);
-	out[n] = '\0';
-	return 0;
-}
-
-static void spec_from_xml(struct tv_guest_spec *spec, const char *xml)
-{
-	const char *vsock = strstr(xml, "<vsock"), *ch = xml;
-	char val[256];
-
-	if (vsock && !xml_attr(vsock, strstr(vsock, "</vsock>"), "cid", "address", val, sizeof(val)))
-		spec->vsock_cid = (unsigned)strtoul(val, NULL, 10);
-	if (spec->vsock_cid >= 3)
-		return;
-	spec->vsock_cid = 0;
-	while ((ch = strstr(ch, "<channel type='unix'>"))) {
-		const char *end = strstr(ch, "</channel>");
-
-		if (!end)
-			break;
-		if (!xml_attr(ch, end, "target", "name", val, sizeof(val)) &&
-		    !strcmp(val, TV_AGENT_SERIAL_NAME) &&
-		    !xml_attr(ch, end, "source", "path", val, sizeof(val))) {
-			snprintf(spec->serial, sizeof(spec->serial), "%s", val);
-			return;
-		}
-		ch = end;
-	}
 }
 
 /* QMP: {"return": [{"cpu-index": 0, "thread-id": 1234, ...}, ...]} */
@@ -167,7 +168,7 @@ int tv_guest_spec_resolve(struct tv_guest_spec *spec)
 	}
 	xml = v.xml_desc(dom, 0);
 	if (xml)
-		spec_from_xml(spec, xml);
+		tv_guest_spec_from_libvirt_xml(spec, xml);
 	free(xml);
 	spec->qemu_pid = pid_from_qmp(&v, dom);
 	v.domain_free(dom);

@@ -19,6 +19,7 @@
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
 #include "guest_stream.h"
+#include "guest_libvirt.h"
 
 #define SUBBUF 4096
 
@@ -292,6 +293,39 @@ static void test_specs(void)
 	TV_CHECK(tv_guest_spec_parse("vsock:3,color:red", &s) == -EINVAL, "unknown key accepted");
 }
 
+/* Domain XML as `virsh dumpxml` prints it for a running domain. */
+static void test_libvirt_xml(void)
+{
+	static const char vsock_xml[] =
+		"<domain type='kvm' id='3'>\n  <name>vm1</name>\n  <devices>\n"
+		"    <channel type='unix'>\n"
+		"      <source mode='bind' path='/run/libvirt/qemu/channel/3-vm1/org.qemu.guest_agent.0'/>\n"
+		"      <target type='virtio' name='org.qemu.guest_agent.0' state='connected'/>\n"
+		"    </channel>\n"
+		"    <vsock model='virtio'>\n      <cid auto='yes' address='7'/>\n"
+		"      <alias name='vsock0'/>\n    </vsock>\n  </devices>\n</domain>\n";
+	static const char serial_xml[] =
+		"<domain type='kvm' id='4'>\n  <devices>\n"
+		"    <channel type='unix'>\n"
+		"      <source mode='bind' path='/run/libvirt/qemu/channel/4-vm2/org.qemu.guest_agent.0'/>\n"
+		"      <target type='virtio' name='org.qemu.guest_agent.0'/>\n    </channel>\n"
+		"    <channel type='unix'>\n"
+		"      <source mode='bind' path='/run/libvirt/qemu/channel/4-vm2/org.tracevisor.0'/>\n"
+		"      <target type='virtio' name='org.tracevisor.0' state='disconnected'/>\n"
+		"    </channel>\n  </devices>\n</domain>\n";
+	struct tv_guest_spec s = { 0 };
+
+	tv_guest_spec_from_libvirt_xml(&s, vsock_xml);
+	TV_CHECK(s.vsock_cid == 7 && !s.serial[0], "vsock CID from XML: %u", s.vsock_cid);
+	memset(&s, 0, sizeof(s));
+	tv_guest_spec_from_libvirt_xml(&s, serial_xml);
+	TV_CHECK(!s.vsock_cid && !strcmp(s.serial, "/run/libvirt/qemu/channel/4-vm2/org.tracevisor.0"),
+		 "serial channel from XML: \"%s\"", s.serial);
+	memset(&s, 0, sizeof(s));
+	tv_guest_spec_from_libvirt_xml(&s, "<domain><devices></devices></domain>");
+	TV_CHECK(!s.vsock_cid && !s.serial[0], "no channel in XML");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/tv-test-proto.XXXXXX");
@@ -304,6 +338,7 @@ int main(void)
 	test_stream_good();
 	test_stream_hostile();
 	test_specs();
+	test_libvirt_xml();
 	{
 		char cmd[128];
 

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/* libvirt domain XML -> the agent channel of a guest SPEC (unit-tested). */
+#ifndef TV_KVM_GUEST_LIBVIRT_H
+#define TV_KVM_GUEST_LIBVIRT_H
+
+struct tv_guest_spec;
+
+/*
+ * Set @spec's vsock CID from <vsock><cid address='N'/>, else its serial
+ * path from the unix <channel> whose <target name='org.tracevisor.0'/>.
+ */
+void tv_guest_spec_from_libvirt_xml(struct tv_guest_spec *spec, const char *xml);
+
+#endif
