@@ -65,6 +65,9 @@ struct agent_cpu {
 	struct session *s;
 	int cpu;
 	int fd;
+	int pipe[2];		/* trace_pipe_raw -> pipe -> channel (splice) */
+	size_t chunk;		/* bytes per splice: whole sub-buffers */
+	int no_splice;		/* splice unsupported: read() + write() */
 	pthread_t thread;
 	int started;
 	unsigned long long bytes;
@@ -528,6 +531,100 @@ static int cpu_drain(struct agent_cpu *c, unsigned char *buf, size_t cap)
 	return n == cap ? 1 : 0;
 }
 
+/* Move @n bytes from the pipe to the channel; copy when it cannot splice. */
+static int pipe_to_channel(struct agent_cpu *c, size_t n, unsigned char *buf, size_t cap)
+{
+	int fd = c->s->fd;
+
+	while (n > 0) {
+		ssize_t w = splice(c->pipe[0], NULL, fd, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+		if (w > 0) {
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
+				return -ETIMEDOUT;
+			if (!(pfd.revents & POLLOUT))
+				return -EPIPE;
+			continue;
+		}
+		if (w < 0 && errno == EINVAL) {
+			/* This channel has no splice_write: copy through @buf. */
+			ssize_t r = read(c->pipe[0], buf, n < cap ? n : cap);
+			int ret;
+
+			if (r <= 0)
+				return -EIO;
+			ret = write_all(fd, buf, (size_t)r);
+			if (ret)
+				return ret;
+			n -= (size_t)r;
+			continue;
+		}
+		return w < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Whole sub-buffers without a copy through user space: splice() only takes
+ * the pages the writer has left.  Return: 1 when a full chunk moved (more
+ * may wait), 0 when there was nothing, <0 on error.
+ */
+static int cpu_splice(struct agent_cpu *c, unsigned char *buf, size_t cap)
+{
+	struct session *s = c->s;
+	unsigned char hdr[TV_PROTO_HDR_SIZE];
+	ssize_t n = splice(c->fd, NULL, c->pipe[1], NULL, c->chunk,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	int ret = -EPIPE;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n < 0) {
+		c->no_splice = 1;	/* read() still works */
+		return 0;
+	}
+	if (n == 0)
+		return 0;
+	tv_proto_hdr_encode(hdr, TV_MSG_DATA, (uint32_t)c->cpu, (uint32_t)n);
+	pthread_mutex_lock(&s->send_lock);
+	if (!s->dead) {
+		ret = write_all(s->fd, hdr, sizeof(hdr));
+		if (!ret)
+			ret = pipe_to_channel(c, (size_t)n, buf, cap);
+		if (ret) {
+			s->dead = 1;
+			say("Cannot send to host: type=DATA, errno=%d", -ret);
+		}
+	}
+	pthread_mutex_unlock(&s->send_lock);
+	if (ret) {
+		/* Empty the pipe: the data has nowhere to go. */
+		while (read(c->pipe[0], buf, cap) > 0)
+			;
+		return ret;
+	}
+	c->bytes += (unsigned long long)n;
+	return (size_t)n == c->chunk;
+}
+
+/* Full pages by splice when possible, then (@partial) what read() gives. */
+static void cpu_collect(struct agent_cpu *c, unsigned char *buf, size_t cap, int partial)
+{
+	for (int i = 0; i < 4096 && !c->no_splice && cpu_splice(c, buf, cap) > 0; i++)
+		;
+	if (partial || c->no_splice)
+		for (int i = 0; i < 4096 && cpu_drain(c, buf, cap) > 0; i++)
+			;
+}
+
 static void *cpu_thread(void *arg)
 {
 	struct agent_cpu *c = arg;
@@ -560,15 +657,15 @@ static void *cpu_thread(void *arg)
 		 * second also take what a quiet CPU has, so that the host holds
 		 * all but the last second if the guest dies.
 		 */
-		if ((r > 0 && (pfd.revents & POLLIN)) || now.tv_sec != last.tv_sec) {
+		if (now.tv_sec != last.tv_sec) {
 			last = now;
-			while (cpu_drain(c, buf, cap) > 0)
-				;
+			cpu_collect(c, buf, cap, 1);
+		} else if (r > 0 && (pfd.revents & POLLIN)) {
+			cpu_collect(c, buf, cap, 0);
 		}
 	}
 	/* Tracing is off: everything left, partial pages included. */
-	for (int i = 0; i < 4096 && cpu_drain(c, buf, cap) > 0; i++)
-		;
+	cpu_collect(c, buf, cap, 1);
 	free(buf);
 	return NULL;
 }
@@ -585,6 +682,16 @@ static int start_cpus(struct session *s)
 
 		c->s = s;
 		c->cpu = cpu;
+		c->pipe[0] = c->pipe[1] = -1;
+		c->no_splice = pipe2(c->pipe, O_CLOEXEC | O_NONBLOCK) != 0;
+		if (!c->no_splice) {
+			int sz = fcntl(c->pipe[1], F_SETPIPE_SZ, (int)(16 * s->subbuf_size));
+
+			if (sz < 0)
+				sz = fcntl(c->pipe[1], F_GETPIPE_SZ);
+			c->chunk = sz >= (int)s->subbuf_size ? (size_t)sz / s->subbuf_size * s->subbuf_size : 0;
+			c->no_splice = !c->chunk;
+		}
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", s->inst, cpu);
 		c->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (c->fd < 0) {
@@ -604,6 +711,9 @@ static void stop_cpus(struct session *s)
 			pthread_join(s->cpus[cpu].thread, NULL);
 		if (s->cpus[cpu].fd >= 0)
 			close(s->cpus[cpu].fd);
+		for (int i = 0; i < 2; i++)
+			if (s->cpus[cpu].pipe[i] >= 0)
+				close(s->cpus[cpu].pipe[i]);
 	}
 }
 
