@@ -662,14 +662,20 @@ static int guest_write_meta(struct tv_guest *g)
 	return tv_meta_write(m, path);
 }
 
-int tv_guest_stop(struct tv_guest *g)
+void tv_guest_request_stop(struct tv_guest *g)
 {
 	uint64_t one = 1;
+
+	if (g->started && write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
+		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d", g->spec.name, errno);
+}
+
+int tv_guest_stop(struct tv_guest *g)
+{
 	int ret;
 
 	if (g->started) {
-		if (write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
-			tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d", g->spec.name, errno);
+		tv_guest_request_stop(g);
 		pthread_join(g->thread, NULL);
 		g->started = 0;
 	}

@@ -398,6 +398,10 @@ static int start_guests(struct record_cli *cli, struct tv_recorder *rec)
 
 static void stop_guests(struct record_cli *cli)
 {
+	/* All at once: a dead guest's timeout must not hold the others. */
+	for (size_t i = 0; i < cli->nr_guests; i++)
+		if (cli->guests[i])
+			tv_guest_request_stop(cli->guests[i]);
 	for (size_t i = 0; i < cli->nr_guests; i++)
 		if (cli->guests[i])
 			tv_guest_stop(cli->guests[i]);

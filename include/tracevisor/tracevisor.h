@@ -205,6 +205,8 @@ int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms);
  * guest's domain is decodable and listed, else -errno (logged).
  */
 int tv_guest_stop(struct tv_guest *g);
+/* Start the end sequence without waiting: stop many guests in parallel. */
+void tv_guest_request_stop(struct tv_guest *g);
 void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st);
 const char *tv_guest_name(const struct tv_guest *g);
 void tv_guest_destroy(struct tv_guest *g);

@@ -19,7 +19,7 @@ start_relay() {
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
 }
-trap 'kill $RELAY $APID 2>/dev/null' EXIT
+trap 'kill $RELAY $APID ${R1:-} ${A2:-} 2>/dev/null' EXIT
 
 # 1. A whole recording.  -H: no hypercall probes (this host is itself a
 # guest of some hypervisor: the probe is for guests of the recording host).
@@ -46,22 +46,33 @@ grep -q "^lost_total=" "$S/guest-loc/meta" || fail "guest meta has no loss count
 ls /sys/kernel/tracing/instances | grep -q "^tracevisor-agent-$APID$" && fail "agent's tracefs instance left behind"
 kill $RELAY
 
-# 2. The agent dies mid-recording: host trace intact, guest truncated.
+# 2. Two guests; one agent dies mid-recording: the host trace and the other
+# guest go on, the dead one's stream is kept and marked truncated.
 start_relay
-"$AGENT" -p 0 -s "$GPTY" -1 -H 2>/dev/null &
+G1=$GPTY H1=$HPTY R1=$RELAY
+start_relay
+G2=$GPTY H2=$HPTY
+"$AGENT" -p 0 -s "$G1" -1 -H 2>/dev/null &
 APID=$!
+"$AGENT" -p 0 -s "$G2" -1 -H 2>"$TV_TMP/agent2.log" &
+A2=$!
 S2=$TV_TMP/s2
 (sleep 2; kill -9 $APID) &
 KILLER=$!
-"$TV" record -o "$S2" -e sched:sched_switch --guest "serial:$HPTY,name:dies" --duration 4 \
-	--guest-events sched:sched_switch \
+"$TV" record -o "$S2" -e sched:sched_switch --guest "serial:$H1,name:dies" \
+	--guest "serial:$H2,name:lives" --guest-events sched:sched_switch --duration 4 \
 	2>"$TV_TMP/record2.log" || { cat "$TV_TMP/record2.log" >&2; fail "record with a dying agent failed"; }
 cat "$TV_TMP/record2.log" >&2
 wait $KILLER
-kill $RELAY
+wait $A2 || fail "the surviving agent exited $?"
+kill $R1 $RELAY
 # A killed agent leaves its instance; the next agent run removes it.
 rmdir /sys/kernel/tracing/instances/tracevisor-agent-$APID 2>/dev/null
 grep -q "^status=truncated: " "$S2/guest-dies/meta" || fail "guest meta: $(grep status "$S2/guest-dies/meta")"
+grep -q "^domains=host,guest-dies,guest-lives$" "$S2/session.meta" || fail "session.meta: $(grep domains "$S2/session.meta")"
+fig=$(python3 "$TV_ROOT/tests/e2e/guest_check.py" "$TV" "$S2" lives --min-guest-events 10 --min-pings 10) ||
+	fail "the surviving guest: $fig"
 "$TV" report "$S2" >"$TV_TMP/r2" || fail "report of a session with a dead guest failed"
 grep -q "^host .*sched:sched_switch" "$TV_TMP/r2" || fail "host events missing"
-echo "PASS: local agent over a pty pair: $(grep -c guest:loc <("$TV" report "$S")) guest events; dead agent -> $(grep status= "$S2/guest-dies/meta")" >&2
+grep -q "^guest:dies .*sched:sched_switch" "$TV_TMP/r2" || fail "the dead guest's events before the kill are missing"
+echo "PASS: local agent over a pty pair: $(grep -c guest:loc <("$TV" report "$S")) guest events; dead agent -> $(grep status= "$S2/guest-dies/meta"); other guest: $fig" >&2
