@@ -77,7 +77,6 @@ struct session {
 	int fd;			/* the channel: socket or virtio-serial port */
 	pthread_mutex_t send_lock;
 	int dead;		/* the channel failed: drop further output */
-	int untraced_failed;	/* set_event_notrace_pid missing (old kernel) */
 	volatile int stop;
 	char tracing[64];	/* tracefs mount point */
 	char inst[192];		/* our instance directory */
@@ -642,8 +641,8 @@ static void *cpu_thread(void *arg)
 	snprintf(path, sizeof(path), "%s/set_event_notrace_pid", c->s->inst);
 	snprintf(tid, sizeof(tid), "%d", (int)gettid());
 	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-	if (fd < 0 || write(fd, tid, strlen(tid)) < 0)
-		c->s->untraced_failed = 1;
+	if ((fd < 0 || write(fd, tid, strlen(tid)) < 0) && verbose)
+		say("Cannot untrace reader thread (no set_event_notrace_pid?): errno=%d", errno);
 	if (fd >= 0)
 		close(fd);
 
