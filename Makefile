@@ -12,7 +12,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno
            -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c)
+LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
@@ -45,7 +45,7 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIBTV) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIBTV) $(LDLIBS) -lm
 
 deps:
 	@scripts/install-deps

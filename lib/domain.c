@@ -190,6 +190,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 
 	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
 	domain_display_name(subdir, dom->name, sizeof(dom->name));
+	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
 	snprintf(path, sizeof(path), "%s/meta", dom->dir);
 	ret = tv_meta_read(path, &dom->meta);
 	if (ret)
@@ -216,6 +217,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		return ret;
 	load_task_maps(dom);
 	dom->info.name = dom->name;
+	dom->info.subdir = dom->subdir;
 	dom->info.dir = dom->dir;
 	dom->info.tep = dom->tep;
 	dom->info.meta = dom->meta;

@@ -28,6 +28,9 @@ struct event_bounds {
 struct tv_domain {
 	struct tv_domain_info info;
 	char name[80];
+	char subdir[80];
+	int mapped;			/* timestamps go through @sync */
+	struct tv_sync_domain sync;
 	char dir[PATH_MAX];
 	struct tep_handle *tep;
 	struct tv_meta *meta;
@@ -56,7 +59,8 @@ struct tv_cpu_stream {
 	unsigned char *page;
 	size_t data_len;	/* bytes of events in the loaded sub-buffer */
 	struct kbuffer *kbuf;
-	struct tep_record rec;	/* current event */
+	struct tep_record rec;	/* current event, ts in the reference clock */
+	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	long long missed;	/* events lost before the current one */
 	int done;
 };
