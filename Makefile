@@ -23,9 +23,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 LIBTV    := $(BUILD)/libtracevisor.a
 TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
+HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean
-all: $(TRACEVISOR) $(TESTVMM) $(UNIT_BINS)
+all: $(TRACEVISOR) $(TESTVMM) $(HELPERS) $(UNIT_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -42,6 +43,10 @@ $(TRACEVISOR): $(CLI_OBJS) $(LIBTV)
 $(TESTVMM): tests/vmm/tv-testvmm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -static -o $@ $<
+
+$(BUILD)/tests/tv-%: tests/helpers/tv-%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
