@@ -84,6 +84,29 @@ static void pf_cpu_track(struct pf_writer *w, const struct tv_event *ev)
 static void pf_vcpu_track(struct pf_writer *w, const struct tv_event *ev, int vm_pid);
 
 /*
+ * A vCPU thread: known from the session's vcpus file, or seen running
+ * guest code (events KVM emits only inside KVM_RUN) - VMs that lived
+ * between the recorder's two /proc scans are only known that way.
+ */
+static int is_vcpu_event(const struct tv_domain_info *dom, const struct tv_event *ev)
+{
+	static const char *const run_events[] = {
+		"kvm_exit", "kvm_entry", "kvm_userspace_exit", "kvm_pio", "kvm_mmio",
+		"kvm_emulate_insn", "kvm_cpuid", "kvm_msr", "kvm_hypercall", "kvm_page_fault",
+		"kvm_inj_exception", "kvm_inj_virq", "kvm_fpu",
+	};
+
+	if (strcmp(ev->format->system, "kvm"))
+		return 0;
+	if (tv_vcpu_map_find(dom->vcpus, ev->pid))
+		return 1;
+	for (size_t i = 0; i < sizeof(run_events) / sizeof(*run_events); i++)
+		if (!strcmp(ev->format->name, run_events[i]))
+			return 1;
+	return 0;
+}
+
+/*
  * KVM events of a vCPU thread go on that vCPU's track (beside its exit
  * slices); every other event on its CPU's track.
  */
@@ -92,7 +115,7 @@ static void pf_instant(struct pf_writer *w, const struct tv_event *ev)
 	const struct tv_domain_info *dom = tv_reader_domain(w->rd, (size_t)ev->domain_index);
 	int pid = CPU_PID_BASE + ev->domain_index, tid = ev->cpu;
 
-	if (!strcmp(ev->format->system, "kvm") && tv_vcpu_map_find(dom->vcpus, ev->pid)) {
+	if (is_vcpu_event(dom, ev)) {
 		pid = dom->tgid_of(dom, ev->pid);
 		tid = ev->pid;
 		pf_vcpu_track(w, ev, pid);
@@ -128,7 +151,10 @@ static void pf_vcpu_track(struct pf_writer *w, const struct tv_event *ev, int vm
 		w->cap_vcpu_seen = cap;
 	}
 	w->vcpu_seen[w->nr_vcpu_seen++] = ev->pid;
-	snprintf(name, sizeof(name), "VM %s (pid %d)", t && t->vm_name[0] ? t->vm_name : "?", vm_pid);
+	const char *comm = tep_data_comm_from_pid(dom->tep, vm_pid);
+
+	snprintf(name, sizeof(name), "VM %s (pid %d)",
+		 t && t->vm_name[0] ? t->vm_name : comm ? comm : "?", vm_pid);
 	pf_name(w, "process_name", vm_pid, ev->pid, name);
 	if (t && t->vcpu >= 0)
 		snprintf(name, sizeof(name), "vCPU %d (tid %d)", t->vcpu, ev->pid);
