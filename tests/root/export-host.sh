@@ -2,11 +2,11 @@
 # Export a real host session: CTF read by babeltrace2 with nothing on
 # stderr and exactly report's events in report's order; Perfetto JSON that
 # parses, with host CPU tracks and the VMM's vCPU thread track.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 77; }
-[ -c /dev/kvm ] || { echo "needs /dev/kvm" >&2; exit 77; }
-command -v babeltrace2 >/dev/null || { echo "needs babeltrace2 (make deps)" >&2; exit 77; }
+. "$(dirname "$0")/lib.bash"
+require_root
+require_tracefs
+require_kvm
+command -v babeltrace2 >/dev/null || skip "needs babeltrace2 (make deps)"
 S=$TV_TMP/s
 
 "$TV" record -q -o "$S" -e kvm -e sched:sched_switch -e raw_syscalls -- \

@@ -6,11 +6,10 @@
 # event seen in both domains must map to within the reported bound.
 # Checks: sync quality accurate, 0 causality violations, report merges
 # both domains in time order, CTF export read by babeltrace2 identically.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 77; }
-[ -w /sys/kernel/tracing/instances ] || { echo "needs tracefs at /sys/kernel/tracing" >&2; exit 77; }
-[ -c /dev/kvm ] || { echo "needs /dev/kvm" >&2; exit 77; }
+. "$(dirname "$0")/lib.bash"
+require_root
+require_tracefs
+require_kvm
 B=$TV_BUILD/tests
 H=$TV_TMP/host-run G=$TV_TMP/guest-run S=$TV_TMP/host-run
 
