@@ -31,24 +31,27 @@ static int field_json_number(const struct tv_event *ev, struct tep_format_field 
 	unsigned long long v = tep_read_number(ev->tep, p, f->size);
 
 	if (f->flags & TEP_FIELD_IS_SIGNED)
-		return tv_strbuf_append(sb, "%lld", sign_extend(v, f->size));
-	return tv_strbuf_append(sb, "%llu", v);
+		return tv_strbuf_append_i64(sb, sign_extend(v, f->size));
+	return tv_strbuf_append_u64(sb, v);
 }
 
 static int field_json_array(const struct tv_event *ev, struct tep_format_field *f,
 			    const unsigned char *p, unsigned int len, struct tv_strbuf *sb)
 {
 	unsigned int el = f->elementsize ? f->elementsize : 1;
-	int ret = tv_strbuf_append(sb, "[");
+	int ret = tv_strbuf_append_mem(sb, "[", 1);
 
 	if (el > 8)
 		el = 1;
 	for (unsigned int i = 0; !ret && i + el <= len; i += el) {
 		unsigned long long v = tep_read_number(ev->tep, p + i, (int)el);
 
-		ret = tv_strbuf_append(sb, "%s%llu", i ? "," : "", v);
+		if (i)
+			ret = tv_strbuf_append_mem(sb, ",", 1);
+		if (!ret)
+			ret = tv_strbuf_append_u64(sb, v);
 	}
-	return ret ? ret : tv_strbuf_append(sb, "]");
+	return ret ? ret : tv_strbuf_append_mem(sb, "]", 1);
 }
 
 static int field_json(const struct tv_event *ev, struct tep_format_field *f,
@@ -80,16 +83,17 @@ static int field_json(const struct tv_event *ev, struct tep_format_field *f,
 int tv_event_fields_json(const struct tv_event *ev, struct tv_strbuf *sb)
 {
 	struct tep_format_field *f;
-	int ret = tv_strbuf_append(sb, "{");
+	int ret = tv_strbuf_append_mem(sb, "{", 1);
 
 	for (f = ev->format ? ev->format->format.fields : NULL; f && !ret; f = f->next) {
-		ret = tv_strbuf_append(sb, "%s", f == ev->format->format.fields ? "" : ",");
+		if (f != ev->format->format.fields)
+			ret = tv_strbuf_append_mem(sb, ",", 1);
 		if (!ret)
 			ret = tv_strbuf_append_json_string(sb, f->name, strlen(f->name));
 		if (!ret)
-			ret = tv_strbuf_append(sb, ":");
+			ret = tv_strbuf_append_mem(sb, ":", 1);
 		if (!ret)
 			ret = field_json(ev, f, sb);
 	}
-	return ret ? ret : tv_strbuf_append(sb, "}");
+	return ret ? ret : tv_strbuf_append_mem(sb, "}", 1);
 }

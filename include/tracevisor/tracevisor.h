@@ -335,6 +335,10 @@ struct tv_strbuf {
 int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
+/* Fast paths for per-event output: raw bytes, decimal integers. */
+int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n);
+int tv_strbuf_append_u64(struct tv_strbuf *sb, uint64_t v);
+int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v);
 void tv_strbuf_reset(struct tv_strbuf *sb);
 void tv_strbuf_free(struct tv_strbuf *sb);
 
