@@ -69,6 +69,9 @@ for line in open(sys.argv[1]):
 # sign for every event (write order).  So s * d >= -bound must hold for
 # every event if the bound is right, and the typical |d| must be small:
 # within the bound plus a typical gap between the two writes (2 us).
+# The ring buffer's own stamp of an event written while an interrupt nests
+# in it can be off by the interrupt's length, in either instance: allow
+# 0.1% of the events (at least one) outside, and say how many there were.
 diffs = []
 for pid, h in seen["host"].items():
     g = seen["guest:test"].get(pid, [])
@@ -82,11 +85,12 @@ for pid, h in seen["host"].items():
 assert len(diffs) > 1000, "only %d events seen by both domains" % len(diffs)
 diffs.sort()
 s = 1 if diffs[len(diffs) // 2] >= 0 else -1
+outside = sum(1 for d in diffs if s * d < -bound)
 low = min(s * d for d in diffs)
 p10 = sorted(abs(d) for d in diffs)[len(diffs) // 10]
-print("same events in both domains: %d; write-order side min %d ns, |d| p10 %d ns, median %d ns; bound %d ns"
-      % (len(diffs), low, p10, abs(diffs[len(diffs) // 2]), bound))
-assert low >= -bound, "an event maps beyond the bound"
+print("same events in both domains: %d; write-order side min %d ns (%d beyond the bound), |d| p10 %d ns, median %d ns; bound %d ns"
+      % (len(diffs), low, outside, p10, abs(diffs[len(diffs) // 2]), bound))
+assert outside <= max(1, len(diffs) // 1000), "%d events map beyond the bound" % outside
 assert p10 <= bound + 2000, "typical disagreement beyond the bound"
 PY
 
