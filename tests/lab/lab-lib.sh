@@ -142,6 +142,7 @@ make_skeleton() {
 	echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 	echo "root:x:0:" >"$root/etc/group"
 	# busybox has no ldd; glibc's loader can list a binary's libraries
+	# shellcheck disable=SC2016 # $f belongs to the generated script
 	printf '#!/bin/sh\nfor f; do echo "$f:"; /lib64/ld-linux-x86-64.so.2 --list "$f"; done\n' \
 		>"$root/usr/bin/ldd"
 	chmod 755 "$root/usr/bin/ldd"
@@ -174,6 +175,23 @@ install_modules() {
 	echo "$kver" >"$root/lab/kver"
 }
 
+# The uncompressed ELF vmlinux inside a bzImage (like the kernel's
+# scripts/extract-vmlinux). Booting it directly (QEMU's PVH entry; Xen's
+# dom0 ELF loader) skips the xz decompression that costs seconds under TCG.
+extract_vmlinux() {
+	local bz=$1 out=$2 magic unpack off
+	for magic in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+		unpack=${magic%%:*}
+		# shellcheck disable=SC2013 # offsets are single words
+		for off in $(LC_ALL=C grep -obUaP "${magic#*:}" "$bz" 2>/dev/null | cut -d: -f1); do
+			tail -c +$((off + 1)) "$bz" | "$unpack" -dc >"$out" 2>/dev/null
+			is_elf "$out" && return 0
+		done
+	done
+	rm -f "$out"
+	return 1
+}
+
 # newc cpio of directory ROOT on stdout, owned by root.
 cpio_of() {
 	(cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet)
@@ -181,5 +199,5 @@ cpio_of() {
 
 # Hash of the lab's own sources: part of every image cache key.
 lab_sources_hash() {
-	(cd "$LAB_DIR" && cat lab lab-lib.sh init lab-guest xlinfo.c 2>/dev/null) | sha256sum | cut -c1-16
+	(cd "$LAB_DIR" && cat lab lab-lib.sh init lab-guest xlinfo.c lab-chan.c) | sha256sum | cut -c1-16
 }
