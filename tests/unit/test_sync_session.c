@@ -24,6 +24,8 @@
 #define PAGE 4096
 #define ID_RAW_DATA 19
 #define ID_HYPERCALL 114
+#define ID_EXIT 103
+#define ID_ENTRY 115
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -51,6 +53,20 @@ static const char hypercall_format[] =
 	"\tfield:unsigned long a2;\toffset:32;\tsize:8;\tsigned:0;\n"
 	"\tfield:unsigned long a3;\toffset:40;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx\", REC->nr, REC->a0, REC->a1, REC->a2, REC->a3\n";
+
+/* Trimmed to the fields used here; the print formats are not the kernel's. */
+static const char exit_format[] =
+	"name: kvm_exit\nID: 103\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long guest_rip;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n\n"
+	"print fmt: \"reason %u rip 0x%lx\", REC->exit_reason, REC->guest_rip\n";
+
+static const char entry_format[] =
+	"name: kvm_entry\nID: 115\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int vcpu_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n";
 
 struct rec {
 	uint64_t ts;
@@ -118,6 +134,24 @@ static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsig
 	memcpy(r + 16, &seq, 8);
 	memcpy(r + 24, &a1, 8);
 	add(d, ts, r, 48);
+}
+
+/* An SVM hypercall exit (0x81) of the vCPU thread, @ns before @entry. */
+static void add_exit(struct domain_gen *d, uint64_t entry, uint64_t ns)
+{
+	unsigned char x[32] = { 0 }, e[24] = { 0 };
+	uint16_t xid = ID_EXIT, eid = ID_ENTRY;
+	uint32_t reason = 0x81, isa = 2;
+	int32_t pid = 200;
+
+	memcpy(x, &xid, 2);
+	memcpy(x + 4, &pid, 4);
+	memcpy(x + 8, &reason, 4);
+	memcpy(x + 24, &isa, 4);
+	add(d, entry - ns, x, 32);
+	memcpy(e, &eid, 2);
+	memcpy(e + 4, &pid, 4);
+	add(d, entry, e, 24);
 }
 
 static int cmp_rec(const void *a, const void *b)
@@ -193,6 +227,14 @@ static void write_domain(struct domain_gen *d, const char *name)
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall/format", root, name);
 	put_file(path, hypercall_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit/format", root, name);
+	put_file(path, exit_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", root, name);
+	put_file(path, entry_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", root, name);
 	put_file(path, header_page);
 	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=local\nncpus=1\n"
@@ -247,8 +289,11 @@ static void generate(int rounds)
 			t += 100000;
 		}
 	}
+	/* Added last, so the loop below still sees 3 host records per guest round. */
+	for (int i = 0; i < rounds; i++)
+		add_exit(&host, t0 + span / (uint64_t)rounds * (uint64_t)i + 50000, 700);
 	/* The markers of both guests say guest 0: set guest 1's host-side ones. */
-	for (size_t i = 0; i < host.n; i++) {
+	for (size_t i = 0; i < host.n - 2 * (size_t)rounds; i++) {
 		uint16_t guest = (uint16_t)(i / 3 % 2);	/* 3 host records per guest round */
 
 		if (host.recs[i].size == 32)
@@ -319,8 +364,35 @@ static void check_merge(void)
 			TV_CHECK(ev.ts != ev.ts_raw, "guest-good event not mapped");
 	}
 	TV_CHECK(out_of_order == 0, "%llu events out of order", (unsigned long long)out_of_order);
-	TV_CHECK(n == 500 * 2 * (3 + 4), "%llu events", (unsigned long long)n);
+	TV_CHECK(n == 500 * 2 * (3 + 4) + 500 * 2, "%llu events", (unsigned long long)n);
 	tv_reader_close(rd);
+}
+
+/* The Perfetto export draws each kvm_exit -> kvm_entry as a slice on the vCPU track. */
+static void check_perfetto(void)
+{
+	const char *tv = getenv("TV") ? getenv("TV") : "build/tracevisor";
+	char cmd[1024], out[600];
+	size_t slices = 0, vcpu_tracks = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/p.json", root);
+	snprintf(cmd, sizeof(cmd), "%s export -q --format perfetto -o %s %s", tv, out, root);
+	TV_CHECK(system(cmd) == 0, "%s failed", cmd);
+	f = fopen(out, "r");
+	while (f && getline(&line, &cap, f) > 0) {
+		if (strstr(line, "\"ph\":\"X\"") && strstr(line, "\"name\":\"exit hypercall\"") &&
+		    strstr(line, "\"dur\":0.700"))
+			slices++;
+		vcpu_tracks += strstr(line, "\"thread_name\"") && strstr(line, "vCPU thread 200");
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	TV_CHECK(slices == 500, "%zu exit slices of 700 ns, want 500", slices);
+	TV_CHECK(vcpu_tracks == 1, "%zu vCPU tracks named", vcpu_tracks);
 }
 
 static void quiet(enum tv_log_level level, const char *msg, void *ctx)
@@ -342,6 +414,7 @@ int main(void)
 	generate(500);
 	check_sync();
 	check_merge();
+	check_perfetto();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
