@@ -271,6 +271,8 @@ void tv_domain_unload(struct tv_domain *dom)
 	tv_meta_free(dom->meta);
 	tv_vcpu_map_free(&dom->vcpus);
 	free(dom->tgids);
+	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
+		tv_json_layout_free(dom->bounds[i].json);
 	free(dom->bounds);
 	memset(dom, 0, sizeof(*dom));
 }

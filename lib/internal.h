@@ -23,7 +23,13 @@ struct event_bounds {
 	int min_size;		/* end of the last static field */
 	int nr_dynamic;
 	struct tep_format_field *dynamic[16];
+	struct json_layout *json;	/* compiled by event_fields.c on first use */
 };
+
+struct json_layout;
+void tv_json_layout_free(struct json_layout *l);
+/* Make room for @extra more bytes (strbuf.c). */
+int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
 
 struct tv_domain {
 	struct tv_domain_info info;

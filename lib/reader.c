@@ -246,6 +246,7 @@ int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 	ev->missed_before = st->rec.missed_events;
 	ev->ts_raw = st->raw_ts;
 	ev->domain_index = (int)(st->dom - rd->domains);
+	ev->domain_info = &st->dom->info;
 	return 1;
 }
 

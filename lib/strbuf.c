@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tracevisor/tracevisor.h"
+#include <event-parse.h>
 
-static int strbuf_reserve(struct tv_strbuf *sb, size_t extra)
+#include "internal.h"
+
+int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra)
 {
 	size_t need = sb->len + extra + 1;
 	size_t cap = sb->cap ? sb->cap : 256;
@@ -37,7 +39,7 @@ int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return -EINVAL;
-	if (strbuf_reserve(sb, (size_t)n))
+	if (tv_strbuf_reserve(sb, (size_t)n))
 		return -ENOMEM;
 	va_start(ap, fmt);
 	vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
@@ -49,7 +51,7 @@ int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 /* The hot paths of the JSON writers: no format string to parse. */
 int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n)
 {
-	if (strbuf_reserve(sb, n))
+	if (tv_strbuf_reserve(sb, n))
 		return -ENOMEM;
 	memcpy(sb->data + sb->len, s, n);
 	sb->len += n;
@@ -81,7 +83,7 @@ int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v)
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n)
 {
 	/* Worst case every byte becomes \u00XX, plus the quotes. */
-	if (strbuf_reserve(sb, n * 6 + 2))
+	if (tv_strbuf_reserve(sb, n * 6 + 2))
 		return -ENOMEM;
 	sb->data[sb->len++] = '"';
 	for (size_t i = 0; i < n && s[i]; i++) {

@@ -281,6 +281,7 @@ struct tv_event {
 	long long missed_before;	/* >0: events lost just before this one */
 	uint64_t ts_raw;		/* in the domain's own trace clock */
 	int domain_index;		/* index for tv_reader_domain() */
+	const struct tv_domain_info *domain_info;
 };
 
 struct tv_domain_info {
