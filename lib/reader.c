@@ -132,27 +132,34 @@ static int stream_advance(struct tv_cpu_stream *st)
 	return ret;
 }
 
+static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *res, int warn)
+{
+	for (size_t d = 0; d < rd->nr_domains; d++) {
+		struct tv_domain *dom = &rd->domains[d];
+
+		for (size_t i = 0; i < res->nr; i++) {
+			if (strcmp(res->domains[i].domain, dom->subdir))
+				continue;
+			if (!tv_sync_domain_usable(&res->domains[i])) {
+				if (warn)
+					tv_warn("Domain not synchronised, its events stay in its own clock: domain=\"%s\", quality=%s",
+						dom->subdir,
+						tv_sync_quality_name(res->domains[i].est.quality));
+				break;
+			}
+			dom->sync = res->domains[i];
+			dom->mapped = strcmp(dom->sync.method, "reference") != 0;
+		}
+	}
+}
+
 static void reader_apply_sync(struct tv_reader *rd, const char *dir)
 {
 	struct tv_sync_result res;
 
 	if (tv_sync_read(dir, &res))
 		return;
-	for (size_t d = 0; d < rd->nr_domains; d++) {
-		struct tv_domain *dom = &rd->domains[d];
-
-		for (size_t i = 0; i < res.nr; i++) {
-			if (strcmp(res.domains[i].domain, dom->subdir))
-				continue;
-			if (!tv_sync_domain_usable(&res.domains[i])) {
-				tv_warn("Domain not synchronised, its events stay in its own clock: domain=\"%s\", quality=%s",
-					dom->subdir, tv_sync_quality_name(res.domains[i].est.quality));
-				break;
-			}
-			dom->sync = res.domains[i];
-			dom->mapped = strcmp(dom->sync.method, "reference") != 0;
-		}
-	}
+	reader_use_sync(rd, &res, 1);
 	tv_sync_result_free(&res);
 }
 
@@ -184,7 +191,9 @@ static int reader_open_streams(struct tv_reader *rd)
 	return ret;
 }
 
-static int reader_open(const char *dir, int raw, struct tv_reader **out)
+/* @res: transforms to use; NULL: DIR/sync/transforms unless @raw. */
+static int reader_open(const char *dir, int raw, const struct tv_sync_result *res,
+		       struct tv_reader **out)
 {
 	struct tv_reader *rd = calloc(1, sizeof(*rd));
 	int ret;
@@ -192,7 +201,9 @@ static int reader_open(const char *dir, int raw, struct tv_reader **out)
 	if (!rd)
 		return -ENOMEM;
 	ret = reader_load_domains(rd, dir);
-	if (!ret && !raw)
+	if (!ret && res)
+		reader_use_sync(rd, res, 0);
+	else if (!ret && !raw)
 		reader_apply_sync(rd, dir);
 	if (!ret)
 		ret = reader_open_streams(rd);
@@ -206,12 +217,18 @@ static int reader_open(const char *dir, int raw, struct tv_reader **out)
 
 int tv_reader_open(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 0, out);
+	return reader_open(dir, 0, NULL, out);
 }
 
 int tv_reader_open_raw(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 1, out);
+	return reader_open(dir, 1, NULL, out);
+}
+
+int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
+			  struct tv_reader **out)
+{
+	return reader_open(dir, 0, res, out);
 }
 
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)

@@ -556,6 +556,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 	ret = scan_session(sc, dir);
 	if (!ret)
 		ret = sync_compute(sc, dir, out);
+	if (!ret)
+		ret = tv_sync_check_vcpus(dir, out);
 	if (ret)
 		tv_sync_result_free(out);
 	tv_reader_close(sc->rd);

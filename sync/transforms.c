@@ -66,6 +66,8 @@ static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 			 (long long)e->span_hi);
 	ret = ret ?: put(m, d->domain, "probes", "%zu", d->nr_probes);
 	ret = ret ?: put(m, d->domain, "pairs_checked", "%zu", d->nr_pairs_checked);
+	ret = ret ?: put(m, d->domain, "vcpu_events_checked", "%zu", d->nr_vcpu_checked);
+	ret = ret ?: put(m, d->domain, "vcpu_violations", "%zu", d->vcpu_violations);
 	ret = ret ?: put(m, d->domain, "causality_violations", "%zu", d->causality_violations);
 	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
 	if (!ret && !strcmp(d->method, "tsc"))
@@ -158,6 +160,8 @@ static void get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	d->nr_probes = (size_t)get_ll(m, d->domain, "probes");
 	d->nr_pairs_checked = (size_t)get_ll(m, d->domain, "pairs_checked");
 	d->causality_violations = (size_t)get_ll(m, d->domain, "causality_violations");
+	d->nr_vcpu_checked = (size_t)get_ll(m, d->domain, "vcpu_events_checked");
+	d->vcpu_violations = (size_t)get_ll(m, d->domain, "vcpu_violations");
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
 	if (!strcmp(d->method, "tsc"))
 		get_tsc(m, d);

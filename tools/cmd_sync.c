@@ -28,8 +28,9 @@ static void print_domain(const struct tv_sync_domain *d)
 
 	if (e->bound_ns >= 0)
 		snprintf(bound, sizeof(bound), "%lld", (long long)e->bound_ns);
-	if (d->nr_pairs_checked)
-		snprintf(viol, sizeof(viol), "%zu/%zu", d->causality_violations, d->nr_pairs_checked);
+	if (d->nr_pairs_checked + d->nr_vcpu_checked)
+		snprintf(viol, sizeof(viol), "%zu/%zu", d->causality_violations,
+			 d->nr_pairs_checked + d->nr_vcpu_checked);
 	printf("%-16s %-9s %-10s %16lld %12.6f %10s %7zu %-12s %s\n", d->domain, d->method,
 	       d->via[0] ? d->via : "-", (long long)(e->map.base_ref - e->map.base_dom),
 	       ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, bound, d->nr_probes,
@@ -61,7 +62,8 @@ static void print_result(const struct tv_sync_result *res)
 		       missing);
 	printf("offset: reference minus domain clock at the domain's first probe; bound: guaranteed\n"
 	       "|error| over the domain's trace if its clock is linear to the reference;\n"
-	       "causality: probe receives seen before their sends, after the transform.\n");
+	       "causality: violations/checks after the transform: probe receives before their\n"
+	       "sends, and guest events while their vCPU was out of guest mode (kvm_exit..kvm_entry).\n");
 }
 
 int cmd_sync(int argc, char **argv)

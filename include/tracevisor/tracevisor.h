@@ -239,7 +239,9 @@ struct tv_sync_domain {
 	size_t nr_tsc_segments;		/* offsets in time order; 0: tsc.offset always */
 	size_t nr_probes;		/* matched probe pairs */
 	size_t nr_pairs_checked;	/* send/receive pairs checked for causality */
-	size_t causality_violations;
+	size_t causality_violations;	/* probe pairs + vCPU events below */
+	size_t nr_vcpu_checked;		/* guest events checked against their vCPU's runs */
+	size_t vcpu_violations;		/* of those, seen while the vCPU was out of the guest */
 };
 
 struct tv_sync_result {
@@ -257,6 +259,12 @@ struct tv_sync_result {
  * estimates, composes and checks causality.  Does not write anything.
  */
 int tv_sync_session(const char *dir, struct tv_sync_result *out);
+/*
+ * After tv_sync_session(): also count guest events that, once mapped, fall
+ * where their vCPU was out of guest mode (host kvm_exit .. kvm_entry).
+ * tv_sync_session() calls it; exposed for results read back from a file.
+ */
+int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
 /* @ts of domain @d in the reference clock (map or TSC relation). */
 uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
 /* Whether the result is good enough to merge by (exact, accurate, approximate). */
@@ -311,6 +319,10 @@ int tv_reader_open(const char *dir, struct tv_reader **out);
  * each domain's own clock (what the sync estimation reads).
  */
 int tv_reader_open_raw(const char *dir, struct tv_reader **out);
+struct tv_sync_result;
+/* With the transforms of @res (usable domains only) instead of the stored ones. */
+int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
+			  struct tv_reader **out);
 /* Return: 1 with @ev filled, 0 at the end, -errno on a corrupt file (logged). */
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev);
 void tv_reader_close(struct tv_reader *rd);

@@ -59,7 +59,8 @@ static const char exit_format[] =
 	"name: kvm_exit\nID: 103\nformat:\n" COMMON_FIELDS
 	"\tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
 	"\tfield:unsigned long guest_rip;\toffset:16;\tsize:8;\tsigned:0;\n"
-	"\tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n\n"
+	"\tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int vcpu_id;\toffset:28;\tsize:4;\tsigned:0;\n\n"
 	"print fmt: \"reason %u rip 0x%lx\", REC->exit_reason, REC->guest_rip\n";
 
 static const char entry_format[] =
@@ -289,11 +290,19 @@ static void generate(int rounds)
 			t += 100000;
 		}
 	}
-	/* Added last, so the loop below still sees 3 host records per guest round. */
+	/*
+	 * vCPU 0 of guest-good leaves guest mode for 700 ns in every round, and
+	 * for 30 us once, half-way, while guest-good logs an event (a marker of
+	 * no probe type): the one vCPU causality violation to find.  Added
+	 * last, so the loop below still sees 3 host records per guest round.
+	 */
 	for (int i = 0; i < rounds; i++)
 		add_exit(&host, t0 + span / (uint64_t)rounds * (uint64_t)i + 50000, 700);
+	add_exit(&host, t0 + span / (uint64_t)rounds * (uint64_t)(rounds / 2) + 1000000, 30000);
+	add_marker(&g[0], guest_clock(t0 + span / (uint64_t)rounds * (uint64_t)(rounds / 2) + 985000,
+				      0, 0), 0, 0);
 	/* The markers of both guests say guest 0: set guest 1's host-side ones. */
-	for (size_t i = 0; i < host.n - 2 * (size_t)rounds; i++) {
+	for (size_t i = 0; i < host.n - 2 * (size_t)rounds - 2; i++) {
 		uint16_t guest = (uint16_t)(i / 3 % 2);	/* 3 host records per guest round */
 
 		if (host.recs[i].size == 32)
@@ -327,9 +336,14 @@ static void check_sync(void)
 		 good->est.message);
 	/* 4 pairs per round: ping, pong, before/after the hypercall. */
 	TV_CHECK(good->nr_probes == 4 * 500, "guest-good: %zu probe pairs", good->nr_probes);
-	TV_CHECK(good->causality_violations == 0 && good->nr_pairs_checked == 4 * 500,
-		 "guest-good: %zu violations in %zu pairs", good->causality_violations,
-		 good->nr_pairs_checked);
+	TV_CHECK(good->causality_violations - good->vcpu_violations == 0 &&
+		 good->nr_pairs_checked == 4 * 500,
+		 "guest-good: %zu probe violations in %zu pairs",
+		 good->causality_violations - good->vcpu_violations, good->nr_pairs_checked);
+	/* Every guest event after the first exit: 4 markers a round, and the odd one. */
+	TV_CHECK(good->vcpu_violations == 1 && good->nr_vcpu_checked >= 4 * 499,
+		 "guest-good: %zu vCPU violations in %zu events", good->vcpu_violations,
+		 good->nr_vcpu_checked);
 	for (uint64_t g = (uint64_t)good->est.span_lo; g <= (uint64_t)good->est.span_hi;
 	     g += 10000000) {
 		long double err = fabsl((long double)tv_sync_domain_apply(good, g) - (B + A * g));
@@ -364,7 +378,7 @@ static void check_merge(void)
 			TV_CHECK(ev.ts != ev.ts_raw, "guest-good event not mapped");
 	}
 	TV_CHECK(out_of_order == 0, "%llu events out of order", (unsigned long long)out_of_order);
-	TV_CHECK(n == 500 * 2 * (3 + 4) + 500 * 2, "%llu events", (unsigned long long)n);
+	TV_CHECK(n == 500 * 2 * (3 + 4) + 501 * 2 + 1, "%llu events", (unsigned long long)n);
 	tv_reader_close(rd);
 }
 
