@@ -71,6 +71,11 @@ static int field_json(const struct tv_event *ev, struct tep_format_field *f,
 		if (f->flags & TEP_FIELD_IS_RELATIVE)
 			off += (unsigned int)(f->offset + f->size);
 		p = data + off;	/* in bounds: checked when the record was read */
+	} else if ((f->flags & TEP_FIELD_IS_ARRAY) && f->size == 0 && !f->next &&
+		   (unsigned int)f->offset <= (unsigned int)ev->record->size) {
+		/* A trailing flexible array (ftrace:raw_data's buf): the rest of
+		 * the record, as bytes, so markers' payloads can be read. */
+		return field_json_array(ev, f, p, (unsigned int)(ev->record->size - f->offset), sb);
 	}
 	if ((f->flags & TEP_FIELD_IS_STRING) || strstr(f->type, "char ") == f->type ||
 	    strstr(f->type, "__data_loc char"))
@@ -106,7 +111,7 @@ static int fields_json_slow(const struct tv_event *ev, struct tv_strbuf *sb)
  * buffer reserved once per event.  This is the per-event hot path of
  * report --json and the Perfetto export.
  */
-enum json_kind { JK_NUMBER, JK_SIGNED, JK_STRING, JK_ARRAY };
+enum json_kind { JK_NUMBER, JK_SIGNED, JK_STRING, JK_ARRAY, JK_TAIL };
 
 struct json_field {
 	char key[80];		/* ,"name": */
@@ -132,6 +137,9 @@ static enum json_kind json_kind_of(const struct tep_format_field *f)
 	int text = (f->flags & TEP_FIELD_IS_STRING) || strstr(f->type, "char ") == f->type ||
 		   strstr(f->type, "__data_loc char");
 
+	if (!(f->flags & TEP_FIELD_IS_DYNAMIC) && (f->flags & TEP_FIELD_IS_ARRAY) &&
+	    f->size == 0 && !f->next)
+		return JK_TAIL;		/* as field_json(): the record's remaining bytes */
 	if (f->flags & (TEP_FIELD_IS_ARRAY | TEP_FIELD_IS_DYNAMIC))
 		return text ? JK_STRING : JK_ARRAY;
 	return (f->flags & TEP_FIELD_IS_SIGNED) ? JK_SIGNED : JK_NUMBER;
@@ -208,6 +216,8 @@ static char *json_value(const struct tv_event *ev, const struct json_field *jf, 
 
 		len = loc >> 16;
 		p = data + off;	/* in bounds: checked when the record was read */
+	} else if (jf->kind == JK_TAIL) {
+		len = ev->record->size > jf->offset ? (unsigned int)(ev->record->size - jf->offset) : 0;
 	}
 	switch (jf->kind) {
 	case JK_NUMBER:
@@ -219,6 +229,7 @@ static char *json_value(const struct tv_event *ev, const struct json_field *jf, 
 		tv_strbuf_append_json_string(sb, (const char *)p, strnlen((const char *)p, len));
 		return sb->data + sb->len;
 	case JK_ARRAY:
+	case JK_TAIL:
 	default:
 		*out++ = '[';
 		for (unsigned int i = 0; i + jf->elem <= len; i += jf->elem) {
