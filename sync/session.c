@@ -413,33 +413,72 @@ static void resolve_paths(const struct scan *sc, const struct graph *g, int ref,
 	}
 }
 
-/* Compose each hull result with its via domain's, so all map to the reference. */
+static int domain_index(const struct scan *sc, const char *subdir)
+{
+	for (size_t v = 0; v < sc->nr_domains; v++)
+		if (!strcmp(tv_reader_domain(sc->rd, v)->subdir, subdir))
+			return (int)v;
+	return -1;
+}
+
+/* |error| of inner, seen through outer's slope, plus outer's own: ceiling. */
+static int64_t compose_bound(int64_t inner, int64_t outer, int64_t outer_slope_q48)
+{
+	__int128 scaled;
+
+	if (inner < 0 || outer < 0)
+		return -1;	/* no bound on one leg: none for the path */
+	scaled = ((__int128)inner * outer_slope_q48 + TV_SLOPE_ONE - 1) >> 48;
+	return (int64_t)scaled + outer + 2;	/* +2: the composed map's rounding */
+}
+
+/*
+ * Make @d's map go to the reference: first its via domain's (depth first,
+ * so each domain is composed once), then compose.  @state: 0 new,
+ * 1 in progress (a cycle), 2 done.
+ */
+static void compose_one(const struct scan *sc, struct tv_sync_domain *res, int ref, int d,
+			char *state)
+{
+	struct tv_sync_domain *r = &res[d];
+	int v = domain_index(sc, r->via);
+
+	if (state[d])
+		return;
+	state[d] = 1;
+	if (strcmp(r->method, "hull") || v < 0 || v == ref) {
+		state[d] = 2;
+		return;
+	}
+	compose_one(sc, res, ref, v, state);
+	if (state[v] != 2 || strcmp(res[v].method, "hull")) {
+		/* A cycle, or a TSC-exact middle domain whose relation is not a line. */
+		snprintf(r->method, sizeof(r->method), "none");
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "synchronised only against %s, which has no linear path to the reference",
+			 r->via);
+		r->est.quality = TV_SYNC_INSUFFICIENT;
+		state[d] = 2;
+		return;
+	}
+	tv_clock_map_compose(&res[v].est.map, &r->est.map, &r->est.map);
+	r->est.bound_ns = compose_bound(r->est.bound_ns, res[v].est.bound_ns,
+					res[v].est.map.slope_q48);
+	if (res[v].est.quality > r->est.quality)
+		r->est.quality = res[v].est.quality;
+	state[d] = 2;
+}
+
+/*
+ * Compose each hull result with its via domain's, so all map to the
+ * reference; via keeps naming the domain the probes were exchanged with.
+ */
 static void compose_paths(const struct scan *sc, struct tv_sync_domain *res, int ref)
 {
-	for (size_t d = 0; d < sc->nr_domains; d++) {
-		struct tv_sync_domain *r = &res[d];
-		char seen[MAX_DOMAINS] = { 0 };
+	char state[MAX_DOMAINS] = { 0 };
 
-		if (strcmp(r->method, "hull"))
-			continue;
-		for (;;) {
-			size_t v;
-
-			for (v = 0; v < sc->nr_domains; v++)
-				if (!strcmp(tv_reader_domain(sc->rd, v)->subdir, r->via))
-					break;
-			if (v == sc->nr_domains || (int)v == ref || seen[v])
-				break;
-			seen[v] = 1;
-			if (strcmp(res[v].method, "hull"))
-				break;	/* via a TSC-exact domain: its map is not linear */
-			tv_clock_map_compose(&res[v].est.map, &r->est.map, &r->est.map);
-			r->est.bound_ns += res[v].est.bound_ns + 2;
-			if (res[v].est.quality > r->est.quality)
-				r->est.quality = res[v].est.quality;
-			snprintf(r->via, sizeof(r->via), "%s", res[v].via);
-		}
-	}
+	for (size_t d = 0; d < sc->nr_domains; d++)
+		compose_one(sc, res, ref, (int)d, state);
 }
 
 /* Why a domain has no transform: the best edge's message, or no probes. */

@@ -6,6 +6,8 @@
  * (guest markers around the host's kvm_hypercall), as doc/sync-probes.md
  * describes.  guest-good must come out accurate with the truth inside the
  * bound and no causality violation, and merge in the reference clock;
+ * guest-nested, probed only by guest-good, must reach the host through it
+ * with a composed bound that holds;
  * guest-jump's clock jumps half-way, which no line fits: failed.
  */
 #define _GNU_SOURCE
@@ -106,10 +108,11 @@ static void add(struct domain_gen *d, uint64_t ts, const void *data, int size)
 	d->recs[d->n++].size = size;
 }
 
-static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq)
+static void add_marker_for(struct domain_gen *d, uint64_t ts, int type, uint64_t seq,
+			   uint16_t guest)
 {
 	unsigned char r[32] = { 0 };
-	uint16_t id = ID_RAW_DATA, t = (uint16_t)type, guest = 0;
+	uint16_t id = ID_RAW_DATA, t = (uint16_t)type;
 	uint32_t magic = 0x59535654u;
 	int32_t pid = 100;
 
@@ -120,6 +123,11 @@ static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq
 	memcpy(r + 14, &guest, 2);
 	memcpy(r + 16, &seq, 8);
 	add(d, ts, r, 32);
+}
+
+static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq)
+{
+	add_marker_for(d, ts, type, seq, 0);
 }
 
 static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest)
@@ -267,9 +275,32 @@ static uint64_t guest_clock(uint64_t host, int jump, uint64_t mid)
 	return (uint64_t)llroundl(g) + (jump && host > mid ? 1000000 : 0);
 }
 
+/* A guest nested in guest-good: nested = (good - B2) / A2, probed by guest-good only. */
+static const long double A2 = 1.0L - 20e-6L, B2 = -3000000000.0L;
+
+static uint64_t nested_clock(uint64_t host)
+{
+	return (uint64_t)llroundl(((long double)guest_clock(host, 0, 0) - B2) / A2);
+}
+
+/* Ping/pong rounds between guest-good (the prober, guest index 2) and guest-nested. */
+static void generate_nested(struct domain_gen *good, struct domain_gen *nested, int rounds,
+			    uint64_t t0, uint64_t span)
+{
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i + 60000;
+		uint64_t recv = t + delay(), back = recv + 500;
+
+		add_marker_for(good, guest_clock(t, 0, 0), 1, (uint64_t)i, 2);
+		add_marker(nested, nested_clock(recv), 2, (uint64_t)i);
+		add_marker(nested, nested_clock(back), 3, (uint64_t)i);
+		add_marker_for(good, guest_clock(back + delay(), 0, 0), 4, (uint64_t)i, 2);
+	}
+}
+
 static void generate(int rounds)
 {
-	struct domain_gen host = { 0 }, g[2] = { { 0 }, { 0 } };
+	struct domain_gen host = { 0 }, g[3] = { { 0 }, { 0 }, { 0 } };
 	uint64_t t0 = 10000000000ULL, span = 20000000000ULL;
 	char path[512];
 
@@ -308,15 +339,41 @@ static void generate(int rounds)
 		if (host.recs[i].size == 32)
 			memcpy(host.recs[i].data + 14, &guest, 2);
 	}
+	generate_nested(&g[0], &g[2], rounds, t0, span);
 	write_domain(&host, "host");
 	write_domain(&g[0], "guest-good");
 	write_domain(&g[1], "guest-jump");
+	write_domain(&g[2], "guest-nested");
 	snprintf(path, sizeof(path), "%s/session.meta", root);
-	put_file(path, "format=tracevisor-session\nversion=1\ndomains=host,guest-good,guest-jump\n"
-		       "reference_domain=host\n");
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,guest-good,guest-jump,guest-nested\nreference_domain=host\n");
 	free(host.recs);
-	free(g[0].recs);
-	free(g[1].recs);
+	for (int k = 0; k < 3; k++)
+		free(g[k].recs);
+}
+
+/* Composed through guest-good: the truth is host = B + A * (B2 + A2 * nested). */
+static void check_nested(const struct tv_sync_domain *n)
+{
+	long double worst = 0;
+
+	TV_CHECK(!strcmp(n->method, "hull") && !strcmp(n->via, "guest-good") &&
+		 n->est.quality == TV_SYNC_ACCURATE && n->causality_violations == 0 &&
+		 n->nr_pairs_checked == 2 * 500,
+		 "guest-nested: %s via %s, %s, %zu/%zu violations: %s", n->method, n->via,
+		 tv_sync_quality_name(n->est.quality), n->causality_violations,
+		 n->nr_pairs_checked, n->est.message);
+	for (uint64_t x = (uint64_t)n->est.span_lo; x <= (uint64_t)n->est.span_hi; x += 10000000) {
+		long double truth = B + A * (B2 + A2 * (long double)x);
+		long double err = fabsl((long double)tv_sync_domain_apply(n, x) - truth);
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(n->est.bound_ns >= 0 && worst <= n->est.bound_ns,
+		 "guest-nested: true error %.0Lf ns outside composed bound %lld ns", worst,
+		 (long long)n->est.bound_ns);
+	printf("guest-nested (via guest-good): composed bound %lld ns, true error %.0Lf ns\n",
+	       (long long)n->est.bound_ns, worst);
 }
 
 static void check_sync(void)
@@ -326,8 +383,8 @@ static void check_sync(void)
 	long double worst = 0;
 
 	TV_CHECK(tv_sync_session(root, &res) == 0, "tv_sync_session failed");
-	TV_CHECK(res.nr == 3, "%zu domains", res.nr);
-	if (res.nr != 3)
+	TV_CHECK(res.nr == 4, "%zu domains", res.nr);
+	if (res.nr != 4)
 		return;
 	good = &res.domains[1];
 	jump = &res.domains[2];
@@ -358,6 +415,7 @@ static void check_sync(void)
 	TV_CHECK(jump->est.quality == TV_SYNC_FAILED && !strcmp(jump->method, "none"),
 		 "guest-jump: %s %s", jump->method, tv_sync_quality_name(jump->est.quality));
 	TV_CHECK(strstr(jump->est.message, "no line fits") != NULL, "message: %s", jump->est.message);
+	check_nested(&res.domains[3]);
 	TV_CHECK(tv_sync_write(root, &res) == 0, "tv_sync_write failed");
 	tv_sync_result_free(&res);
 }
@@ -378,7 +436,7 @@ static void check_merge(void)
 			TV_CHECK(ev.ts != ev.ts_raw, "guest-good event not mapped");
 	}
 	TV_CHECK(out_of_order == 0, "%llu events out of order", (unsigned long long)out_of_order);
-	TV_CHECK(n == 500 * 2 * (3 + 4) + 501 * 2 + 1, "%llu events", (unsigned long long)n);
+	TV_CHECK(n == 500 * 2 * (3 + 4) + 501 * 2 + 1 + 500 * 4, "%llu events", (unsigned long long)n);
 	tv_reader_close(rd);
 }
 
