@@ -7,7 +7,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "cmd.h"
-#include "export.h"
+#include "tracevisor/tracevisor.h"
 
 static void export_usage(FILE *out)
 {
@@ -35,7 +35,7 @@ int cmd_export(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = NULL, *out = NULL;
-	struct export_stats st = { 0 };
+	struct tv_export_stats st = { 0 };
 	struct tv_reader *rd;
 	int quiet = 0, c, ret;
 
@@ -57,9 +57,9 @@ int cmd_export(int argc, char **argv)
 	if (ret)
 		return tv_cli_status(ret);
 	if (!strcmp(format, "ctf"))
-		ret = export_ctf(rd, argv[optind], out, &st);
+		ret = tv_export_ctf(rd, argv[optind], out, &st);
 	else
-		ret = export_perfetto(rd, out, &st);
+		ret = tv_export_perfetto(rd, out, &st);
 	tv_reader_close(rd);
 	if (!ret && !quiet && !strcmp(format, "ctf"))
 		fprintf(stderr, "%s: %llu events, %llu streams\n", out,

@@ -396,4 +396,27 @@ struct tv_kvm_stat {
 int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out);
 void tv_kvm_stat_free(struct tv_kvm_stat *st);
 
+/* ------------------------------------------------------------- export */
+
+struct tv_export_stats {
+	uint64_t events;
+	uint64_t streams;	/* CTF streams, or Perfetto tracks */
+	uint64_t slices;	/* Perfetto: VM exit slices */
+};
+
+/**
+ * tv_export_ctf - write a session as one CTF 1.8 trace in the reference clock
+ * @rd: the session, open for reading (consumed to its end)
+ * @session_dir: its directory (for metadata)
+ * @out: the CTF trace directory to create
+ * @st: counts of what was written
+ */
+int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
+		  struct tv_export_stats *st);
+/**
+ * tv_export_perfetto - write Chrome/Perfetto trace-event JSON: a track per
+ * CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices
+ */
+int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
+
 #endif /* TRACEVISOR_H */

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <event-parse.h>
 
-#include "cmd.h"
-#include "export.h"
+#include "tracevisor/tracevisor.h"
 
 #define CPU_PID_BASE 1000000	/* fake pids for the per-domain CPU tracks */
 #define MAX_OPEN_EXITS 4096
@@ -37,7 +36,7 @@ struct pf_writer {
 	size_t nr_vcpu_seen, cap_vcpu_seen;
 	struct tep_event *kvm_exit, *kvm_entry;	/* of the reference domain */
 	int first;
-	struct export_stats *st;
+	struct tv_export_stats *st;
 };
 
 static void pf_ts(FILE *f, const char *key, uint64_t ns)
@@ -210,7 +209,7 @@ static void pf_entry(struct pf_writer *w, const struct tv_event *ev)
 	w->st->slices++;
 }
 
-int export_perfetto(struct tv_reader *rd, const char *out, struct export_stats *st)
+int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
 {
 	static char buf[1 << 20];
 	struct pf_writer w = { .rd = rd, .first = 1, .st = st };
@@ -220,7 +219,7 @@ int export_perfetto(struct tv_reader *rd, const char *out, struct export_stats *
 	w.f = fopen(out, "we");
 	w.cpu_seen = calloc(tv_reader_nr_domains(rd) * 4096, 1);
 	if (!w.f || !w.cpu_seen) {
-		tv_cli_error("export", "Cannot create output file: path=\"%s\", errno=%d", out, errno);
+		tv_err("Cannot create output file: path=\"%s\", errno=%d", out, errno);
 		free(w.cpu_seen);
 		if (w.f)
 			fclose(w.f);
@@ -240,7 +239,7 @@ int export_perfetto(struct tv_reader *rd, const char *out, struct export_stats *
 	}
 	fputs("\n]}\n", w.f);
 	if (fclose(w.f) && !ret) {
-		tv_cli_error("export", "Cannot write output file: path=\"%s\", errno=%d", out, errno);
+		tv_err("Cannot write output file: path=\"%s\", errno=%d", out, errno);
 		ret = -EIO;
 	}
 	tv_strbuf_free(&w.sb);

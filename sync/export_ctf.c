@@ -17,8 +17,7 @@
 #include <unistd.h>
 #include <event-parse.h>
 
-#include "cmd.h"
-#include "export.h"
+#include "tracevisor/tracevisor.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)
@@ -232,13 +231,13 @@ static int write_metadata(struct ctf_writer *w)
 	snprintf(path, sizeof(path), "%s/metadata", w->out);
 	m = fopen(path, "we");
 	if (!m) {
-		tv_cli_error("export", "Cannot create metadata file: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot create metadata file: path=\"%s\", errno=%d", path, errno);
 		return -errno;
 	}
 	tsdl_header(w, m);
 	tsdl_streams(w, m);
 	if (fclose(m)) {
-		tv_cli_error("export", "Cannot write metadata file: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, errno);
 		return -EIO;
 	}
 	return 0;
@@ -274,7 +273,7 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	put_u32(hdr + 80, s->cpu);
 	put_u32(hdr + 84, s->domain);
 	if (fwrite(hdr, sizeof(hdr), 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
-		tv_cli_error("export", "Cannot write stream file in \"%s\": errno=%d", w->out, errno);
+		tv_err("Cannot write stream file in \"%s\": errno=%d", w->out, errno);
 		return -EIO;
 	}
 	s->len = 0;
@@ -300,7 +299,7 @@ static struct ctf_stream *stream_get(struct ctf_writer *w, const struct tv_event
 		 tv_reader_domain(w->rd, (size_t)ev->domain_index)->subdir, ev->cpu);
 	s->f = fopen(path, "we");
 	if (!s->f) {
-		tv_cli_error("export", "Cannot create stream file: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot create stream file: path=\"%s\", errno=%d", path, errno);
 		free(s->buf);
 		free(s);
 		return NULL;
@@ -442,7 +441,7 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	int fd, base = 0;
 
 	if (mkdir(w->out, 0755) && errno != EEXIST) {
-		tv_cli_error("export", "Cannot create directory: path=\"%s\", errno=%d", w->out, errno);
+		tv_err("Cannot create directory: path=\"%s\", errno=%d", w->out, errno);
 		return -errno;
 	}
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -487,8 +486,8 @@ static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 	return ret;
 }
 
-int export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
-	       struct export_stats *st)
+int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
+	       struct tv_export_stats *st)
 {
 	struct ctf_writer w = { .rd = rd, .out = out };
 	struct layout_cache cache = { 0 };
