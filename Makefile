@@ -18,7 +18,7 @@ CFLAGS  += -DTV_HAVE_LIBVIRT $(shell pkg-config --cflags libvirt libvirt-qemu)
 LDLIBS  += -ldl
 endif
 
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c)
+LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
@@ -31,9 +31,10 @@ TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
 AGENT    := $(BUILD)/tracevisor-agent
 FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
+HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
-all: $(TRACEVISOR) $(TESTVMM) $(AGENT) $(UNIT_BINS)
+all: $(TRACEVISOR) $(TESTVMM) $(AGENT) $(HELPERS) $(UNIT_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -64,9 +65,13 @@ $(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_strea
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ikvm -o $@ \
 		tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c lib/proto.c lib/meta.c lib/log.c lib/strbuf.c
 
+$(BUILD)/tests/tv-%: tests/helpers/tv-%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -Ikvm -o $@ $< $(LIBTV) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -Ikvm -o $@ $< $(LIBTV) $(LDLIBS) -lm
 
 deps:
 	@scripts/install-deps

@@ -22,6 +22,8 @@ static const struct command commands[] = {
 	{ "record", cmd_record, "record KVM and host kernel events into a session directory" },
 	{ "report", cmd_report, "print a session's events in time order (text or JSON lines)" },
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
+	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
+	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },
 };
 
 static const char *current_cmd = "tracevisor";
