@@ -60,10 +60,10 @@ $(AGENT): guest/agent.c lib/proto.c lib/proto.h
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST)
-$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_stream.h lib/proto.c lib/meta.c lib/log.c lib/strbuf.c
+$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_stream.h lib/proto.c lib/meta.c lib/log.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ikvm -o $@ \
-		tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c lib/proto.c lib/meta.c lib/log.c lib/strbuf.c
+		tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c lib/proto.c lib/meta.c lib/log.c
 
 $(BUILD)/tests/tv-%: tests/helpers/tv-%.c
 	@mkdir -p $(dir $@)
