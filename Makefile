@@ -6,13 +6,13 @@ DESTDIR ?=
 BUILD   := build
 CC      ?= cc
 
-PKGS    := libtracefs libtraceevent
+PKGS    := libtracefs libtraceevent xencontrol xenforeignmemory xenevtchn xentoollog
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c)
+LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard xen/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
