@@ -31,6 +31,8 @@ struct record_cli {
 	double duration;
 	char **command;
 	int quiet;
+	int xen;			/* --xen: Xen's trace buffers too */
+	struct tv_xen_record_opts xen_opts;
 };
 
 static void record_usage(FILE *out)
@@ -47,8 +49,15 @@ static void record_usage(FILE *out)
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
 		"      --duration SECONDS  stop after SECONDS\n"
 		"  -q, --quiet             no progress or summary\n"
+		"      --xen               (in a Xen dom0) record the hypervisor's trace buffers into\n"
+		"                          DIR/xen/; without -e only Xen is recorded, with -e dom0's\n"
+		"                          kernel events too (DIR/host/)\n"
+		"      --xen-events CLASSES  gen,sched,dom0op,hvm,mem,pv,shadow,hw,guest, all or a\n"
+		"                          hex mask (default: all, as xentrace)\n"
+		"      --xen-cpus LIST     physical CPUs to trace, e.g. 0-3,6 (default: all)\n"
+		"      --xen-pages N       buffer pages per CPU if Xen has none yet (default: %d)\n"
 		"  -h, --help              this help\n",
-		TV_RECORD_DEFAULT_BUFFER_KB);
+		TV_RECORD_DEFAULT_BUFFER_KB, TV_XEN_DEFAULT_PAGES);
 }
 
 static int parse_record_args(int argc, char **argv, struct record_cli *cli)
@@ -62,6 +71,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "xen", no_argument, NULL, 'X' },
+		{ "xen-events", required_argument, NULL, 'E' },
+		{ "xen-cpus", required_argument, NULL, 'P' },
+		{ "xen-pages", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -106,6 +119,33 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		case 'q':
 			cli->quiet = 1;
 			break;
+		case 'X':
+			cli->xen = 1;
+			break;
+		case 'E':
+			cli->xen_opts.evt_mask = tv_xen_parse_events(optarg);
+			if (!cli->xen_opts.evt_mask) {
+				tv_cli_error("record", "invalid --xen-events: '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'P':
+			if (!tv_xen_cpu_in_list(optarg, (int)strtol(optarg, NULL, 10))) {
+				tv_cli_error("record", "invalid --xen-cpus: '%s' (e.g. 0-3,6)", optarg);
+				return -1;
+			}
+			cli->xen_opts.cpus = optarg;
+			break;
+		case 'G': {
+			unsigned long pages = strtoul(optarg, &end, 10);
+
+			if (*end || pages < 1 || pages > 65535) {
+				tv_cli_error("record", "invalid --xen-pages: '%s'", optarg);
+				return -1;
+			}
+			cli->xen_opts.pages = (unsigned int)pages;
+			break;
+		}
 		case 'h':
 			record_usage(stdout);
 			exit(0);
@@ -115,6 +155,11 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		}
 	}
 	cli->opts.events = cli->events;
+	cli->xen_opts.outdir = cli->opts.outdir;
+	if ((cli->xen_opts.evt_mask || cli->xen_opts.cpus || cli->xen_opts.pages) && !cli->xen) {
+		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
+		return -1;
+	}
 	if (optind < argc)
 		cli->command = &argv[optind];
 	return 0;
@@ -195,7 +240,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (progress)
+		if (progress && rec)
 			show_progress(rec, now_s() - start);
 		if (n <= 0)
 			continue;
@@ -238,6 +283,64 @@ static void print_summary(const struct record_cli *cli, const struct tv_recorder
 			(unsigned long long)lost, cli->opts.outdir);
 }
 
+static void print_xen_summary(const struct record_cli *cli)
+{
+	char path[4200];
+	struct tv_meta *m;
+
+	snprintf(path, sizeof(path), "%s/xen/meta", cli->opts.outdir);
+	if (tv_meta_read(path, &m))
+		return;
+	if (tv_meta_get_ll(m, "lost_total", 0))
+		fprintf(stderr, "tracevisor record: warning: Xen lost %lld records (TRC_LOST_RECORDS; raise --xen-pages before Xen allocates its buffers)\n",
+			tv_meta_get_ll(m, "lost_total", 0));
+	if (tv_meta_get(m, "missing"))
+		fprintf(stderr, "tracevisor record: note: this Xen lacks %s\n", tv_meta_get(m, "missing"));
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: xen: %lld records, %.1f MB on %lld CPUs, %lld lost -> %s/xen\n",
+			tv_meta_get_ll(m, "events_total", 0),
+			(double)tv_meta_get_ll(m, "bytes_total", 0) / 1e6,
+			tv_meta_get_ll(m, "ncpus", 0), tv_meta_get_ll(m, "lost_total", 0),
+			cli->opts.outdir);
+	tv_meta_free(m);
+}
+
+/* Host recorder (when -e or no --xen) then Xen's, into the same session. */
+static int start_recorders(struct record_cli *cli, struct tv_recorder **rec,
+			   struct tv_xen_recorder **xrec)
+{
+	int ret = 0;
+
+	if (!cli->xen || cli->opts.nr_events) {
+		ret = tv_recorder_create(&cli->opts, rec);
+		if (ret)
+			return ret;
+		cli->xen_opts.in_session = true;
+	}
+	if (cli->xen)
+		ret = tv_xen_recorder_create(&cli->xen_opts, xrec);
+	if (!ret && *rec)
+		ret = tv_recorder_start(*rec);
+	if (!ret && *xrec)
+		ret = tv_xen_recorder_start(*xrec);
+	return ret;
+}
+
+static int stop_recorders(const struct record_cli *cli, struct tv_recorder *rec,
+			  struct tv_xen_recorder *xrec)
+{
+	int ret = 0;
+
+	if (xrec)
+		ret = tv_xen_recorder_stop(xrec) ? -1 : 0;
+	if (rec && tv_recorder_stop(rec))
+		ret = -1;
+	/* Both: session.meta (written by the host recorder) must list xen too. */
+	if (!ret && rec && xrec)
+		ret = tv_session_write_domains(cli->opts.outdir, "host,xen", "host");
+	return ret;
+}
+
 static void end_command(pid_t child, int *status, int why_signal)
 {
 	if (child <= 0 || *status != -1)
@@ -252,6 +355,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
 	struct tv_recorder *rec = NULL;
+	struct tv_xen_recorder *xrec = NULL;
 	sigset_t mask, saved;
 	pid_t child = 0;
 	int sfd, ret, status, why_signal = 0;
@@ -270,11 +374,13 @@ int cmd_record(int argc, char **argv)
 		tv_cli_error("record", "Cannot create signalfd: errno=%d", errno);
 		return 1;
 	}
-	ret = tv_recorder_create(&cli.opts, &rec);
-	if (ret)
+	ret = start_recorders(&cli, &rec, &xrec);
+	if (ret) {
+		tv_xen_recorder_destroy(xrec);
+		tv_recorder_destroy(rec);
 		return tv_cli_status(ret);
-	ret = tv_recorder_start(rec);
-	if (!ret && cli.command) {
+	}
+	if (cli.command) {
 		child = start_command(cli.command, &saved);
 		if (child < 0) {
 			tv_cli_error("record", "Cannot run command: name=\"%s\", errno=%d (%s)",
@@ -287,9 +393,12 @@ int cmd_record(int argc, char **argv)
 			cli.opts.outdir);
 	status = ret ? -1 : wait_for_stop(&cli, rec, sfd, child, &why_signal);
 	end_command(child, &status, why_signal);
-	ret = tv_recorder_stop(rec) ? -1 : ret;
-	if (!ret)
+	ret = stop_recorders(&cli, rec, xrec) ? -1 : ret;
+	if (!ret && rec)
 		print_summary(&cli, rec);
+	if (!ret && xrec)
+		print_xen_summary(&cli);
+	tv_xen_recorder_destroy(xrec);
 	tv_recorder_destroy(rec);
 	close(sfd);
 	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
