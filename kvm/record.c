@@ -504,6 +504,11 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	free(rec);
 }
 
+int tv_recorder_scan_vcpus(struct tv_recorder *rec)
+{
+	return tv_vcpu_map_scan(&rec->vcpus, "/proc");
+}
+
 int tv_recorder_nr_cpus(const struct tv_recorder *rec)
 {
 	return rec->nr_cpus;

@@ -328,6 +328,11 @@ static int stat_finish(struct stat_ctx *c)
 	struct tv_kvm_stat *out = c->out;
 	size_t k = 0;
 
+	/* Exits still waiting for their entry when the recording ended. */
+	for (size_t i = 0; out->have_exit_entry && i < c->threads_cap; i++)
+		if (c->threads[i].tid && c->threads[i].pending)
+			out->unmatched_exits++;
+
 	out->rows = calloc(c->nr_rows ? c->nr_rows : 1, sizeof(*out->rows));
 	if (!out->rows)
 		return -ENOMEM;

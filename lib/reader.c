@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <event-parse.h>
 
 #include "internal.h"
@@ -98,15 +100,22 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 	char path[PATH_MAX + 16];
 	const char *list;
 	char *copy, *save = NULL;
+	struct stat st;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/session.meta", dir);
-	ret = tv_meta_read(path, &rd->session_meta);
-	if (ret) {
-		if (ret == -ENOENT)
-			tv_err("Not a complete tracevisor session: path=\"%s\" has no session.meta (recording interrupted, or wrong directory)", dir);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		ret = stat(dir, &st) ? -errno : -ENOTDIR;
+		tv_err("Cannot open session directory: path=\"%s\", errno=%d", dir, -ret);
 		return ret;
 	}
+	snprintf(path, sizeof(path), "%s/session.meta", dir);
+	if (access(path, F_OK)) {
+		tv_err("Not a complete tracevisor session: path=\"%s\" has no session.meta (recording interrupted, or wrong directory)", dir);
+		return -ENOENT;
+	}
+	ret = tv_meta_read(path, &rd->session_meta);
+	if (ret)
+		return ret;
 	list = tv_meta_get(rd->session_meta, "domains");
 	if (!list || !*list) {
 		tv_err("Session lists no domains: path=\"%s\"", path);

@@ -236,12 +236,14 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 
 	for (;;) {
 		struct signalfd_siginfo si;
-		int n = poll(pfd, tfd >= 0 ? 2 : 1, progress ? 1000 : -1);
+		int n = poll(pfd, tfd >= 0 ? 2 : 1, 1000);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (progress && rec)
 			show_progress(rec, now_s() - start);
+		if (n == 0)	/* once a second: VMs started since the last scan */
+			tv_recorder_scan_vcpus(rec);
 		if (n <= 0)
 			continue;
 		if (tfd >= 0 && (pfd[1].revents & POLLIN))

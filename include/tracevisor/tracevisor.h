@@ -111,6 +111,8 @@ int tv_recorder_stop(struct tv_recorder *rec);
 void tv_recorder_destroy(struct tv_recorder *rec);
 int tv_recorder_nr_cpus(const struct tv_recorder *rec);
 const struct tv_record_cpu_stats *tv_recorder_cpu_stats(const struct tv_recorder *rec, int cpu);
+/* Rescan /proc for VM processes while recording (VMs started after start). */
+int tv_recorder_scan_vcpus(struct tv_recorder *rec);
 /* Bytes captured so far over all CPUs (for progress output). */
 uint64_t tv_recorder_bytes(const struct tv_recorder *rec);
 /* Remove tracefs instances left by tracevisor processes that no longer run. */

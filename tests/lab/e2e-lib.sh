@@ -5,7 +5,7 @@ set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LAB=$REPO/tests/lab/lab
-T=$(mktemp -d "${TMPDIR:-/tmp}/lab-e2e.XXXXXX")
+T=$(mktemp -d "${TV_TMP:-${TMPDIR:-/tmp}}/lab-e2e.XXXXXX")
 
 skip() {
 	echo "SKIP: $*" >&2

@@ -1,0 +1,41 @@
+# Bad input to record: one clear line, non-zero exit, nothing left behind.
+. "$(dirname "$0")/lib.bash"
+require_root; require_tracefs
+
+expect_error() {	# name pattern command...
+	local name=$1 pattern=$2; shift 2
+	local out rc
+	out=$("$@" 2>&1 >/dev/null); rc=$?
+	[ $rc -ne 0 ] || fail "$name: exit status 0"
+	echo "$out" | grep -q -- "$pattern" || fail "$name: message '$out' lacks '$pattern'"
+	[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "$name: not one line: $out"
+	[ -z "$(our_instances)" ] || fail "$name: instance left: $(our_instances)"
+	echo "ok: $name -> $out"
+}
+
+expect_error "unknown event" 'Unknown event: "kvm:no_such_event"' \
+	"$TV" record -q -o "$TV_TMP/a" -e kvm:no_such_event --duration 0.1
+[ ! -e "$TV_TMP/a" ] || fail "unknown event left $TV_TMP/a"
+expect_error "unknown system" 'Unknown event: "nosuchsys"' \
+	"$TV" record -q -o "$TV_TMP/b" -e nosuchsys --duration 0.1
+expect_error "bad filter" 'Invalid filter' \
+	"$TV" record -q -o "$TV_TMP/c" -e sched:sched_switch -f 'no_such_field == 3 &&' --duration 0.1
+[ ! -e "$TV_TMP/c" ] || fail "bad filter left $TV_TMP/c"
+expect_error "bad clock" 'Unknown trace clock: "sundial"' \
+	"$TV" record -q -o "$TV_TMP/d" -e sched:sched_switch --clock sundial --duration 0.1
+mkdir "$TV_TMP/exists"; touch "$TV_TMP/exists/keep"
+expect_error "existing output" 'Output exists' \
+	"$TV" record -q -o "$TV_TMP/exists" -e sched:sched_switch --duration 0.1
+[ -e "$TV_TMP/exists/keep" ] || fail "existing output was touched"
+expect_error "missing command" 'Cannot run command: name="/no/such/cmd"' \
+	"$TV" record -q -o "$TV_TMP/e" -e sched:sched_switch -- /no/such/cmd
+expect_error "bad buffer size" 'invalid buffer size' "$TV" record -b 0 -o "$TV_TMP/f"
+if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
+	expect_error "not root" 'needs root' setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$TV" record -q -o "$TV_TMP/g" -e sched:sched_switch --duration 0.1
+	[ ! -e "$TV_TMP/g" ] || fail "non-root left $TV_TMP/g"
+fi
+# A report of something that is not a session.
+expect_error "report of a non-session" 'Not a complete tracevisor session' "$TV" report "$TV_TMP"
+expect_error "stat of a missing dir" "Cannot open session directory" "$TV" stat "$TV_TMP/nope"
+echo "all errors clear"
