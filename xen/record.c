@@ -506,6 +506,21 @@ static void xen_restore(struct tv_xen_recorder *rec)
 	}
 }
 
+/* Read the event mask back, so the session shows it was restored. */
+static void xen_check_restored(struct tv_xen_recorder *rec)
+{
+	uint64_t mfn;
+	uint32_t size, mask;
+
+	if (tbuf_get_info(rec, &mask, &mfn, &size))
+		return;
+	rec->info.have_mask_state = true;
+	rec->info.mask_before = rec->old_mask;
+	rec->info.mask_after = mask;
+	if (mask != rec->old_mask)
+		tv_warn("Trace event mask not restored: before=0x%08x, now=0x%08x", rec->old_mask, mask);
+}
+
 int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 {
 	uint64_t one = 1;
@@ -522,6 +537,7 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	pthread_join(rec->thread, NULL);
 	ret = rec->drain_err ? rec->drain_err : xen_drain_all(rec);
 	xen_restore(rec);
+	xen_check_restored(rec);
 	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
 		if (rec->cpus[cpu].fd >= 0 && close(rec->cpus[cpu].fd) && !ret)
 			ret = -EIO;

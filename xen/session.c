@@ -81,6 +81,10 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 		tv_meta_set(m, "xen_version", "%s", info->xen_version);
 	if (info->evt_mask)
 		tv_meta_set(m, "evt_mask", "0x%08x", info->evt_mask);
+	if (info->have_mask_state) {
+		tv_meta_set(m, "evt_mask_before", "0x%08x", info->mask_before);
+		tv_meta_set(m, "evt_mask_after", "0x%08x", info->mask_after);
+	}
 	if (info->tbuf_pages)
 		tv_meta_set(m, "tbuf_pages", "%u", info->tbuf_pages);
 	if (info->hvm_isa)

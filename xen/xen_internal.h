@@ -32,6 +32,8 @@ struct tv_xen_meta_info {
 	const char *source;	/* "tracevisor" or "xentrace" */
 	char xen_version[32];
 	uint32_t evt_mask;
+	bool have_mask_state;	/* the two below were read from Xen */
+	uint32_t mask_before, mask_after;	/* found at start, read back at stop */
 	unsigned int tbuf_pages;
 	const char *hvm_isa;	/* "vmx", "svm" or NULL: how to name exit reasons */
 	char missing[160];	/* what the stock hypervisor lacks */
