@@ -79,6 +79,20 @@ struct xe_data {		/* hvm handlers, guest records, anything else */
 	uint32_t data[XT_EXTRA_MAX];
 };
 
+struct xe_guest {		/* HVMOP_xentrace records */
+	struct xe_common c;
+	uint32_t nr_data;
+	uint32_t has_tsc;	/* 1 with our patch: placed on Xen's time line */
+	uint32_t data[XT_EXTRA_MAX];
+};
+
+struct xe_tscale {		/* TRC_TRACE_TSCALE of the patched hypervisor */
+	struct xe_common c;
+	uint64_t stamp_tsc, stamp_system_time;
+	uint32_t tsc_to_system_mul;
+	int32_t tsc_shift;
+};
+
 struct field_desc {
 	int id;
 	const char *type;
@@ -122,10 +136,15 @@ static const struct field_desc fields[] = {
 	F(TV_XEN_EV_LOST, struct xe_lost, "u16", vcpuid, "%u"),
 	F(TV_XEN_EV_LOST, struct xe_lost, "u64", first_tsc, "%llu"),
 	F(TV_XEN_EV_WRAP, struct xe_wrap, "u32", bytes, "%u"),
-	F(TV_XEN_EV_GUEST, struct xe_data, "u32", nr_data, "%u"),
-	A(TV_XEN_EV_GUEST, struct xe_data, "u32", data, NULL),
+	F(TV_XEN_EV_GUEST, struct xe_guest, "u32", nr_data, "%u"),
+	F(TV_XEN_EV_GUEST, struct xe_guest, "u32", has_tsc, "%u"),
+	A(TV_XEN_EV_GUEST, struct xe_guest, "u32", data, NULL),
 	F(TV_XEN_EV_OTHER, struct xe_data, "u32", nr_data, "%u"),
 	A(TV_XEN_EV_OTHER, struct xe_data, "u32", data, NULL),
+	F(TV_XEN_EV_TSCALE, struct xe_tscale, "u64", stamp_tsc, "%llu"),
+	F(TV_XEN_EV_TSCALE, struct xe_tscale, "u64", stamp_system_time, "%llu"),
+	F(TV_XEN_EV_TSCALE, struct xe_tscale, "u32", tsc_to_system_mul, "%u"),
+	F(TV_XEN_EV_TSCALE, struct xe_tscale, "s32", tsc_shift, "%d"),
 };
 
 static const struct {
@@ -143,8 +162,9 @@ static const struct {
 	[TV_XEN_EV_HYPERCALL] = { "xen_hypercall", sizeof(struct xe_hypercall) },
 	[TV_XEN_EV_LOST] = { "xen_lost_records", sizeof(struct xe_lost) },
 	[TV_XEN_EV_WRAP] = { "xen_trace_wrap", sizeof(struct xe_wrap) },
-	[TV_XEN_EV_GUEST] = { "xen_guest", sizeof(struct xe_data) },
+	[TV_XEN_EV_GUEST] = { "xen_guest", sizeof(struct xe_guest) },
 	[TV_XEN_EV_OTHER] = { "xen_other", sizeof(struct xe_data) },
+	[TV_XEN_EV_TSCALE] = { "xen_tscale", sizeof(struct xe_tscale) },
 };
 
 _Static_assert(sizeof(struct xe_hypercall) <= TV_XEN_EVENT_MAX, "event buffer too small");
@@ -203,6 +223,8 @@ int tv_xen_event_of(uint32_t ev)
 		return TV_XEN_EV_LOST;
 	case XT_WRAP_BUFFER:
 		return TV_XEN_EV_WRAP;
+	case XT_TSCALE:
+		return TV_XEN_EV_TSCALE;
 	}
 	switch (ev & ~XT_HVM_NESTEDFLAG) {
 	case XT_HVM_VMEXIT:
@@ -316,6 +338,23 @@ static void fill_specific(unsigned char *out, int id, const struct tv_xen_rec *r
 	case TV_XEN_EV_WRAP:
 		((struct xe_wrap *)out)->bytes = rec->size;
 		break;
+	case TV_XEN_EV_GUEST: {
+		struct xe_guest *g = (struct xe_guest *)out;
+
+		g->nr_data = rec->nr_extra;
+		g->has_tsc = rec->has_tsc;
+		memcpy(g->data, rec->extra, sizeof(g->data));
+		break;
+	}
+	case TV_XEN_EV_TSCALE: {
+		struct xe_tscale *t = (struct xe_tscale *)out;
+
+		t->stamp_tsc = x[0] | (uint64_t)x[1] << 32;
+		t->stamp_system_time = x[2] | (uint64_t)x[3] << 32;
+		t->tsc_to_system_mul = x[4];
+		t->tsc_shift = (int32_t)x[5];
+		break;
+	}
 	default:
 		fill_data((struct xe_data *)out, rec);
 	}
@@ -452,8 +491,8 @@ static int write_format(const char *domain_dir, int id)
 			fprintf(f, "\tfield:%s %s[%u];\toffset:%u;\tsize:%u;\tsigned:0;\n", fd->type,
 				fd->name, fd->count, fd->offset, fd->size);
 		else
-			fprintf(f, "\tfield:%s %s;\toffset:%u;\tsize:%u;\tsigned:0;\n", fd->type,
-				fd->name, fd->offset, fd->size);
+			fprintf(f, "\tfield:%s %s;\toffset:%u;\tsize:%u;\tsigned:%d;\n", fd->type,
+				fd->name, fd->offset, fd->size, fd->type[0] == 's');
 	}
 	fputc('\n', f);
 	format_print_fmt(f, id);

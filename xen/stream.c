@@ -54,6 +54,20 @@ static void xen_stream_clock(struct tv_xen_stream *xs, const struct tv_domain *d
 	xs->system_time = xs->mul != 0;
 }
 
+/*
+ * The patched hypervisor records each recalibration in band: from there on
+ * this CPU's records map to system time with the new stamp and scale.
+ */
+static void xen_stream_rescale(struct tv_xen_stream *xs, const struct tv_xen_rec *rec)
+{
+	if (!xs->system_time || rec->nr_extra < 6)
+		return;
+	xs->tsc0 = rec->extra[0] | (uint64_t)rec->extra[1] << 32;
+	xs->stime0 = rec->extra[2] | (uint64_t)rec->extra[3] << 32;
+	xs->mul = rec->extra[4];
+	xs->shift = (int8_t)rec->extra[5];
+}
+
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 {
 	memset(st, 0, sizeof(*st));
@@ -161,6 +175,8 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 	st->rec.record_size = (int)size;
 	st->rec.data = xs->ev;
 	st->rec.cpu = st->cpu;
+	if (rec.event == XT_TSCALE)
+		xen_stream_rescale(xs, &rec);
 	if (rec.event == XT_LOST_RECORDS)
 		st->rec.missed_events = rec.extra[0];
 	if (!tv_domain_checked_event(st->dom, &st->rec, &why)) {

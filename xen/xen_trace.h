@@ -18,6 +18,7 @@
 #define XT_LOST_RECORDS		(XT_GEN + 1)
 #define XT_WRAP_BUFFER		(XT_GEN + 2)
 #define XT_CPU_CHANGE		(XT_GEN + 3)
+#define XT_TSCALE		(XT_GEN + 4)	/* our patch: a CPU's TSC scale */
 #define XT_SCHED_MIN		0x00021000u
 #define XT_SCHED_RUNSTATE	(XT_SCHED_MIN + 1)
 #define XT_SCHED_CONTINUE	(XT_SCHED_MIN + 2)
@@ -74,6 +75,7 @@ enum tv_xen_event_id {
 	TV_XEN_EV_WRAP,
 	TV_XEN_EV_GUEST,
 	TV_XEN_EV_OTHER,
+	TV_XEN_EV_TSCALE,
 	TV_XEN_EV_COUNT
 };
 

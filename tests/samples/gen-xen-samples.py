@@ -4,7 +4,8 @@
 xen-two-cpus.xentrace  a xentrace file: CPU change windows of 2 CPUs, with
                        sched, HVM (a handler record without TSC), PV
                        hypercall V2 (32- and 64-bit arguments), lost records,
-                       a guest record and an unknown record.
+                       a guest record, a time scale record (our patch)
+                       and an unknown record.
 xen-ring.bin           one CPU's ring as the hypervisor leaves it: struct
                        t_buf (cons, prod) + 2 pages of data; the window
                        cons..prod wraps around the ring end (a WRAP_BUFFER
@@ -48,6 +49,8 @@ def two_cpus():
     c1 = b''.join([
         runstate(0, 1, 1, 0, 1050),                        # d1v0 running -> runnable
         rec(0x0001f001, [7, (3 << 16) | 1, 900, 0], 1250), # lost 7 (d1v3), first tsc 900
+        # TRC_TRACE_TSCALE (patched Xen): stamp tsc 1300, stime 2e9, mul 2^31
+        rec(0x0001f004, [1300, 0, 2000000000, 0, 1 << 31, 0], 1300),
         rec(0x0800f123, [0xabc, 42], 1350),                # guest record
         rec(0x00123456, [5], 1450),                        # unknown record
     ])

@@ -78,13 +78,60 @@ static void test_import_two_cpus(const char *tmp)
 	if (m) {
 		TV_CHECK(tv_meta_get_ll(m, "lost_total", -1) == 7, "lost_total=%s",
 			 tv_meta_get(m, "lost_total"));
-		TV_CHECK(tv_meta_get_ll(m, "events_total", -1) == 14, "events_total=%s",
+		TV_CHECK(tv_meta_get_ll(m, "events_total", -1) == 15, "events_total=%s",
 			 tv_meta_get(m, "events_total"));
 		TV_CHECK(!strcmp(tv_meta_get(m, "kind"), "xen-trace"), "kind");
 		tv_meta_free(m);
 	}
 	free(got);
 	free(want);
+}
+
+/*
+ * The same session as if recorded on the patched Xen (clock=xen-system):
+ * CPU 1 starts with the scale in meta (0.5 ns per tick from tsc 1000 at
+ * 1e9 ns) and switches at its in-band TRC_TRACE_TSCALE record (tsc 1300 at
+ * 2e9 ns): its guest record at tsc 1350 is at 2e9 + 25 ns.
+ */
+static void test_system_time(const char *tmp)
+{
+	static const char *const keys[][2] = {
+		{ "clock", "xen-system" }, { "cpu1.tsc_to_system_mul", "2147483648" },
+		{ "cpu1.tsc_shift", "0" }, { "cpu1.tsc_timestamp", "1000" },
+		{ "cpu1.system_time", "1000000000" },
+	};
+	char path[4200];
+	struct tv_meta *m;
+	struct tv_reader *rd;
+	struct tv_event ev;
+	int seen = 0;
+
+	snprintf(path, sizeof(path), "%s/two/xen/meta", tmp);
+	if (tv_meta_read(path, &m))
+		return;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		tv_meta_set(m, keys[i][0], "%s", keys[i][1]);
+	TV_CHECK(tv_meta_write(m, path) == 0, "meta rewrite");
+	tv_meta_free(m);
+	snprintf(path, sizeof(path), "%s/two", tmp);
+	if (tv_reader_open(path, &rd))
+		return;
+	while (tv_reader_next(rd, &ev) > 0) {
+		if (ev.cpu != 1)
+			continue;
+		if (!strcmp(ev.format->name, "xen_runstate_change")) {
+			TV_CHECK(ev.ts == 1000000025, "before the tscale record: %llu",
+				 (unsigned long long)ev.ts);
+			seen++;
+		}
+		if (!strcmp(ev.format->name, "xen_guest")) {
+			TV_CHECK(ev.ts == 2000000025, "after the tscale record: %llu",
+				 (unsigned long long)ev.ts);
+			seen++;
+		}
+	}
+	TV_CHECK(seen == 2, "both records seen");
+	tv_reader_close(rd);
 }
 
 static const struct tv_kvm_stat_row *find_row(const struct tv_kvm_stat *st, const char *vm,
@@ -211,6 +258,7 @@ int main(void)
 		tmp = mkdtemp(tmpl);
 	test_import_two_cpus(tmp);
 	test_stat(tmp);
+	test_system_time(tmp);
 	test_ring();
 	test_helpers();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two'", tmp);
