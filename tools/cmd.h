@@ -9,6 +9,7 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_xen_mark(int argc, char **argv);
 
 /* Print "tracevisor CMD: MESSAGE" on stderr. */
 void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -461,13 +461,17 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 {
 	int ret;
 
-	xen_discard_stale(rec);
 	rec->changed = 1;
 	ret = xen_set_cpu_mask(rec, rec->opts.cpus);
 	if (!ret && xc_tbuf_set_evt_mask(rec->xch, rec->opts.evt_mask)) {
 		tv_err("Cannot set trace event mask: mask=0x%08x, errno=%d", rec->opts.evt_mask, errno);
 		ret = -errno;
 	}
+	/*
+	 * Xen enables tracing with its current mask as soon as it allocates the
+	 * buffers (tracing may also be on already): drop what came before ours.
+	 */
+	xen_discard_stale(rec);
 	if (!ret) {
 		unsigned long mfn, size;
 

@@ -293,6 +293,16 @@ uint64_t tv_xen_host_cpu_khz(void);
  */
 int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_khz);
 
+/**
+ * tv_xen_inject - write a TRC_GUEST record into Xen's trace (HVMOP_xentrace)
+ * @event: 0..4095, ORed into TRC_GUEST (0x0800f000)
+ * @data: up to 7 words
+ * @nr: number of words
+ *
+ * A sync point: on the patched hypervisor the record carries Xen's TSC.
+ */
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr);
+
 /* Write DIR/session.meta listing @domains (comma list); written last. */
 int tv_session_write_domains(const char *dir, const char *domains, const char *reference);
 
