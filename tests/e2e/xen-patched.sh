@@ -1,0 +1,61 @@
+#!/bin/bash
+# shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
+# Real Xen with our patch (xen/patches/, built from `apt-get source xen` and
+# cached): the consumer finds the exported TSC scale and records in Xen
+# system time (clock=xen-system), Xen writes TRC_TRACE_TSCALE at each
+# calibration, and sync points injected from dom0 (tracevisor xen-mark,
+# HVMOP_xentrace) carry the TSC and land on dom0's own clock up to one
+# constant offset.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+[ -x "$TV" ] || skip "build/tracevisor not built"
+XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") || {
+	rc=$?
+	[ $rc = 77 ] && skip "cannot build the patched Xen here: $(tail -n 1 "$T/build.err")"
+	cat "$T/build.err" >&2
+	fail "building the patched Xen failed"
+}
+
+run_lab xen '
+TV=/opt/tracevisor/tracevisor
+$TV record --xen -o /tmp/p -- sh -c "$TV xen-mark 1 11 > /tmp/m1; sleep 3; $TV xen-mark 1 22 > /tmp/m2" 2>/out/rec.err || exit 20
+$TV report /tmp/p | grep -E "xen_guest|xen_tscale" > /out/p.events
+cp /tmp/m1 /tmp/m2 /out/ && mkdir -p /out/p/xen && cp /tmp/p/xen/meta /out/p/xen/
+exit 0' patched LAB_XEN="$XEN_BIN"
+expect_rc 0 "dom0 script on the patched Xen"
+
+m=$OUT/p/xen/meta
+grep -q "^clock=xen-system$" "$m" || fail "consumer did not use the exported time scale: $(grep clock= "$m")"
+grep -q "^missing=" "$m" && fail "patched Xen reported as lacking: $(grep missing= "$m")"
+for c in 0 1; do
+	[ "$(sed -n "s/^cpu$c.tsc_to_system_mul=//p" "$m")" -gt 0 ] || fail "no time scale for CPU $c"
+done
+[ "$(grep -c xen_tscale "$OUT/p.events")" -ge 2 ] || fail "no in-band TRC_TRACE_TSCALE records"
+python3 - "$OUT" <<'PY' || fail "sync points (above)"
+import re, sys
+out = sys.argv[1]
+marks = {}
+for line in open(out + "/p.events"):
+    if "xen_guest" not in line:
+        continue
+    ts = float(line.split()[2].rstrip(":"))
+    has_tsc = re.search(r"has_tsc=(\d+)", line).group(1)
+    word = re.search(r"data=(\d+)", line).group(1)
+    marks[word] = (ts, has_tsc)
+ok = True
+offs = []
+for word, f in (("11", "m1"), ("22", "m2")):
+    if word not in marks:
+        print("sync point %s missing" % word); ok = False; continue
+    ts, has_tsc = marks[word]
+    if has_tsc != "1":
+        print("sync point %s has no TSC" % word); ok = False
+    kv = dict(x.split("=") for x in open("%s/%s" % (out, f)).read().split())
+    mono = (int(kv["mono_before_ns"]) + int(kv["mono_after_ns"])) / 2e9
+    offs.append(ts - mono)
+    print("sync point %s: xen %.9f s, dom0 monotonic %.9f s, offset %.6f s" % (word, ts, mono, ts - mono))
+if len(offs) == 2 and abs(offs[0] - offs[1]) > 0.002:
+    print("offsets differ by %.6f s: not the same clock" % abs(offs[0] - offs[1])); ok = False
+sys.exit(0 if ok else 1)
+PY
+echo "PASS: patched Xen: clock=xen-system, $(grep -c xen_tscale "$OUT/p.events") tscale records, sync points with TSC on dom0's clock" >&2
