@@ -21,14 +21,6 @@ static void mark_usage(FILE *out)
 		"  -h, --help  this help\n");
 }
 
-static unsigned long long mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
-}
-
 int cmd_xen_mark(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -39,7 +31,7 @@ int cmd_xen_mark(int argc, char **argv)
 	unsigned long event = 1;
 	uint32_t words[7];
 	unsigned int nr = 0;
-	unsigned long long before, after;
+	uint64_t mono[2];
 	char *end;
 	int c, ret;
 
@@ -66,10 +58,9 @@ int cmd_xen_mark(int argc, char **argv)
 			return 2;
 		}
 	}
-	before = mono_ns();
-	ret = tv_xen_inject((unsigned int)event, words, nr);
-	after = mono_ns();
+	ret = tv_xen_inject((unsigned int)event, words, nr, mono);
 	if (!ret)
-		printf("mono_before_ns=%llu mono_after_ns=%llu\n", before, after);
+		printf("mono_before_ns=%llu mono_after_ns=%llu\n", (unsigned long long)mono[0],
+		       (unsigned long long)mono[1]);
 	return tv_cli_status(ret);
 }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <xencall.h>
 #include <xentoollog.h>
 #include <xen/xen.h>
@@ -15,8 +16,19 @@
 
 #include "tracevisor/tracevisor.h"
 
-int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr)
+static uint64_t mono_ns(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2])
+{
+	uint64_t before, after;
+	int rc;
+
 	xentoollog_logger_stdiostream *log = xtl_createlogger_stdiostream(stderr, XTL_CRITICAL, 0);
 	xencall_handle *xcall = xencall_open((xentoollog_logger *)log, 0);
 	xen_hvm_xentrace_t *tr;
@@ -40,7 +52,14 @@ int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr)
 	tr->event = (uint16_t)event;
 	tr->extra_bytes = (uint16_t)(nr * 4);
 	memcpy(tr->extra, data, nr * 4);
-	if (xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace, (uint64_t)(uintptr_t)tr)) {
+	before = mono_ns();
+	rc = xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace, (uint64_t)(uintptr_t)tr);
+	after = mono_ns();
+	if (mono) {
+		mono[0] = before;
+		mono[1] = after;
+	}
+	if (rc) {
 		tv_err("Cannot inject trace record: event=0x%x, errno=%d", event, errno);
 		ret = -errno;
 	}

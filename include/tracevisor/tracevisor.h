@@ -298,10 +298,12 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
  * @event: 0..4095, ORed into TRC_GUEST (0x0800f000)
  * @data: up to 7 words
  * @nr: number of words
+ * @mono: NULL, or filled with dom0's CLOCK_MONOTONIC (ns) just before and
+ *        just after the hypercall
  *
  * A sync point: on the patched hypervisor the record carries Xen's TSC.
  */
-int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr);
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2]);
 
 /* Write DIR/session.meta listing @domains (comma list); written last. */
 int tv_session_write_domains(const char *dir, const char *domains, const char *reference);
