@@ -71,7 +71,13 @@ static const struct reason_name svm_reasons[] = {
 	{ 0x094, "write_cr4_trap" }, { 0x098, "write_cr8_trap" }, { 0x0a2, "invpcid" },
 	{ 0x0a5, "buslock" }, { 0x0a6, "idle-halt" }, { 0x400, "npf" },
 	{ 0x401, "avic_incomplete_ipi" }, { 0x402, "avic_unaccelerated_access" },
-	{ 0x403, "vmgexit" }, { 0xffffffffULL, "invalid_guest_state" },
+	{ 0x403, "vmgexit" },
+	{ 0x80000001, "vmgexit_mmio_read" }, { 0x80000002, "vmgexit_mmio_write" },
+	{ 0x80000003, "vmgexit_nmi_complete" }, { 0x80000004, "vmgexit_ap_hlt_loop" },
+	{ 0x80000005, "vmgexit_ap_jump_table" }, { 0x80000010, "vmgexit_page_state_change" },
+	{ 0x80000011, "vmgexit_guest_request" }, { 0x80000012, "vmgexit_ext_guest_request" },
+	{ 0x80000013, "vmgexit_ap_creation" }, { 0x8000fffd, "vmgexit_hypervisor_feature" },
+	{ 0xffffffffULL, "invalid_guest_state" },
 	{ 0xffffffffffffffffULL, "invalid_guest_state" },
 };
 

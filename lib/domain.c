@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <event-parse.h>
+#include <trace-seq.h>
 
 #include "internal.h"
 
@@ -115,6 +116,42 @@ static int load_formats(struct tv_domain *dom)
 		ret = -ENOENT;
 	}
 	return ret;
+}
+
+/*
+ * kvm_userspace_exit's print format tests "errno < 0", which libtraceevent
+ * 1.7 evaluates on the unsigned field: an interrupted KVM_RUN would print
+ * as a KVM_EXIT_INTR.  Print it the way the kernel means it.
+ */
+static int print_userspace_exit(struct trace_seq *s, struct tep_record *record,
+				struct tep_event *event, void *context)
+{
+	unsigned long long reason = 0, err = 0;
+	const char *name;
+	int e;
+
+	(void)context;
+	if (tep_get_field_val(s, event, "reason", record, &reason, 1) ||
+	    tep_get_field_val(s, event, "errno", record, &err, 1))
+		return 0;
+	e = (int)(int32_t)err;
+	name = tv_kvm_userspace_exit_name(reason);
+	if (e < 0)
+		trace_seq_printf(s, "reason %s (%d)", e == -4 ? "restart" : "error", -e);
+	else if (name)
+		trace_seq_printf(s, "reason KVM_EXIT_%s (%llu)", name, reason);
+	else
+		trace_seq_printf(s, "reason %llu (%llu)", reason, reason);
+	return 0;	/* non-zero would make libtraceevent print the format too */
+}
+
+static void register_printers(struct tv_domain *dom)
+{
+	struct tep_event *ev = tep_find_event_by_name(dom->tep, "kvm", "kvm_userspace_exit");
+
+	if (ev && tep_find_field(ev, "errno"))
+		tep_register_event_handler(dom->tep, -1, "kvm", "kvm_userspace_exit",
+					   print_userspace_exit, NULL);
 }
 
 static int cmp_tid(const void *a, const void *b)
@@ -232,6 +269,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		ret = load_formats(dom);
 	if (ret)
 		return ret;
+	register_printers(dom);
 	load_task_maps(dom);
 	dom->info.name = dom->name;
 	dom->info.dir = dom->dir;

@@ -25,11 +25,12 @@ static void print_text(const struct tv_event *ev, struct trace_seq *seq, int sho
 {
 	const char *comm = tep_data_comm_from_pid(ev->tep, ev->pid);
 
-	if (ev->missed_before)
-		printf("%sCPU:%d [LOST %s EVENTS]\n", show_domain ? ev->domain : "", ev->cpu,
-		       ev->missed_before < 0 ? "UNKNOWN NUMBER OF" : "");
-	if (ev->missed_before > 0)
-		printf("(%lld events lost before the next)\n", ev->missed_before);
+	if (ev->missed_before && show_domain)
+		printf("%-12s ", ev->domain);
+	if (ev->missed_before < 0)	/* flagged, but the count did not fit */
+		printf("CPU:%d [LOST EVENTS]\n", ev->cpu);
+	else if (ev->missed_before > 0)
+		printf("CPU:%d [LOST %lld EVENTS]\n", ev->cpu, ev->missed_before);
 	trace_seq_reset(seq);
 	tep_print_event(ev->tep, seq, ev->record, "%s", TEP_PRINT_INFO);
 	trace_seq_terminate(seq);

@@ -3,6 +3,7 @@
 # lab `guest` topology: a trivial script runs as root, its stdout comes back
 # on lab's stdout, its /out files and the console log land in OUTDIR, its
 # exit status is lab's, and /opt/tracevisor mirrors build/.
+# shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 

@@ -3,6 +3,7 @@
 # lab `kvm` topology: L1 has /dev/kvm (nested SVM under TCG); `lab-guest`
 # boots an L2 whose exits show up as kvm_exit in L1's tracefs; L2's /out and
 # status come back; --background/--wait and the L2 timeout work.
+# shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 
@@ -23,10 +24,20 @@ grep -c "kvm_exit: " $T/trace > /out/kvm_exit.count
 grep -m1 "kvm_exit: " $T/trace > /out/kvm_exit.sample
 cp -r /tmp/l2 /out/l2
 
-# background: L1 can work while L2 runs, then collect its status
-printf "%s\n" "sleep 2" "echo bg > /out/bg.txt" "exit 0" > /tmp/bg.sh
+# background: L1 works while L2 runs (here: serves the channels), then
+# collects its status. L2 talks over vsock (to CID 2) and virtio-serial.
+lab-chan vsock-listen 5000 > /out/vsock.txt &
+cat > /tmp/bg.sh <<"L2"
+echo bg > /out/bg.txt
+echo "vsock from L2" | lab-chan vsock-send 2 5000 || exit 21
+for p in /sys/class/virtio-ports/*; do
+	[ "$(cat $p/name)" = tracevisor.0 ] && echo "serial from L2" > /dev/${p##*/}
+done
+exit 0
+L2
 pid=$(lab-guest --background --cid 4 --timeout 120 /tmp/bg.sh /tmp/bg)
 test -d /proc/$pid && echo "L2 qemu $pid running" > /out/bg.running
+lab-chan unix-read /run/lab-guest/4/serial.sock > /out/serial.txt &
 lab-guest --wait $pid
 echo $? > /out/bg.status
 cp /tmp/bg/bg.txt /out/ 2>/dev/null
@@ -47,6 +58,8 @@ n=$(cat "$OUT/kvm_exit.count")
 [ "$(cat "$OUT/bg.status")" = 0 ] || fail "background L2 status $(cat "$OUT/bg.status")"
 [ -s "$OUT/bg.running" ] || fail "background L2 was not running after lab-guest --background returned"
 [ "$(cat "$OUT/bg.txt")" = bg ] || fail "background L2 /out missing"
+grep -qx "vsock from L2" "$OUT/vsock.txt" || fail "vsock L2→L1 message not received"
+grep -qx "serial from L2" "$OUT/serial.txt" || fail "virtio-serial L2→L1 message not received"
 [ "$(cat "$OUT/hang.status")" = 124 ] || fail "hanging L2 status $(cat "$OUT/hang.status"), expected 124"
 grep -q "timed out" "$OUT/hang.err" || fail "no timeout message for the hanging L2"
 echo "PASS: L2 booted under L1 KVM, $n kvm_exit events ($(cut -c1-120 "$OUT/kvm_exit.sample"))" >&2

@@ -2,6 +2,7 @@
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # lab reports a failing script's status as its own, keeps what a crashing
 # script wrote to /out, and fails clearly (125) when no status comes back.
+# shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 

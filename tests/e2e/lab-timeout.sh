@@ -2,6 +2,7 @@
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # A hanging guest is killed after LAB_TIMEOUT: lab exits 124 with a one-line
 # error on stderr and keeps the console log.
+# shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 

@@ -3,6 +3,7 @@
 # lab `xen` topology: dom0 runs under Xen 4.17 with xenfs, privcmd and
 # evtchn; `xl info` (xenstored runs in dom0) and xlinfo (libxenctrl's
 # xc_physinfo, no xenstore) answer; xentrace records hypervisor events.
+# shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 

@@ -262,20 +262,22 @@ def event_info(ev):
 			"(...)" if g("count") > 1 else "")
 	if ev.name == "kvm_userspace_exit":
 		# The print fmt says: errno < 0 ? (errno == -4 ? "restart" : "error") (-errno)
-		# : KVM_EXIT_<reason> (reason).  libtraceevent 1.7.1 evaluates
-		# "REC->errno < 0" on the field read as unsigned, so it is never true
-		# and the text shows the reason even for -EINTR.  The JSON fields
-		# (errno: -4) and stat are exact; this models the library as it is.
+		# : KVM_EXIT_<reason> (reason).  libtraceevent 1.7.1 reads errno as
+		# unsigned there, so lib/domain.c prints this event itself.
+		err = g("errno")
+		err = err - (1 << 32) if err >= 1 << 31 else err
+		if err < 0:
+			return "reason %s (%d)" % ("restart" if err == -4 else "error", -err)
 		return "reason KVM_EXIT_%s (%d)" % (USERSPACE_NAMES[g("reason")], g("reason"))
 	raise ValueError(ev.name)
 
 
 def text_line(sample, ev):
 	out = ""
-	if ev.lost_before:
-		out += "CPU:%d [LOST %s EVENTS]\n" % (ev.cpu, "UNKNOWN NUMBER OF" if ev.lost_before < 0 else "")
-	if ev.lost_before > 0:
-		out += "(%d events lost before the next)\n" % ev.lost_before
+	if ev.lost_before < 0:
+		out += "CPU:%d [LOST EVENTS]\n" % ev.cpu
+	elif ev.lost_before > 0:
+		out += "CPU:%d [LOST %d EVENTS]\n" % (ev.cpu, ev.lost_before)
 	out += "%16s-%-7d [%03d] %d.%09d: kvm:%s %s\n" % (
 		comm_of(sample, ev.pid), ev.pid, ev.cpu, ev.ts // 10**9, ev.ts % 10**9, ev.name,
 		event_info(ev))

@@ -100,6 +100,7 @@ static int run_tv(char *const args[], char **out, char **err)
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(126);
 		unsetenv("TRACEVISOR_DEBUG");
+		alarm(60);	/* a reader that loops for ever dies of SIGALRM */
 		execv(tv, args);
 		_exit(127);
 	}
