@@ -40,7 +40,7 @@ for line in open(out + "/p.events"):
         continue
     ts = float(line.split()[2].rstrip(":"))
     has_tsc = re.search(r"has_tsc=(\d+)", line).group(1)
-    word = re.search(r"data=(\d+)", line).group(1)
+    word = re.search(r" data=(\d+)", line).group(1)
     marks[word] = (ts, has_tsc)
 ok = True
 spans = []
