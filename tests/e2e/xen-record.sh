@@ -37,7 +37,7 @@ $TV report /tmp/both > /tmp/b.txt || exit 26
 echo "$(grep -c " sched:sched_switch " /tmp/b.txt) $(grep -c " xen:xen_" /tmp/b.txt)" > /out/both.counts
 summary /tmp/tv tv && summary /tmp/xt xt && summary /tmp/masked masked || exit 25
 cp /tmp/both/session.meta /out/both.session.meta
-exit 0' xen LAB_TIMEOUT=900
+exit 0' xen LAB_TIMEOUT=900 LAB_XEN_ARGS=dom0_max_vcpus=2
 expect_rc 0 "dom0 script"
 
 meta() { sed -n "s/^$2=//p" "$OUT/$1/xen/meta"; }
@@ -46,6 +46,7 @@ meta() { sed -n "s/^$2=//p" "$OUT/$1/xen/meta"; }
 # --xen-events sched changed the mask; it was put back, and the next run found it
 [ "$(meta masked evt_mask)" = 0x0002f000 ] || fail "--xen-events sched not applied"
 [ "$(meta masked evt_mask_after)" = "$(meta masked evt_mask_before)" ] || fail "mask not restored"
+[ "$(meta tv evt_mask_after)" = "$(meta tv evt_mask_before)" ] || fail "mask not restored after SIGINT"
 [ "$(meta tv evt_mask_before)" = "$(meta masked evt_mask_before)" ] ||
 	fail "next recording found mask $(meta tv evt_mask_before), not $(meta masked evt_mask_before)"
 grep -q "xen_hypercall" "$OUT/masked.classes" && fail "--xen-events sched recorded hypercalls"
