@@ -433,6 +433,22 @@ long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
 	return (long)first + end;
 }
 
+int tv_xen_tinfo_cpu(const void *tinfo, size_t size, int cpu, const uint32_t **mfns)
+{
+	const uint16_t *t = tinfo;
+	size_t off;
+
+	if (size < 4 || (size_t)(cpu + 2) * 2 > size)
+		return -EBADMSG;
+	off = t[1 + cpu];	/* in u32 words from the start of t_info */
+	if (!off)
+		return 0;
+	if (!t[0] || (off + t[0]) * 4 > size)
+		return -EBADMSG;
+	*mfns = (const uint32_t *)tinfo + off;
+	return t[0];
+}
+
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
 	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"

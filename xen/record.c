@@ -175,12 +175,16 @@ static int xen_map_buffers(struct tv_xen_recorder *rec, uint64_t tinfo_mfn, uint
 	}
 	rec->data_size = rec->pages * XEN_PAGE - 8;	/* minus struct t_buf */
 	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
-		uint16_t off = tinfo[1 + cpu];
+		const uint32_t *mfns;
+		int n = tv_xen_tinfo_cpu(rec->tinfo, rec->tinfo_pages * XEN_PAGE, cpu, &mfns);
 
-		if (!off || (off + rec->pages) * 4u > rec->tinfo_pages * XEN_PAGE)
-			continue;	/* no buffer for this CPU (offline) */
-		rec->cpus[cpu].map = map_pages(rec, (const uint32_t *)rec->tinfo + off,
-					       rec->pages, PROT_READ | PROT_WRITE);
+		if (n < 0) {
+			tv_err("Corrupt trace buffer info: cpu=%d", cpu);
+			return n;
+		}
+		if (n == 0)
+			continue;	/* no buffer for this CPU (offline at allocation) */
+		rec->cpus[cpu].map = map_pages(rec, mfns, rec->pages, PROT_READ | PROT_WRITE);
 		if (!rec->cpus[cpu].map) {
 			tv_err("Cannot map trace buffer: cpu=%d, errno=%d", cpu, errno);
 			return -errno;

@@ -137,4 +137,16 @@ const char *tv_xen_hvm_handler_name(uint32_t event);
 long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
 		      uint32_t data_size, unsigned char *out, uint32_t *new_cons);
 
+/**
+ * tv_xen_tinfo_cpu - where CPU @cpu's buffer pages are listed in t_info
+ * @tinfo: the mapped t_info area (struct t_info: u16 tbuf_size, u16 mfn_offset[])
+ * @size: its size in bytes
+ * @cpu: physical CPU
+ * @mfns: set to the CPU's list of tbuf_size MFNs (u32 each)
+ *
+ * Return: tbuf_size (pages per CPU), 0 for a CPU without a buffer (offset
+ * 0: offline at allocation), -EBADMSG when the list lies outside t_info.
+ */
+int tv_xen_tinfo_cpu(const void *tinfo, size_t size, int cpu, const uint32_t **mfns);
+
 #endif

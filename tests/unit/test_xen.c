@@ -226,6 +226,26 @@ static void test_ring(void)
 	free(out);
 }
 
+/* t_info: tbuf_size 2, CPU 0 at word 4, CPU 1 without buffer, CPU 2 outside. */
+static void test_tinfo(void)
+{
+	uint32_t words[8] = { 0 };
+	uint16_t *t = (uint16_t *)words;
+	const uint32_t *mfns = NULL;
+
+	t[0] = 2;
+	t[1] = 4;
+	t[2] = 0;
+	t[3] = 7;
+	words[4] = 0x1234;
+	words[5] = 0x1235;
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 0, &mfns) == 2 && mfns &&
+		 mfns[0] == 0x1234 && mfns[1] == 0x1235, "cpu 0 mfn list");
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 1, &mfns) == 0, "cpu without buffer");
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 2, &mfns) == -EBADMSG, "list outside t_info");
+	TV_CHECK(tv_xen_tinfo_cpu(words, 4, 5, &mfns) == -EBADMSG, "cpu beyond t_info");
+}
+
 static void test_helpers(void)
 {
 	struct tv_xen_rec rec;
@@ -260,6 +280,7 @@ int main(void)
 	test_stat(tmp);
 	test_system_time(tmp);
 	test_ring();
+	test_tinfo();
 	test_helpers();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two'", tmp);
 	if (system(cmd))
