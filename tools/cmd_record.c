@@ -242,7 +242,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 			continue;
 		if (progress && rec)
 			show_progress(rec, now_s() - start);
-		if (n == 0)	/* once a second: VMs started since the last scan */
+		if (n == 0 && rec)	/* once a second: VMs started since the last scan */
 			tv_recorder_scan_vcpus(rec);
 		if (n <= 0)
 			continue;
