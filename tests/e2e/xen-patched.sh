@@ -56,8 +56,10 @@ for word, f in (("11", "m1"), ("22", "m2")):
     spans.append((ts - hi, ts - lo))
     print("sync point %s: xen %.9f s, dom0 monotonic [%.9f, %.9f] s, offset in [%.6f, %.6f] s"
           % (word, ts, lo, hi, ts - hi, ts - lo))
-# one clock up to a constant: some offset fits both (1 ms slack)
-if len(spans) == 2 and max(s[0] for s in spans) > min(s[1] for s in spans) + 0.001:
+# one clock up to a constant: some offset fits both.  2 ms slack: under TCG
+# the emulated TSC makes Xen's per-CPU extrapolation between calibrations
+# (which dom0's clock follows too) wander by up to ~1 ms (measured 0.1-0.8 ms).
+if len(spans) == 2 and max(s[0] for s in spans) > min(s[1] for s in spans) + 0.002:
     print("no common offset: Xen's time is not dom0's clock plus a constant"); ok = False
 sys.exit(0 if ok else 1)
 PY
