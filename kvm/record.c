@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,29 +118,29 @@ static int instance_write(struct tv_recorder *rec, const char *file, const char 
 	return 0;
 }
 
+/* Is @clock a whole word of trace_clock's "local [global] mono ..." list? */
+static bool clock_listed(const char *avail, const char *clock)
+{
+	size_t n = strlen(clock);
+
+	for (const char *p = avail; (p = strstr(p, clock)); p++) {
+		char before = p == avail ? ' ' : p[-1];
+		char after = p[n];
+
+		/* "mono" must not match inside "mono_raw" */
+		if ((before == ' ' || before == '[') &&
+		    (after == ' ' || after == ']' || after == '\n' || !after))
+			return true;
+	}
+	return false;
+}
+
 static int recorder_set_clock(struct tv_recorder *rec)
 {
 	const char *clock = rec->opts.clock ? rec->opts.clock : "local";
 	char *avail = tracefs_instance_file_read(rec->instance, "trace_clock", NULL);
-	char pattern[40];
-	int known;
 
-	snprintf(pattern, sizeof(pattern), "%s", clock);
-	known = avail && (strstr(avail, pattern) != NULL);
-	if (avail && known) {
-		/* Match a whole word: "mono" must not accept "mono_raw". */
-		char *p = avail;
-		known = 0;
-		while ((p = strstr(p, clock))) {
-			char before = p == avail ? ' ' : p[-1];
-			char after = p[strlen(clock)];
-			if ((before == ' ' || before == '[') &&
-			    (after == ' ' || after == ']' || after == '\n' || !after))
-				known = 1;
-			p++;
-		}
-	}
-	if (!known) {
+	if (!avail || !clock_listed(avail, clock)) {
 		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock,
 		       avail ? strtok(avail, "\n") : "?");
 		free(avail);

@@ -175,6 +175,23 @@ install_modules() {
 	echo "$kver" >"$root/lab/kver"
 }
 
+# The uncompressed ELF vmlinux inside a bzImage (like the kernel's
+# scripts/extract-vmlinux). Booting it directly (QEMU's PVH entry; Xen's
+# dom0 ELF loader) skips the xz decompression that costs seconds under TCG.
+extract_vmlinux() {
+	local bz=$1 out=$2 magic unpack off
+	for magic in 'xz:\xfd7zXZ\x00' 'zstd:\x28\xb5\x2f\xfd' 'gzip:\x1f\x8b\x08'; do
+		unpack=${magic%%:*}
+		# shellcheck disable=SC2013 # offsets are single words
+		for off in $(LC_ALL=C grep -obUaP "${magic#*:}" "$bz" 2>/dev/null | cut -d: -f1); do
+			tail -c +$((off + 1)) "$bz" | "$unpack" -dc >"$out" 2>/dev/null
+			is_elf "$out" && return 0
+		done
+	done
+	rm -f "$out"
+	return 1
+}
+
 # newc cpio of directory ROOT on stdout, owned by root.
 cpio_of() {
 	(cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet)
