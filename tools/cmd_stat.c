@@ -191,14 +191,14 @@ int cmd_stat(int argc, char **argv)
 		stat_usage(stderr);
 		return 2;
 	}
+	ret = tv_kvm_stat_compute(argv[optind], &st);
+	if (ret)
+		return tv_cli_status(ret);
 	/* A session with a Xen domain gets the Xen analysis as well. */
 	xret = tv_xen_stat_compute(argv[optind], &xst);
-	if (xret && xret != -ENOENT)
+	if (xret && xret != -ENOENT) {
+		tv_kvm_stat_free(&st);
 		return tv_cli_status(xret);
-	ret = tv_kvm_stat_compute(argv[optind], &st);
-	if (ret) {
-		tv_kvm_stat_free(&xst);
-		return tv_cli_status(ret);
 	}
 	if (json)
 		print_json(&st, xret ? NULL : &xst, hist);
