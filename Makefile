@@ -12,7 +12,8 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno
            -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard xen/*.c)
+LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
+            $(wildcard xen/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
@@ -23,9 +24,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 LIBTV    := $(BUILD)/libtracevisor.a
 TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
+HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean
-all: $(TRACEVISOR) $(TESTVMM) $(UNIT_BINS)
+all: $(TRACEVISOR) $(TESTVMM) $(HELPERS) $(UNIT_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -43,9 +45,13 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -static -o $@ $<
 
+$(BUILD)/tests/tv-%: tests/helpers/tv-%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $<
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIBTV) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(LIBTV) $(LDLIBS) -lm
 
 deps:
 	@scripts/install-deps

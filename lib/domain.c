@@ -242,6 +242,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 
 	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
 	domain_display_name(subdir, dom->name, sizeof(dom->name));
+	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
 	snprintf(path, sizeof(path), "%s/meta", dom->dir);
 	ret = tv_meta_read(path, &dom->meta);
 	if (ret)
@@ -272,6 +273,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	register_printers(dom);
 	load_task_maps(dom);
 	dom->info.name = dom->name;
+	dom->info.subdir = dom->subdir;
 	dom->info.dir = dom->dir;
 	dom->info.tep = dom->tep;
 	dom->info.meta = dom->meta;
@@ -287,6 +289,8 @@ void tv_domain_unload(struct tv_domain *dom)
 	tv_meta_free(dom->meta);
 	tv_vcpu_map_free(&dom->vcpus);
 	free(dom->tgids);
+	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
+		tv_json_layout_free(dom->bounds[i].json);
 	free(dom->bounds);
 	memset(dom, 0, sizeof(*dom));
 }

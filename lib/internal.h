@@ -23,6 +23,7 @@ struct event_bounds {
 	int min_size;		/* end of the last static field */
 	int nr_dynamic;
 	struct tep_format_field *dynamic[16];
+	struct json_layout *json;	/* compiled by event_fields.c on first use */
 };
 
 /* meta `kind`: how the domain's cpuN.* files are decoded. */
@@ -31,10 +32,18 @@ enum tv_domain_kind {
 	TV_DOMAIN_XEN_TRACE,	/* cpuN.xen Xen t_rec streams (xen/stream.c) */
 };
 
+struct json_layout;
+void tv_json_layout_free(struct json_layout *l);
+/* Make room for @extra more bytes (strbuf.c). */
+int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
+
 struct tv_domain {
 	struct tv_domain_info info;
 	enum tv_domain_kind kind;
 	char name[80];
+	char subdir[80];
+	int mapped;			/* timestamps go through @sync */
+	struct tv_sync_domain sync;
 	char dir[PATH_MAX];
 	struct tep_handle *tep;
 	struct tv_meta *meta;
@@ -63,7 +72,8 @@ struct tv_cpu_stream {
 	unsigned char *page;
 	size_t data_len;	/* bytes of events in the loaded sub-buffer */
 	struct kbuffer *kbuf;
-	struct tep_record rec;	/* current event */
+	struct tep_record rec;	/* current event, ts in the reference clock */
+	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	long long missed;	/* events lost before the current one */
 	int done;
 	struct tv_xen_stream *xen;	/* kind xen-trace only */

@@ -4,6 +4,10 @@
  * is merged with a binary min-heap keyed on (timestamp, domain, cpu), so
  * memory is one sub-buffer per stream whatever the trace size, and ties are
  * broken the same way on every run.
+ *
+ * When the session was synchronised (DIR/sync/transforms), each domain's
+ * timestamps are mapped to the reference clock as they are read, before
+ * the heap compares them: one multiply-shift per event, no buffering.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -140,6 +144,48 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 	return ret;
 }
 
+/* Map the stream's current event to the reference clock, keeping the raw one. */
+static int stream_advance(struct tv_cpu_stream *st)
+{
+	int ret = stream_next(st);
+
+	st->raw_ts = st->rec.ts;
+	if (ret > 0 && st->dom->mapped)
+		st->rec.ts = tv_sync_domain_apply(&st->dom->sync, st->rec.ts);
+	return ret;
+}
+
+static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *res, int warn)
+{
+	for (size_t d = 0; d < rd->nr_domains; d++) {
+		struct tv_domain *dom = &rd->domains[d];
+
+		for (size_t i = 0; i < res->nr; i++) {
+			if (strcmp(res->domains[i].domain, dom->subdir))
+				continue;
+			if (!tv_sync_domain_usable(&res->domains[i])) {
+				if (warn)
+					tv_warn("Domain not synchronised, its events stay in its own clock: domain=\"%s\", quality=%s",
+						dom->subdir,
+						tv_sync_quality_name(res->domains[i].est.quality));
+				break;
+			}
+			dom->sync = res->domains[i];
+			dom->mapped = strcmp(dom->sync.method, "reference") != 0;
+		}
+	}
+}
+
+static void reader_apply_sync(struct tv_reader *rd, const char *dir)
+{
+	struct tv_sync_result res;
+
+	if (tv_sync_read(dir, &res))
+		return;
+	reader_use_sync(rd, &res, 1);
+	tv_sync_result_free(&res);
+}
+
 static int reader_open_streams(struct tv_reader *rd)
 {
 	size_t total = 0;
@@ -157,7 +203,7 @@ static int reader_open_streams(struct tv_reader *rd)
 
 			ret = stream_open(st, &rd->domains[d], cpu);
 			if (!ret)
-				ret = stream_next(st);
+				ret = stream_advance(st);
 			if (ret > 0) {
 				rd->heap[rd->heap_len] = st;
 				heap_sift_up(rd, rd->heap_len++);
@@ -168,7 +214,9 @@ static int reader_open_streams(struct tv_reader *rd)
 	return ret;
 }
 
-int tv_reader_open(const char *dir, struct tv_reader **out)
+/* @res: transforms to use; NULL: DIR/sync/transforms unless @raw. */
+static int reader_open(const char *dir, int raw, const struct tv_sync_result *res,
+		       struct tv_reader **out)
 {
 	struct tv_reader *rd = calloc(1, sizeof(*rd));
 	int ret;
@@ -176,6 +224,10 @@ int tv_reader_open(const char *dir, struct tv_reader **out)
 	if (!rd)
 		return -ENOMEM;
 	ret = reader_load_domains(rd, dir);
+	if (!ret && res)
+		reader_use_sync(rd, res, 0);
+	else if (!ret && !raw)
+		reader_apply_sync(rd, dir);
 	if (!ret)
 		ret = reader_open_streams(rd);
 	if (ret) {
@@ -186,13 +238,29 @@ int tv_reader_open(const char *dir, struct tv_reader **out)
 	return 0;
 }
 
+int tv_reader_open(const char *dir, struct tv_reader **out)
+{
+	return reader_open(dir, 0, NULL, out);
+}
+
+int tv_reader_open_raw(const char *dir, struct tv_reader **out)
+{
+	return reader_open(dir, 1, NULL, out);
+}
+
+int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
+			  struct tv_reader **out)
+{
+	return reader_open(dir, 0, res, out);
+}
+
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 {
 	struct tv_cpu_stream *st;
 	int ret;
 
 	if (rd->current) {
-		ret = stream_next(rd->current);
+		ret = stream_advance(rd->current);
 		if (ret < 0)
 			return ret;
 		if (ret > 0) {
@@ -216,6 +284,9 @@ int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 	ev->pid = tep_data_pid(st->dom->tep, &st->rec);
 	ev->domain = st->dom->name;
 	ev->missed_before = st->rec.missed_events;
+	ev->ts_raw = st->raw_ts;
+	ev->domain_index = (int)(st->dom - rd->domains);
+	ev->domain_info = &st->dom->info;
 	return 1;
 }
 

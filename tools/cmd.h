@@ -10,6 +10,8 @@ int cmd_report(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_xen_mark(int argc, char **argv);
+int cmd_sync(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Print "tracevisor CMD: MESSAGE" on stderr. */
 void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	{ "import", cmd_import, "convert a recording of another tool (xentrace) into a session" },
 	{ "xen-mark", cmd_xen_mark, "(Xen dom0) write a sync point into Xen's trace buffers" },
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
+	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
+	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },
 };
 
 static const char *current_cmd = "tracevisor";

@@ -139,11 +139,147 @@ int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path);
 const struct tv_vcpu_thread *tv_vcpu_map_find(const struct tv_vcpu_map *map, pid_t tid);
 void tv_vcpu_map_free(struct tv_vcpu_map *map);
 
+/* ---------------------------------------------------- clock sync (sync/) */
+
+/*
+ * A domain's clock mapped to the reference clock (the host's):
+ *   ref = base_ref + floor((dom - base_dom) * slope_q48 / 2^48)
+ * computed in 128-bit integers.  slope_q48 = 2^48 is a pure offset.
+ */
+struct tv_clock_map {
+	int64_t base_dom;
+	int64_t base_ref;
+	int64_t slope_q48;
+};
+
+#define TV_SLOPE_ONE ((int64_t)1 << 48)
+
+/* Map @ts (domain clock) to the reference clock; saturates at 0 and INT64_MAX. */
+uint64_t tv_clock_map_apply(const struct tv_clock_map *map, uint64_t ts);
+/* @outer after @inner: dom --inner--> mid --outer--> ref. */
+void tv_clock_map_compose(const struct tv_clock_map *outer, const struct tv_clock_map *inner,
+			  struct tv_clock_map *out);
+
+enum tv_sync_quality {
+	TV_SYNC_EXACT,		/* exact arithmetic relation (same TSC) */
+	TV_SYNC_ACCURATE,	/* two bounding lines, bound <= TV_SYNC_ACCURATE_NS */
+	TV_SYNC_APPROXIMATE,	/* a line fits, but the bound is loose or one-sided */
+	TV_SYNC_INSUFFICIENT,	/* not enough probes in both directions */
+	TV_SYNC_FAILED,		/* no line fits the probes */
+};
+
+#define TV_SYNC_ACCURATE_NS 100000
+
+const char *tv_sync_quality_name(enum tv_sync_quality q);
+
+struct tv_sync_estimate {
+	enum tv_sync_quality quality;
+	struct tv_clock_map map;
+	int64_t bound_ns;		/* guaranteed |error| over [span_lo, span_hi]; -1: none */
+	int64_t span_lo, span_hi;	/* domain-clock range the bound covers */
+	double slope_min, slope_max;	/* the two bounding slopes (informative) */
+	size_t nr_above, nr_below;	/* points kept on each hull */
+	char message[200];		/* why, when not exact/accurate */
+};
+
+/*
+ * Convex-hull clock estimator (Duda; Poirier and Jabbarifar's fully
+ * incremental form).  x is the domain's clock, y the reference's.
+ * "below" points (x, y) must lie on or below the true line (e.g. a message
+ * sent by the reference at y and received by the domain at x); "above"
+ * points on or above it.  Points must come in non-decreasing x per set.
+ */
+struct tv_sync_hull;
+
+struct tv_sync_hull *tv_sync_hull_new(void);
+void tv_sync_hull_free(struct tv_sync_hull *h);
+/* Return: 0, -ERANGE (coordinates too far apart), -EINVAL (x decreasing), -ENOMEM. */
+int tv_sync_hull_add_below(struct tv_sync_hull *h, int64_t x, int64_t y);
+int tv_sync_hull_add_above(struct tv_sync_hull *h, int64_t x, int64_t y);
+
+/**
+ * tv_sync_hull_estimate - the middle line and its guaranteed error bound
+ * @h: the hull
+ * @span_lo: first domain timestamp the transform is used on
+ * @span_hi: last one
+ * @out: filled in every case; quality says how far it can be trusted
+ *
+ * Return: 0 (even when the quality is failed or insufficient).
+ */
+int tv_sync_hull_estimate(const struct tv_sync_hull *h, int64_t span_lo, int64_t span_hi,
+			  struct tv_sync_estimate *out);
+
+/* KVM x86 TSC scaling: guest = offset + (host * ratio >> frac_bits). */
+struct tv_tsc_params {
+	uint64_t offset;
+	uint64_t ratio;
+	unsigned int frac_bits;	/* 48 on VMX, 32 on SVM */
+};
+
+uint64_t tv_tsc_guest_from_host(const struct tv_tsc_params *p, uint64_t host_tsc);
+/* The smallest host TSC whose guest TSC is >= @guest_tsc: an exact inverse. */
+uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_tsc);
+
+#define TV_TSC_MAX_SEGMENTS 16
+
+/* A TSC offset in force from host TSC @from_host on (kvm_write_tsc_offset). */
+struct tv_tsc_segment {
+	uint64_t from_host;
+	uint64_t offset;
+};
+
+/* Per-domain result of tv_sync_session(); also what DIR/sync/transforms holds. */
+struct tv_sync_domain {
+	char domain[80];		/* subdirectory name: guest-vm1 */
+	char via[80];			/* domain it was synchronised against */
+	char method[16];		/* reference, tsc, hull, none */
+	struct tv_sync_estimate est;	/* composed to the reference */
+	struct tv_tsc_params tsc;	/* method tsc: ratio, frac_bits, first offset */
+	struct tv_tsc_segment tsc_segments[TV_TSC_MAX_SEGMENTS];
+	size_t nr_tsc_segments;		/* offsets in time order; 0: tsc.offset always */
+	size_t nr_probes;		/* matched probe pairs */
+	size_t nr_pairs_checked;	/* send/receive pairs checked for causality */
+	size_t causality_violations;	/* probe pairs + vCPU events below */
+	size_t nr_vcpu_checked;		/* guest events checked against their vCPU's runs */
+	size_t vcpu_violations;		/* of those, seen while the vCPU was out of the guest */
+};
+
+struct tv_sync_result {
+	struct tv_sync_domain *domains;
+	size_t nr;
+	char reference[80];
+};
+
+/**
+ * tv_sync_session - estimate every domain's clock against the reference
+ * @dir: session directory
+ * @out: results, one per domain (the reference first)
+ *
+ * Reads the probes (doc/sync-probes.md) with the domains' own clocks,
+ * estimates, composes and checks causality.  Does not write anything.
+ */
+int tv_sync_session(const char *dir, struct tv_sync_result *out);
+/*
+ * After tv_sync_session(): also count guest events that, once mapped, fall
+ * where their vCPU was out of guest mode (host kvm_exit .. kvm_entry).
+ * tv_sync_session() calls it; exposed for results read back from a file.
+ */
+int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
+/* @ts of domain @d in the reference clock (map or TSC relation). */
+uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
+/* Whether the result is good enough to merge by (exact, accurate, approximate). */
+bool tv_sync_domain_usable(const struct tv_sync_domain *d);
+/* Write @res as DIR/sync/transforms (doc/session-format.md). */
+int tv_sync_write(const char *dir, const struct tv_sync_result *res);
+/* Read DIR/sync/transforms; -ENOENT when the session was never synced. */
+int tv_sync_read(const char *dir, struct tv_sync_result *out);
+void tv_sync_result_free(struct tv_sync_result *res);
+
 /* ------------------------------------------------------------- reading */
 
 /* One decoded event, valid until the next tv_reader_next(). */
 struct tv_event {
-	uint64_t ts;			/* ns in the domain's trace clock */
+	uint64_t ts;			/* in the reference clock when synced */
 	int cpu;
 	int pid;
 	const char *domain;		/* "host", "guest:NAME", ... */
@@ -151,10 +287,14 @@ struct tv_event {
 	struct tep_event *format;
 	struct tep_record *record;
 	long long missed_before;	/* >0: events lost just before this one */
+	uint64_t ts_raw;		/* in the domain's own trace clock */
+	int domain_index;		/* index for tv_reader_domain() */
+	const struct tv_domain_info *domain_info;
 };
 
 struct tv_domain_info {
-	const char *name;
+	const char *name;		/* display name: host, guest:NAME */
+	const char *subdir;		/* directory in the session: host, guest-NAME */
 	const char *dir;
 	struct tep_handle *tep;
 	const struct tv_meta *meta;
@@ -173,6 +313,16 @@ struct tv_reader;
  * does not depend on the trace size.  Return: 0 or -errno (logged).
  */
 int tv_reader_open(const char *dir, struct tv_reader **out);
+/*
+ * tv_reader_open() maps every domain to the reference clock when the
+ * session holds DIR/sync/transforms (usable quality only); this one keeps
+ * each domain's own clock (what the sync estimation reads).
+ */
+int tv_reader_open_raw(const char *dir, struct tv_reader **out);
+struct tv_sync_result;
+/* With the transforms of @res (usable domains only) instead of the stored ones. */
+int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
+			  struct tv_reader **out);
 /* Return: 1 with @ev filled, 0 at the end, -errno on a corrupt file (logged). */
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev);
 void tv_reader_close(struct tv_reader *rd);
@@ -198,6 +348,10 @@ struct tv_strbuf {
 int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
+/* Fast paths for per-event output: raw bytes, decimal integers. */
+int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n);
+int tv_strbuf_append_u64(struct tv_strbuf *sb, uint64_t v);
+int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v);
 void tv_strbuf_reset(struct tv_strbuf *sb);
 void tv_strbuf_free(struct tv_strbuf *sb);
 
@@ -316,5 +470,28 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  *       counted.  Return: 0, -ENOENT when the session has no Xen domain.
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
+
+/* ------------------------------------------------------------- export */
+
+struct tv_export_stats {
+	uint64_t events;
+	uint64_t streams;	/* CTF streams, or Perfetto tracks */
+	uint64_t slices;	/* Perfetto: VM exit slices */
+};
+
+/**
+ * tv_export_ctf - write a session as one CTF 1.8 trace in the reference clock
+ * @rd: the session, open for reading (consumed to its end)
+ * @session_dir: its directory (for metadata)
+ * @out: the CTF trace directory to create
+ * @st: counts of what was written
+ */
+int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
+		  struct tv_export_stats *st);
+/**
+ * tv_export_perfetto - write Chrome/Perfetto trace-event JSON: a track per
+ * CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices
+ */
+int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
 
 #endif /* TRACEVISOR_H */

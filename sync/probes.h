@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/* Probe records of doc/sync-probes.md, shared by sync/ files. */
+#ifndef TV_SYNC_PROBES_H
+#define TV_SYNC_PROBES_H
+
+#include <stdint.h>
+
+#define TV_SYNC_MAGIC 0x59535654u	/* "TVSY" */
+#define TV_SYNC_HCALL_NR 0x7476
+#define TV_SYNC_HCALL_TAG 0xabc00u
+
+enum tv_sync_probe_type {
+	TV_PROBE_PING_SEND = 1,
+	TV_PROBE_PING_RECV = 2,
+	TV_PROBE_PONG_SEND = 3,
+	TV_PROBE_PONG_RECV = 4,
+	TV_PROBE_HCALL_BEFORE = 5,
+	TV_PROBE_HCALL_AFTER = 6,
+	TV_PROBE_HCALL_HOST = 7,	/* kvm_hypercall seen by the host */
+	TV_PROBE_NR_TYPES = 8,
+};
+
+struct tv_sync_marker {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t guest;
+	uint64_t seq;
+	uint64_t aux;
+} __attribute__((packed));
+
+#endif

@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Clock synchronisation of a whole session: read every domain's probes in
+ * its own clock, estimate each (guest, peer) relation with the convex-hull
+ * estimator (or the exact TSC relation), keep for each domain the path to
+ * the reference with the smallest composed bound, then check causality of
+ * every probe pair under the final transforms.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+#include "probes.h"
+#include "tsc.h"
+
+#define MAX_DOMAINS 64
+
+/* One probe timestamp. @guest is the probed domain, @peer the prober. */
+struct probe {
+	uint64_t seq;
+	uint64_t ts;
+	int guest, peer;
+	int type;
+};
+
+/* A constraint point of one (guest, peer) relation. */
+struct point {
+	int guest, peer, below;
+	int64_t x, y;
+};
+
+struct dom_scan {
+	struct tep_event *raw_data, *hypercall, *write_tsc;
+	int64_t first, last;
+	int is_guest;
+	int guest_index;	/* among guest-* domains, -1 otherwise */
+};
+
+struct scan {
+	struct tv_reader *rd;
+	size_t nr_domains;
+	struct dom_scan dom[MAX_DOMAINS];
+	int guest_dom[MAX_DOMAINS];	/* guest index -> domain */
+	size_t nr_guests;
+	struct probe *probes;
+	size_t nr_probes, cap_probes;
+	struct tv_tsc_segments tsc[MAX_DOMAINS];
+};
+
+static int scan_push(struct scan *sc, struct probe p)
+{
+	if (sc->nr_probes == sc->cap_probes) {
+		size_t cap = sc->cap_probes ? sc->cap_probes * 2 : 1024;
+		struct probe *grown = realloc(sc->probes, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		sc->probes = grown;
+		sc->cap_probes = cap;
+	}
+	sc->probes[sc->nr_probes++] = p;
+	return 0;
+}
+
+static void scan_init_domains(struct scan *sc)
+{
+	sc->nr_domains = tv_reader_nr_domains(sc->rd);
+	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
+		const struct tv_domain_info *info = tv_reader_domain(sc->rd, d);
+		struct dom_scan *ds = &sc->dom[d];
+
+		ds->raw_data = tep_find_event_by_name(info->tep, "ftrace", "raw_data");
+		ds->hypercall = tep_find_event_by_name(info->tep, "kvm", "kvm_hypercall");
+		ds->write_tsc = tep_find_event_by_name(info->tep, "kvm", "kvm_write_tsc_offset");
+		ds->first = -1;
+		ds->guest_index = -1;
+		if (!strncmp(info->subdir, "guest-", 6)) {
+			ds->is_guest = 1;
+			ds->guest_index = (int)sc->nr_guests;
+			sc->guest_dom[sc->nr_guests++] = (int)d;
+		}
+	}
+}
+
+/* The domain a host-side probe of guest index @g is about, or -1. */
+static int scan_guest_domain(const struct scan *sc, unsigned int g)
+{
+	return g < sc->nr_guests ? sc->guest_dom[g] : -1;
+}
+
+static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
+{
+	const unsigned char *data = ev->record->data;
+	struct tv_sync_marker m;
+	int guest;
+
+	if (ev->record->size < 8 + (int)sizeof(m))
+		return 0;
+	memcpy(&m, data + 8, sizeof(m));
+	if (m.magic != TV_SYNC_MAGIC || m.type < TV_PROBE_PING_SEND ||
+	    m.type > TV_PROBE_HCALL_AFTER)
+		return 0;
+	if (m.type == TV_PROBE_PING_SEND || m.type == TV_PROBE_PONG_RECV) {
+		guest = scan_guest_domain(sc, m.guest);
+		if (guest < 0 || guest == d)
+			return 0;
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, guest, d, m.type });
+	}
+	if (!sc->dom[d].is_guest)
+		return 0;
+	return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, d, -1, m.type });
+}
+
+static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
+{
+	uint64_t nr, a0, a1;
+	int guest;
+
+	if (tv_event_field_u64(ev, "nr", &nr) || nr != TV_SYNC_HCALL_NR ||
+	    tv_event_field_u64(ev, "a0", &a0) || tv_event_field_u64(ev, "a1", &a1) ||
+	    (a1 & ~0xffULL) != TV_SYNC_HCALL_TAG)
+		return 0;
+	guest = scan_guest_domain(sc, (unsigned int)(a1 & 0xff));
+	if (guest < 0 || guest == d)
+		return 0;
+	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST });
+}
+
+/* kvm_write_tsc_offset belongs to the guest whose vCPU thread wrote it. */
+static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
+{
+	const struct tv_domain_info *info = tv_reader_domain(sc->rd, (size_t)d);
+	const struct tv_vcpu_thread *t = tv_vcpu_map_find(info->vcpus, ev->pid);
+	uint64_t next;
+	int guest = -1;
+
+	if (tv_event_field_u64(ev, "next_tsc_offset", &next))
+		return 0;
+	for (size_t g = 0; g < sc->nr_guests; g++) {
+		const struct tv_domain_info *gi = tv_reader_domain(sc->rd, (size_t)sc->guest_dom[g]);
+
+		if ((t && !strcmp(gi->subdir + 6, t->vm_name)) || sc->nr_guests == 1)
+			guest = sc->guest_dom[g];
+	}
+	if (guest < 0)
+		return 0;
+	return tv_tsc_segments_add(&sc->tsc[guest], ev->ts_raw, next);
+}
+
+static int scan_event(struct scan *sc, const struct tv_event *ev)
+{
+	int d = ev->domain_index;
+	struct dom_scan *ds = &sc->dom[d];
+
+	if (ds->first < 0)
+		ds->first = (int64_t)ev->ts_raw;
+	ds->last = (int64_t)ev->ts_raw;
+	if (!ev->format)
+		return 0;
+	if (ev->format == ds->raw_data)
+		return scan_marker(sc, ev, d);
+	if (ev->format == ds->hypercall)
+		return scan_hypercall(sc, ev, d);
+	if (ev->format == ds->write_tsc)
+		return scan_write_tsc(sc, ev, d);
+	return 0;
+}
+
+static int scan_session(struct scan *sc, const char *dir)
+{
+	struct tv_event ev;
+	int ret;
+
+	ret = tv_reader_open_raw(dir, &sc->rd);
+	if (ret)
+		return ret;
+	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS)
+		return -E2BIG;
+	scan_init_domains(sc);
+	while ((ret = tv_reader_next(sc->rd, &ev)) > 0) {
+		ret = scan_event(sc, &ev);
+		if (ret < 0)
+			return ret;
+	}
+	return ret;
+}
+
+static int cmp_probe(const void *a, const void *b)
+{
+	const struct probe *x = a, *y = b;
+
+	if (x->guest != y->guest)
+		return x->guest - y->guest;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->type - y->type;
+}
+
+/* One probe round: the timestamps of each type, -1 when missing. */
+struct round {
+	int guest, peer[TV_PROBE_NR_TYPES];
+	int64_t ts[TV_PROBE_NR_TYPES];
+};
+
+/* Fill @r from the sorted probes at *@i; advances *@i past the round. */
+static void next_round(const struct scan *sc, size_t *i, struct round *r)
+{
+	const struct probe *p0 = &sc->probes[*i];
+
+	r->guest = p0->guest;
+	for (int t = 0; t < TV_PROBE_NR_TYPES; t++) {
+		r->ts[t] = -1;
+		r->peer[t] = -1;
+	}
+	for (; *i < sc->nr_probes && sc->probes[*i].guest == p0->guest &&
+	       sc->probes[*i].seq == p0->seq; (*i)++) {
+		r->ts[sc->probes[*i].type] = (int64_t)sc->probes[*i].ts;
+		r->peer[sc->probes[*i].type] = sc->probes[*i].peer;
+	}
+}
+
+typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int below, void *ctx);
+
+/*
+ * Every send/receive pair of a round, as (guest-side type, peer-side type,
+ * below): below means the guest timestamp is the receive side.
+ */
+static int for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
+{
+	static const int pairs[][3] = {
+		{ TV_PROBE_PING_RECV, TV_PROBE_PING_SEND, 1 },
+		{ TV_PROBE_PONG_SEND, TV_PROBE_PONG_RECV, 0 },
+		{ TV_PROBE_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
+		{ TV_PROBE_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
+	};
+	struct round r;
+	int ret = 0;
+
+	for (size_t i = 0; i < sc->nr_probes && !ret;) {
+		next_round(sc, &i, &r);
+		for (size_t k = 0; k < 4 && !ret; k++)
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0)
+				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
+	}
+	return ret;
+}
+
+struct points {
+	struct point *p;
+	size_t n, cap;
+};
+
+static int collect_point(const struct round *r, int gt, int pt, int below, void *ctx)
+{
+	struct points *pts = ctx;
+
+	if (pts->n == pts->cap) {
+		size_t cap = pts->cap ? pts->cap * 2 : 1024;
+		struct point *grown = realloc(pts->p, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		pts->p = grown;
+		pts->cap = cap;
+	}
+	pts->p[pts->n++] = (struct point){ r->guest, r->peer[pt], below, r->ts[gt], r->ts[pt] };
+	return 0;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	if (x->guest != y->guest)
+		return x->guest - y->guest;
+	if (x->peer != y->peer)
+		return x->peer - y->peer;
+	if (x->below != y->below)
+		return x->below - y->below;
+	return (x->x > y->x) - (x->x < y->x);
+}
+
+/* An estimated edge guest -> peer. */
+struct edge {
+	int valid;
+	size_t nr_pairs;
+	struct tv_sync_estimate est;
+};
+
+struct graph {
+	struct edge e[MAX_DOMAINS][MAX_DOMAINS];	/* [guest][peer] */
+};
+
+static int estimate_edge(const struct scan *sc, const struct point *p, size_t n,
+			 struct edge *e)
+{
+	struct tv_sync_hull *h = tv_sync_hull_new();
+	const struct dom_scan *ds = &sc->dom[p[0].guest];
+	int ret = 0;
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = p[i].below ? tv_sync_hull_add_below(h, p[i].x, p[i].y)
+				 : tv_sync_hull_add_above(h, p[i].x, p[i].y);
+	if (!ret)
+		ret = tv_sync_hull_estimate(h, ds->first, ds->last, &e->est);
+	e->valid = !ret;
+	e->nr_pairs = n;
+	tv_sync_hull_free(h);
+	return ret;
+}
+
+static int estimate_edges(const struct scan *sc, struct graph *g)
+{
+	struct points pts = { 0 };
+	int ret = for_each_pair(sc, collect_point, &pts);
+
+	if (!ret && pts.n)
+		qsort(pts.p, pts.n, sizeof(*pts.p), cmp_point);
+	for (size_t i = 0, j; !ret && i < pts.n; i = j) {
+		for (j = i; j < pts.n && pts.p[j].guest == pts.p[i].guest &&
+			    pts.p[j].peer == pts.p[i].peer; j++)
+			;
+		ret = estimate_edge(sc, &pts.p[i], j - i,
+				    &g->e[pts.p[i].guest][pts.p[i].peer]);
+	}
+	free(pts.p);
+	return ret;
+}
+
+/* Exact TSC relation for @d when both sides trace with the TSC clock. */
+static int tsc_method(const struct scan *sc, int d, int ref, struct tv_sync_domain *out)
+{
+	const struct tv_domain_info *gi = tv_reader_domain(sc->rd, (size_t)d);
+	const struct tv_domain_info *ri = tv_reader_domain(sc->rd, (size_t)ref);
+	const char *gc = tv_meta_get(gi->meta, "clock"), *rc = tv_meta_get(ri->meta, "clock");
+	char path[4096];
+	unsigned long long off = 0, ratio = 0;
+	unsigned int frac = 0, vcpu;
+	int have_file = 0;
+	FILE *f;
+
+	if (!gc || !rc || strcmp(gc, "x86-tsc") || strcmp(rc, "x86-tsc"))
+		return 0;
+	snprintf(path, sizeof(path), "%s/tsc", gi->dir);
+	f = fopen(path, "re");
+	if (f) {
+		have_file = fscanf(f, "%u %llu %llu %u", &vcpu, &off, &ratio, &frac) == 4 &&
+			    frac < 64 && ratio;
+		fclose(f);
+	}
+	if (!have_file && !sc->tsc[d].n)
+		return 0;
+	out->tsc.frac_bits = have_file ? frac : 48;
+	out->tsc.ratio = have_file ? ratio : 1ULL << 48;
+	out->tsc.offset = sc->tsc[d].n ? sc->tsc[d].seg[0].offset : off;
+	memcpy(out->tsc_segments, sc->tsc[d].seg, sizeof(out->tsc_segments));
+	out->nr_tsc_segments = sc->tsc[d].n;
+	snprintf(out->method, sizeof(out->method), "tsc");
+	snprintf(out->via, sizeof(out->via), "%s", ri->subdir);
+	out->est.quality = TV_SYNC_EXACT;
+	out->est.bound_ns = 0;
+	out->est.map.slope_q48 = TV_SLOPE_ONE;
+	out->est.span_lo = sc->dom[d].first;
+	out->est.span_hi = sc->dom[d].last;
+	return 1;
+}
+
+static int edge_usable(const struct edge *e)
+{
+	return e->valid && e->est.quality <= TV_SYNC_APPROXIMATE;
+}
+
+/* A bound to rank paths with; a path without a bound ranks last. */
+static int64_t edge_cost(const struct edge *e)
+{
+	return e->est.bound_ns >= 0 ? e->est.bound_ns + 2 : INT64_MAX / 64;
+}
+
+/* Relax paths towards the reference (Bellman-Ford on at most 64 nodes). */
+static void resolve_paths(const struct scan *sc, const struct graph *g, int ref,
+			  struct tv_sync_domain *res)
+{
+	int64_t cost[MAX_DOMAINS];
+	size_t n = sc->nr_domains;
+
+	for (size_t d = 0; d < n; d++)
+		cost[d] = (int)d == ref || !strcmp(res[d].method, "tsc") ? 0 : -1;
+	for (size_t round = 0; round < n; round++) {
+		for (size_t d = 0; d < n; d++) {
+			for (size_t p = 0; p < n; p++) {
+				const struct edge *e = &g->e[d][p];
+				int64_t c;
+
+				if (!edge_usable(e) || cost[p] < 0 || cost[d] == 0)
+					continue;
+				c = cost[p] + edge_cost(e);
+				if (cost[d] >= 0 && c >= cost[d])
+					continue;
+				cost[d] = c;
+				res[d].est = e->est;
+				res[d].nr_probes = e->nr_pairs;
+				snprintf(res[d].method, sizeof(res[d].method), "hull");
+				snprintf(res[d].via, sizeof(res[d].via), "%s",
+					 tv_reader_domain(sc->rd, p)->subdir);
+			}
+		}
+	}
+}
+
+static int domain_index(const struct scan *sc, const char *subdir)
+{
+	for (size_t v = 0; v < sc->nr_domains; v++)
+		if (!strcmp(tv_reader_domain(sc->rd, v)->subdir, subdir))
+			return (int)v;
+	return -1;
+}
+
+/* |error| of inner, seen through outer's slope, plus outer's own: ceiling. */
+static int64_t compose_bound(int64_t inner, int64_t outer, int64_t outer_slope_q48)
+{
+	__int128 scaled;
+
+	if (inner < 0 || outer < 0)
+		return -1;	/* no bound on one leg: none for the path */
+	scaled = ((__int128)inner * outer_slope_q48 + TV_SLOPE_ONE - 1) >> 48;
+	return (int64_t)scaled + outer + 2;	/* +2: the composed map's rounding */
+}
+
+/*
+ * Make @d's map go to the reference: first its via domain's (depth first,
+ * so each domain is composed once), then compose.  @state: 0 new,
+ * 1 in progress (a cycle), 2 done.
+ */
+static void compose_one(const struct scan *sc, struct tv_sync_domain *res, int ref, int d,
+			char *state)
+{
+	struct tv_sync_domain *r = &res[d];
+	int v = domain_index(sc, r->via);
+
+	if (state[d])
+		return;
+	state[d] = 1;
+	if (strcmp(r->method, "hull") || v < 0 || v == ref) {
+		state[d] = 2;
+		return;
+	}
+	compose_one(sc, res, ref, v, state);
+	if (state[v] != 2 || strcmp(res[v].method, "hull")) {
+		/* A cycle, or a TSC-exact middle domain whose relation is not a line. */
+		snprintf(r->method, sizeof(r->method), "none");
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "synchronised only against %s, which has no linear path to the reference",
+			 r->via);
+		r->est.quality = TV_SYNC_INSUFFICIENT;
+		state[d] = 2;
+		return;
+	}
+	tv_clock_map_compose(&res[v].est.map, &r->est.map, &r->est.map);
+	r->est.bound_ns = compose_bound(r->est.bound_ns, res[v].est.bound_ns,
+					res[v].est.map.slope_q48);
+	if (res[v].est.quality > r->est.quality)
+		r->est.quality = res[v].est.quality;
+	state[d] = 2;
+}
+
+/*
+ * Compose each hull result with its via domain's, so all map to the
+ * reference; via keeps naming the domain the probes were exchanged with.
+ */
+static void compose_paths(const struct scan *sc, struct tv_sync_domain *res, int ref)
+{
+	char state[MAX_DOMAINS] = { 0 };
+
+	for (size_t d = 0; d < sc->nr_domains; d++)
+		compose_one(sc, res, ref, (int)d, state);
+}
+
+/* Why a domain has no transform: the best edge's message, or no probes. */
+static void explain_missing(const struct scan *sc, const struct graph *g, size_t d,
+			    struct tv_sync_domain *r)
+{
+	const struct edge *best = NULL;
+
+	snprintf(r->method, sizeof(r->method), "none");
+	for (size_t p = 0; p < sc->nr_domains; p++)
+		if (g->e[d][p].valid && (!best || g->e[d][p].est.quality < best->est.quality))
+			best = &g->e[d][p];
+	if (best) {
+		r->est = best->est;
+		r->nr_probes = best->nr_pairs;
+		return;
+	}
+	r->est.quality = TV_SYNC_INSUFFICIENT;
+	r->est.bound_ns = -1;
+	snprintf(r->est.message, sizeof(r->est.message),
+		 "no sync probes (ftrace:raw_data markers or kvm_hypercall 0x7476) for this domain: record with `tracevisor record --guest ...`");
+}
+
+struct causality {
+	struct tv_sync_domain *res;
+};
+
+static int check_pair(const struct round *r, int gt, int pt, int below, void *ctx)
+{
+	struct causality *c = ctx;
+	struct tv_sync_domain *g = &c->res[r->guest], *p = &c->res[r->peer[pt]];
+	uint64_t gts = tv_sync_domain_apply(g, (uint64_t)r->ts[gt]);
+	uint64_t pts = tv_sync_domain_apply(p, (uint64_t)r->ts[pt]);
+
+	if (!tv_sync_domain_usable(g) || !tv_sync_domain_usable(p))
+		return 0;
+	g->nr_pairs_checked++;
+	/* below: the guest received what the peer sent, so it may not be earlier. */
+	if (below ? gts < pts : gts > pts)
+		g->causality_violations++;
+	return 0;
+}
+
+static int reference_index(const struct scan *sc, const char *dir)
+{
+	char path[4096];
+	struct tv_meta *m = NULL;
+	const char *name;
+	int ref = 0;
+
+	snprintf(path, sizeof(path), "%s/session.meta", dir);
+	if (tv_meta_read(path, &m))
+		return 0;
+	name = tv_meta_get(m, "reference_domain");
+	for (size_t d = 0; name && d < sc->nr_domains; d++)
+		if (!strcmp(tv_reader_domain(sc->rd, d)->subdir, name))
+			ref = (int)d;
+	tv_meta_free(m);
+	return ref;
+}
+
+static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result *out)
+{
+	struct graph *g = calloc(1, sizeof(*g));
+	struct causality c;
+	int ref = reference_index(sc, dir), ret;
+
+	out->domains = calloc(sc->nr_domains, sizeof(*out->domains));
+	if (!g || !out->domains) {
+		free(g);
+		return -ENOMEM;
+	}
+	out->nr = sc->nr_domains;
+	snprintf(out->reference, sizeof(out->reference), "%s",
+		 tv_reader_domain(sc->rd, (size_t)ref)->subdir);
+	qsort(sc->probes, sc->nr_probes, sizeof(*sc->probes), cmp_probe);
+	ret = estimate_edges(sc, g);
+	for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
+		struct tv_sync_domain *r = &out->domains[d];
+
+		snprintf(r->domain, sizeof(r->domain), "%s", tv_reader_domain(sc->rd, d)->subdir);
+		if ((int)d == ref) {
+			snprintf(r->method, sizeof(r->method), "reference");
+			snprintf(r->via, sizeof(r->via), "%s", r->domain);
+			r->est.map.slope_q48 = TV_SLOPE_ONE;
+		} else {
+			tsc_method(sc, (int)d, ref, r);
+		}
+	}
+	if (!ret) {
+		resolve_paths(sc, g, ref, out->domains);
+		compose_paths(sc, out->domains, ref);
+		for (size_t d = 0; d < sc->nr_domains; d++) {
+			if (!out->domains[d].method[0])
+				explain_missing(sc, g, d, &out->domains[d]);
+			else if (!strcmp(out->domains[d].method, "tsc") && g->e[d][ref].valid)
+				out->domains[d].nr_probes = g->e[d][ref].nr_pairs;
+		}
+		c.res = out->domains;
+		ret = for_each_pair(sc, check_pair, &c);
+	}
+	free(g);
+	return ret;
+}
+
+int tv_sync_session(const char *dir, struct tv_sync_result *out)
+{
+	struct scan *sc = calloc(1, sizeof(*sc));
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!sc)
+		return -ENOMEM;
+	ret = scan_session(sc, dir);
+	if (!ret)
+		ret = sync_compute(sc, dir, out);
+	if (!ret)
+		ret = tv_sync_check_vcpus(dir, out);
+	if (ret)
+		tv_sync_result_free(out);
+	tv_reader_close(sc->rd);
+	free(sc->probes);
+	free(sc);
+	return ret;
+}
+
+void tv_sync_result_free(struct tv_sync_result *res)
+{
+	free(res->domains);
+	memset(res, 0, sizeof(*res));
+}

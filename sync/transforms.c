@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * DIR/sync/transforms: the sync results as key=value lines, DOMAIN.KEY for
+ * each domain (doc/session-format.md), so a session is merged the same way
+ * on every machine without estimating again.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+
+static int put(struct tv_meta *m, const char *dom, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int put(struct tv_meta *m, const char *dom, const char *key, const char *fmt, ...)
+{
+	char k[160], v[400];
+	va_list ap;
+
+	snprintf(k, sizeof(k), "%s.%s", dom, key);
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	return tv_meta_set(m, k, "%s", v);
+}
+
+static int put_tsc(struct tv_meta *m, const struct tv_sync_domain *d)
+{
+	char list[TV_TSC_MAX_SEGMENTS * 44] = "";
+	size_t len = 0;
+	int ret;
+
+	for (size_t i = 0; i < d->nr_tsc_segments; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%llu:%llu", i ? "," : "",
+					(unsigned long long)d->tsc_segments[i].from_host,
+					(unsigned long long)d->tsc_segments[i].offset);
+	ret = put(m, d->domain, "tsc_offset", "%llu", (unsigned long long)d->tsc.offset);
+	ret = ret ?: put(m, d->domain, "tsc_ratio", "%llu", (unsigned long long)d->tsc.ratio);
+	ret = ret ?: put(m, d->domain, "tsc_frac_bits", "%u", d->tsc.frac_bits);
+	return ret ?: put(m, d->domain, "tsc_segments", "%s", list);
+}
+
+static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
+{
+	const struct tv_sync_estimate *e = &d->est;
+	int ret;
+
+	ret = put(m, d->domain, "method", "%s", d->method);
+	ret = ret ?: put(m, d->domain, "via", "%s", d->via);
+	ret = ret ?: put(m, d->domain, "quality", "%s", tv_sync_quality_name(e->quality));
+	ret = ret ?: put(m, d->domain, "base_dom", "%lld", (long long)e->map.base_dom);
+	ret = ret ?: put(m, d->domain, "base_ref", "%lld", (long long)e->map.base_ref);
+	ret = ret ?: put(m, d->domain, "slope_q48", "%lld", (long long)e->map.slope_q48);
+	ret = ret ?: put(m, d->domain, "offset_ns", "%lld",
+			 (long long)(e->map.base_ref - e->map.base_dom));
+	ret = ret ?: put(m, d->domain, "drift_ppm", "%.6f",
+			 ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6);
+	ret = ret ?: put(m, d->domain, "bound_ns", "%lld", (long long)e->bound_ns);
+	ret = ret ?: put(m, d->domain, "span", "%lld,%lld", (long long)e->span_lo,
+			 (long long)e->span_hi);
+	ret = ret ?: put(m, d->domain, "probes", "%zu", d->nr_probes);
+	ret = ret ?: put(m, d->domain, "pairs_checked", "%zu", d->nr_pairs_checked);
+	ret = ret ?: put(m, d->domain, "vcpu_events_checked", "%zu", d->nr_vcpu_checked);
+	ret = ret ?: put(m, d->domain, "vcpu_violations", "%zu", d->vcpu_violations);
+	ret = ret ?: put(m, d->domain, "causality_violations", "%zu", d->causality_violations);
+	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
+	if (!ret && !strcmp(d->method, "tsc"))
+		ret = put_tsc(m, d);
+	return ret;
+}
+
+int tv_sync_write(const char *dir, const struct tv_sync_result *res)
+{
+	struct tv_meta *m = tv_meta_new();
+	char path[4096], list[4096] = "";
+	size_t len = 0;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < res->nr; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? "," : "",
+					res->domains[i].domain);
+	ret = tv_meta_set(m, "format", "tracevisor-sync");
+	ret = ret ?: tv_meta_set(m, "version", "1");
+	ret = ret ?: tv_meta_set(m, "reference", "%s", res->reference);
+	ret = ret ?: tv_meta_set(m, "domains", "%s", list);
+	for (size_t i = 0; i < res->nr && !ret; i++)
+		ret = put_domain(m, &res->domains[i]);
+	snprintf(path, sizeof(path), "%s/sync", dir);
+	if (!ret && mkdir(path, 0755) && errno != EEXIST) {
+		ret = -errno;
+		tv_err("Cannot create directory: path=\"%s\", errno=%d", path, errno);
+	}
+	snprintf(path, sizeof(path), "%s/sync/transforms", dir);
+	if (!ret)
+		ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
+}
+
+static const char *get(const struct tv_meta *m, const char *dom, const char *key)
+{
+	char k[160];
+	const char *v;
+
+	snprintf(k, sizeof(k), "%s.%s", dom, key);
+	v = tv_meta_get(m, k);
+	return v ? v : "";
+}
+
+static long long get_ll(const struct tv_meta *m, const char *dom, const char *key)
+{
+	return strtoll(get(m, dom, key), NULL, 10);
+}
+
+static enum tv_sync_quality quality_from_name(const char *s)
+{
+	for (int q = TV_SYNC_EXACT; q <= TV_SYNC_FAILED; q++)
+		if (!strcmp(s, tv_sync_quality_name(q)))
+			return q;
+	return TV_SYNC_FAILED;
+}
+
+static void get_tsc(const struct tv_meta *m, struct tv_sync_domain *d)
+{
+	char *list = strdup(get(m, d->domain, "tsc_segments")), *save = NULL;
+
+	d->tsc.offset = strtoull(get(m, d->domain, "tsc_offset"), NULL, 10);
+	d->tsc.ratio = strtoull(get(m, d->domain, "tsc_ratio"), NULL, 10);
+	d->tsc.frac_bits = (unsigned int)get_ll(m, d->domain, "tsc_frac_bits") & 63;
+	for (char *t = list ? strtok_r(list, ",", &save) : NULL;
+	     t && d->nr_tsc_segments < TV_TSC_MAX_SEGMENTS; t = strtok_r(NULL, ",", &save)) {
+		struct tv_tsc_segment *s = &d->tsc_segments[d->nr_tsc_segments];
+
+		if (sscanf(t, "%lu:%lu", &s->from_host, &s->offset) == 2)
+			d->nr_tsc_segments++;
+	}
+	free(list);
+}
+
+static void get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
+{
+	struct tv_sync_estimate *e = &d->est;
+
+	snprintf(d->method, sizeof(d->method), "%s", get(m, d->domain, "method"));
+	snprintf(d->via, sizeof(d->via), "%s", get(m, d->domain, "via"));
+	e->quality = quality_from_name(get(m, d->domain, "quality"));
+	e->map.base_dom = get_ll(m, d->domain, "base_dom");
+	e->map.base_ref = get_ll(m, d->domain, "base_ref");
+	e->map.slope_q48 = get_ll(m, d->domain, "slope_q48");
+	e->bound_ns = get_ll(m, d->domain, "bound_ns");
+	sscanf(get(m, d->domain, "span"), "%ld,%ld", &e->span_lo, &e->span_hi);
+	d->nr_probes = (size_t)get_ll(m, d->domain, "probes");
+	d->nr_pairs_checked = (size_t)get_ll(m, d->domain, "pairs_checked");
+	d->causality_violations = (size_t)get_ll(m, d->domain, "causality_violations");
+	d->nr_vcpu_checked = (size_t)get_ll(m, d->domain, "vcpu_events_checked");
+	d->vcpu_violations = (size_t)get_ll(m, d->domain, "vcpu_violations");
+	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
+	if (!strcmp(d->method, "tsc"))
+		get_tsc(m, d);
+}
+
+int tv_sync_read(const char *dir, struct tv_sync_result *out)
+{
+	struct tv_meta *m = NULL;
+	char path[4096], *list, *save = NULL;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "%s/sync/transforms", dir);
+	if (access(path, F_OK))
+		return -errno;	/* never synced: not an error for readers */
+	ret = tv_meta_read(path, &m);
+	if (ret)
+		return ret;
+	if (strcmp(tv_meta_get(m, "format") ?: "", "tracevisor-sync")) {
+		tv_err("Not a tracevisor sync file: path=\"%s\"", path);
+		tv_meta_free(m);
+		return -EINVAL;
+	}
+	snprintf(out->reference, sizeof(out->reference), "%s", tv_meta_get(m, "reference") ?: "");
+	list = strdup(tv_meta_get(m, "domains") ?: "");
+	out->domains = calloc(64, sizeof(*out->domains));
+	for (char *t = list && out->domains ? strtok_r(list, ",", &save) : NULL;
+	     t && out->nr < 64; t = strtok_r(NULL, ",", &save)) {
+		snprintf(out->domains[out->nr].domain, sizeof(out->domains[0].domain), "%s", t);
+		get_domain(m, &out->domains[out->nr++]);
+	}
+	ret = out->domains && list ? 0 : -ENOMEM;
+	free(list);
+	tv_meta_free(m);
+	return ret;
+}

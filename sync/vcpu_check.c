@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Causality beyond the probes: guest code runs only while its vCPU is in
+ * guest mode, so after the transforms every event of guest CPU N must fall
+ * between a host kvm_entry and the next kvm_exit of vCPU N - up to the
+ * guest's bound.  One streaming pass over the session merged with the new
+ * transforms; memory is a small state per vCPU.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+
+#define MAX_VCPUS 256
+#define MAX_PENDING 64
+
+struct vcpu_state {
+	int known;		/* a kvm_entry or kvm_exit was seen */
+	int in_guest;
+	uint64_t last_exit;
+	uint64_t pending[MAX_PENDING];	/* guest events seen while out, undecided */
+	size_t nr_pending;
+};
+
+struct guest_check {
+	int dom;		/* the guest's domain index, -1: not checked */
+	struct tv_sync_domain *res;
+	struct vcpu_state v[MAX_VCPUS];
+};
+
+struct vcpu_check {
+	struct tv_reader *rd;
+	int ref;
+	size_t nr;
+	struct guest_check *g;	/* one per domain */
+	struct tep_event *entry, *exit;
+};
+
+/* The guest a host vCPU thread runs: by the vcpus file, or the only guest. */
+static struct guest_check *guest_of_thread(struct vcpu_check *c, const struct tv_event *ev)
+{
+	const struct tv_domain_info *host = tv_reader_domain(c->rd, (size_t)c->ref);
+	const struct tv_vcpu_thread *t = tv_vcpu_map_find(host->vcpus, ev->pid);
+	struct guest_check *only = NULL;
+	size_t n = 0;
+
+	for (size_t d = 0; d < c->nr; d++) {
+		const struct tv_domain_info *gi = tv_reader_domain(c->rd, d);
+
+		if (c->g[d].dom < 0)
+			continue;
+		n++;
+		only = &c->g[d];
+		if (t && !strcmp(gi->subdir + 6, t->vm_name))
+			return &c->g[d];
+	}
+	return n == 1 ? only : NULL;
+}
+
+static void resolve_pending(struct guest_check *g, struct vcpu_state *v, uint64_t entry)
+{
+	for (size_t i = 0; i < v->nr_pending; i++)
+		if (entry - v->pending[i] > (uint64_t)g->res->est.bound_ns)
+			g->res->vcpu_violations++;
+	v->nr_pending = 0;
+}
+
+static void host_event(struct vcpu_check *c, const struct tv_event *ev, int entry)
+{
+	struct guest_check *g = guest_of_thread(c, ev);
+	struct vcpu_state *v;
+	uint64_t id;
+
+	if (!g || tv_event_field_u64(ev, "vcpu_id", &id) || id >= MAX_VCPUS)
+		return;
+	v = &g->v[id];
+	v->known = 1;
+	v->in_guest = entry;
+	if (entry)
+		resolve_pending(g, v, ev->ts);
+	else
+		v->last_exit = ev->ts;
+}
+
+static void guest_event(struct guest_check *g, const struct tv_event *ev)
+{
+	struct vcpu_state *v = ev->cpu < MAX_VCPUS ? &g->v[ev->cpu] : NULL;
+
+	if (!v || !v->known)
+		return;
+	g->res->nr_vcpu_checked++;
+	if (v->in_guest || ev->ts - v->last_exit <= (uint64_t)g->res->est.bound_ns)
+		return;
+	if (v->nr_pending == MAX_PENDING)
+		g->res->vcpu_violations++;
+	else
+		v->pending[v->nr_pending++] = ev->ts;
+}
+
+static void check_init(struct vcpu_check *c, struct tv_sync_result *res)
+{
+	const struct tv_domain_info *host;
+
+	c->nr = tv_reader_nr_domains(c->rd);
+	for (size_t d = 0; d < c->nr; d++) {
+		const struct tv_domain_info *info = tv_reader_domain(c->rd, d);
+
+		c->g[d].dom = -1;
+		if (!strcmp(info->subdir, res->reference))
+			c->ref = (int)d;
+		for (size_t i = 0; i < res->nr; i++) {
+			struct tv_sync_domain *r = &res->domains[i];
+
+			if (!strcmp(r->domain, info->subdir) && !strncmp(r->domain, "guest-", 6) &&
+			    tv_sync_domain_usable(r) && r->est.bound_ns >= 0 &&
+			    !strcmp(r->via, res->reference)) {
+				c->g[d].dom = (int)d;
+				c->g[d].res = r;
+			}
+		}
+	}
+	host = tv_reader_domain(c->rd, (size_t)c->ref);
+	c->entry = tep_find_event_by_name(host->tep, "kvm", "kvm_entry");
+	c->exit = tep_find_event_by_name(host->tep, "kvm", "kvm_exit");
+}
+
+/**
+ * tv_sync_check_vcpus - count guest events seen while their vCPU was out
+ * @dir: session directory
+ * @res: transforms just estimated; vcpu counters are added to each guest
+ *
+ * Return: 0 or -errno.  Sessions without kvm_entry/kvm_exit check nothing.
+ */
+int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res)
+{
+	struct vcpu_check c = { 0 };
+	struct tv_event ev;
+	int ret;
+
+	ret = tv_reader_open_synced(dir, res, &c.rd);
+	if (ret)
+		return ret;
+	c.g = calloc(tv_reader_nr_domains(c.rd), sizeof(*c.g));
+	if (!c.g) {
+		tv_reader_close(c.rd);
+		return -ENOMEM;
+	}
+	check_init(&c, res);
+	while (c.entry && c.exit && (ret = tv_reader_next(c.rd, &ev)) > 0) {
+		if (ev.domain_index == c.ref && ev.format == c.entry)
+			host_event(&c, &ev, 1);
+		else if (ev.domain_index == c.ref && ev.format == c.exit)
+			host_event(&c, &ev, 0);
+		else if (c.g[ev.domain_index].dom >= 0)
+			guest_event(&c.g[ev.domain_index], &ev);
+	}
+	for (size_t d = 0; d < c.nr; d++)
+		for (int v = 0; c.g[d].dom >= 0 && v < MAX_VCPUS; v++)
+			c.g[d].res->vcpu_violations += c.g[d].v[v].nr_pending;
+	for (size_t i = 0; i < res->nr; i++)
+		res->domains[i].causality_violations += res->domains[i].vcpu_violations;
+	free(c.g);
+	tv_reader_close(c.rd);
+	return ret < 0 ? ret : 0;
+}

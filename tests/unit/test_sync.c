@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Clock estimation on synthetic clocks whose true relation is known:
+ * host = b + a * guest, probes with random one-way delays.  The true line
+ * must lie within the reported bound everywhere on the span; more probes
+ * must shrink the bound; contradictory probes must be detected.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_test.h"
+
+struct truth {
+	long double a, b;	/* host = b + a * guest */
+};
+
+static unsigned long long rng_state = 88172645463325252ULL;
+
+static double rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (double)(rng_state >> 11) / (double)(1ULL << 53);
+}
+
+/* One-way delay: a floor plus an exponential tail, like a real channel. */
+static int64_t delay_ns(void)
+{
+	return 300 + (int64_t)(-2000.0 * log(1.0 - rnd()));
+}
+
+static int64_t guest_at(const struct truth *t, int64_t host)
+{
+	return (int64_t)llroundl(((long double)host - t->b) / t->a);
+}
+
+/*
+ * Host time of round @i of @n between h0 and h1, on the recorder's schedule
+ * (doc/sync-probes.md): a burst at the start, regular rounds, a burst at the end.
+ */
+static int64_t round_time(int i, int n, int64_t h0, int64_t h1)
+{
+	int burst = n / 4, mid = n - 2 * burst;
+
+	if (i < burst)
+		return h0 + i * 20000LL;
+	if (i >= burst + mid)
+		return h1 - (n - 1 - i) * 20000LL;
+	return h0 + burst * 20000LL + (h1 - h0 - 2 * burst * 20000LL) / (mid + 1) * (i - burst + 1);
+}
+
+/* @n rounds of ping/pong between host times h0 and h1. */
+static struct tv_sync_hull *make_hull(const struct truth *t, int n, int64_t h0, int64_t h1)
+{
+	struct tv_sync_hull *h = tv_sync_hull_new();
+
+	for (int i = 0; i < n; i++) {
+		int64_t hs = round_time(i, n, h0, h1);
+		int64_t recv = hs + delay_ns();
+		int64_t back = recv + 1000 + delay_ns();
+
+		tv_sync_hull_add_below(h, guest_at(t, recv), hs);
+		tv_sync_hull_add_above(h, guest_at(t, recv + 1000), back);
+	}
+	return h;
+}
+
+/* Largest |map - truth| over the span, sampled finely. */
+static long double worst_error(const struct truth *t, const struct tv_sync_estimate *e)
+{
+	long double worst = 0;
+
+	for (int k = 0; k <= 1000; k++) {
+		int64_t g = e->span_lo + (e->span_hi - e->span_lo) / 1000 * k;
+		long double err = fabsl((long double)tv_clock_map_apply(&e->map, (uint64_t)g) -
+					(t->b + t->a * g));
+
+		worst = err > worst ? err : worst;
+	}
+	return worst;
+}
+
+/*
+ * Over the whole trace, the bound near its ends is set by the first and
+ * last probes' delays (nothing constrains the line before the first one);
+ * between the first and the last probe it shrinks as probes are added.
+ */
+static void check_case(const struct truth *t, size_t c, int n, int whole_span, int64_t *prev)
+{
+	struct tv_sync_hull *h = make_hull(t, n, 2000000000000LL, 2060000000000LL);
+	struct tv_sync_estimate e;
+	long double err;
+
+	if (whole_span)
+		tv_sync_hull_estimate(h, guest_at(t, 2000000000000LL), guest_at(t, 2060000000000LL), &e);
+	else
+		tv_sync_hull_estimate(h, 0, 0, &e);
+	err = worst_error(t, &e);
+	TV_CHECK(e.quality <= TV_SYNC_APPROXIMATE, "case %zu n=%d quality %s: %s", c, n,
+		 tv_sync_quality_name(e.quality), e.message);
+	TV_CHECK(e.bound_ns >= 0 && err <= e.bound_ns,
+		 "case %zu n=%d: true error %.1Lf ns outside bound %lld ns", c, n, err,
+		 (long long)e.bound_ns);
+	if (!whole_span) {
+		TV_CHECK(e.bound_ns < *prev, "case %zu n=%d: bound %lld did not shrink from %lld",
+			 c, n, (long long)e.bound_ns, (long long)*prev);
+		*prev = e.bound_ns;
+	}
+	if (n >= 1000)
+		TV_CHECK(e.quality == TV_SYNC_ACCURATE, "case %zu n=%d: %s (bound %lld)", c, n,
+			 tv_sync_quality_name(e.quality), (long long)e.bound_ns);
+	printf("case %zu: %5d rounds, %s: bound %6lld ns, true error %7.1Lf ns, hull %zu+%zu\n",
+	       c, n, whole_span ? "whole trace " : "probe span  ", (long long)e.bound_ns, err,
+	       e.nr_below, e.nr_above);
+	tv_sync_hull_free(h);
+}
+
+static void test_true_line_within_bound(void)
+{
+	static const struct truth cases[] = {
+		{ 1.0L + 50e-6L, -123456789012.0L },
+		{ 1.0L - 200e-6L, 5000000000.0L },
+		{ 1.0L, 42.0L },
+	};
+
+	for (size_t c = 0; c < 3; c++) {
+		int64_t prev = INT64_MAX;
+
+		for (int n = 8; n <= 8000; n *= 10)
+			check_case(&cases[c], c, n, 0, &prev);
+		for (int n = 8; n <= 8000; n *= 10)
+			check_case(&cases[c], c, n, 1, &prev);
+	}
+}
+
+static void test_no_line_fits(void)
+{
+	struct truth t = { 1.0L, 0 };
+	struct tv_sync_hull *h = make_hull(&t, 100, 1000000000LL, 2000000000LL);
+	struct tv_sync_estimate e;
+
+	/* A "reply" received 1 ms before the ping it answers was sent. */
+	tv_sync_hull_add_above(h, 2000100000LL, 1999000000LL);
+	tv_sync_hull_estimate(h, 0, 0, &e);
+	TV_CHECK(e.quality == TV_SYNC_FAILED, "got %s", tv_sync_quality_name(e.quality));
+	TV_CHECK(strstr(e.message, "no line fits") != NULL, "message: %s", e.message);
+	tv_sync_hull_free(h);
+
+	/* Non-linear clocks: the guest jumps by 1 ms half-way. */
+	h = tv_sync_hull_new();
+	for (int i = 0; i < 200; i++) {
+		int64_t hs = 1000000000LL + i * 1000000LL, g = hs + 500 + (i >= 100 ? 1000000 : 0);
+
+		tv_sync_hull_add_below(h, g, hs);
+		tv_sync_hull_add_above(h, g + 10, hs + 1000);
+	}
+	tv_sync_hull_estimate(h, 0, 0, &e);
+	TV_CHECK(e.quality == TV_SYNC_FAILED, "jump: got %s", tv_sync_quality_name(e.quality));
+	tv_sync_hull_free(h);
+}
+
+static void test_insufficient(void)
+{
+	struct tv_sync_hull *h = tv_sync_hull_new();
+	struct tv_sync_estimate e;
+
+	for (int i = 0; i < 10; i++)
+		tv_sync_hull_add_below(h, 1000 + i * 100, 900 + i * 100);
+	tv_sync_hull_estimate(h, 0, 0, &e);
+	TV_CHECK(e.quality == TV_SYNC_INSUFFICIENT, "one direction: %s", tv_sync_quality_name(e.quality));
+	/* One round: offset bounded, drift not. */
+	tv_sync_hull_add_above(h, 1950, 2100);
+	tv_sync_hull_estimate(h, 0, 0, &e);
+	TV_CHECK(e.quality == TV_SYNC_APPROXIMATE || e.quality == TV_SYNC_ACCURATE,
+		 "one round: %s", tv_sync_quality_name(e.quality));
+	TV_CHECK(tv_sync_hull_add_below(h, 10, 10) == -EINVAL, "decreasing x accepted");
+	TV_CHECK(tv_sync_hull_add_below(h, INT64_MAX, 0) == -ERANGE, "huge x accepted");
+	tv_sync_hull_free(h);
+}
+
+static void test_tsc_inverse(void)
+{
+	/* VMX scales with 48 fractional bits, SVM with 32. */
+	static const struct tv_tsc_params ps[] = {
+		{ 0xfffff00000000000ULL, (uint64_t)(1.7 * (1ULL << 48)), 48 },
+		{ 12345, 1ULL << 48, 48 },
+		{ 0x8000000000000000ULL, (uint64_t)(2.5 * (1ULL << 32)) + 7, 32 },
+		{ 999, (uint64_t)(0.6 * (1ULL << 32)), 32 },
+	};
+	int bad = 0, bad_smallest = 0;
+
+	for (size_t k = 0; k < 4; k++) {
+		for (int i = 0; i < 100000; i++) {
+			uint64_t host = (rng_state = rng_state * 6364136223846793005ULL + 1) >> 8;
+			uint64_t g = tv_tsc_guest_from_host(&ps[k], host);
+			uint64_t back = tv_tsc_host_from_guest(&ps[k], g);
+
+			/* Round trip is exact where the forward map is one-to-one... */
+			if (tv_tsc_guest_from_host(&ps[k], back) != g)
+				bad++;
+			/* ...and the inverse is the first host value giving g. */
+			if (back > host || (back > 0 && tv_tsc_guest_from_host(&ps[k], back - 1) == g))
+				bad_smallest++;
+			if (ps[k].ratio >= (1ULL << ps[k].frac_bits) && back != host)
+				bad++;
+		}
+	}
+	TV_CHECK(bad == 0, "%d inexact TSC inversions", bad);
+	TV_CHECK(bad_smallest == 0, "%d inverses not the smallest host TSC", bad_smallest);
+}
+
+static void test_compose(void)
+{
+	struct tv_clock_map inner = { 5000000000LL, 7000000000LL, TV_SLOPE_ONE + (TV_SLOPE_ONE >> 15) };
+	struct tv_clock_map outer = { 6000000000LL, -3000LL, TV_SLOPE_ONE - (TV_SLOPE_ONE >> 17) };
+	struct tv_clock_map both;
+	int64_t worst = 0;
+
+	tv_clock_map_compose(&outer, &inner, &both);
+	for (int64_t ts = 5000000000LL; ts < 9000000000LL; ts += 1000003) {
+		int64_t a = (int64_t)tv_clock_map_apply(&outer, tv_clock_map_apply(&inner, (uint64_t)ts));
+		int64_t b = (int64_t)tv_clock_map_apply(&both, (uint64_t)ts);
+
+		worst = llabs(a - b) > worst ? llabs(a - b) : worst;
+	}
+	TV_CHECK(worst <= 2, "composed map differs by %lld ns", (long long)worst);
+}
+
+int main(void)
+{
+	test_true_line_within_bound();
+	test_no_line_fits();
+	test_insufficient();
+	test_tsc_inverse();
+	test_compose();
+	return tv_test_done("test_sync");
+}

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor sync on a generated session: real ring-buffer sub-buffers for
+ * a host and two guests whose clocks have a known offset and drift, with
+ * message probes (ping/pong through raw_data markers) and hypercall probes
+ * (guest markers around the host's kvm_hypercall), as doc/sync-probes.md
+ * describes.  guest-good must come out accurate with the truth inside the
+ * bound and no causality violation, and merge in the reference clock;
+ * guest-nested, probed only by guest-good, must reach the host through it
+ * with a composed bound that holds;
+ * guest-jump's clock jumps half-way, which no line fits: failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_test.h"
+
+#define PAGE 4096
+#define ID_RAW_DATA 19
+#define ID_HYPERCALL 114
+#define ID_EXIT 103
+#define ID_ENTRY 115
+
+static const char header_page[] =
+	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+#define COMMON_FIELDS \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+
+static const char raw_data_format[] =
+	"name: raw_data\nID: 19\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n\n"
+	"print fmt: \"id:%04x %08x\", REC->id, (int)REC->buf[0]\n";
+
+static const char hypercall_format[] =
+	"name: kvm_hypercall\nID: 114\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned long nr;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long a0;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long a1;\toffset:24;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long a2;\toffset:32;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long a3;\toffset:40;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx\", REC->nr, REC->a0, REC->a1, REC->a2, REC->a3\n";
+
+/* Trimmed to the fields used here; the print formats are not the kernel's. */
+static const char exit_format[] =
+	"name: kvm_exit\nID: 103\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long guest_rip;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int vcpu_id;\toffset:28;\tsize:4;\tsigned:0;\n\n"
+	"print fmt: \"reason %u rip 0x%lx\", REC->exit_reason, REC->guest_rip\n";
+
+static const char entry_format[] =
+	"name: kvm_entry\nID: 115\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int vcpu_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n";
+
+struct rec {
+	uint64_t ts;
+	unsigned char data[48];
+	int size;
+};
+
+struct domain_gen {
+	const char *dir;
+	struct rec *recs;
+	size_t n, cap;
+};
+
+static char root[] = "/tmp/tv-sync-session.XXXXXX";
+
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+static void add(struct domain_gen *d, uint64_t ts, const void *data, int size)
+{
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 1024;
+		d->recs = realloc(d->recs, d->cap * sizeof(*d->recs));
+	}
+	d->recs[d->n].ts = ts;
+	memcpy(d->recs[d->n].data, data, (size_t)size);
+	d->recs[d->n++].size = size;
+}
+
+static void add_marker_for(struct domain_gen *d, uint64_t ts, int type, uint64_t seq,
+			   uint16_t guest)
+{
+	unsigned char r[32] = { 0 };
+	uint16_t id = ID_RAW_DATA, t = (uint16_t)type;
+	uint32_t magic = 0x59535654u;
+	int32_t pid = 100;
+
+	memcpy(r, &id, 2);
+	memcpy(r + 4, &pid, 4);
+	memcpy(r + 8, &magic, 4);
+	memcpy(r + 12, &t, 2);
+	memcpy(r + 14, &guest, 2);
+	memcpy(r + 16, &seq, 8);
+	add(d, ts, r, 32);
+}
+
+static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq)
+{
+	add_marker_for(d, ts, type, seq, 0);
+}
+
+static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest)
+{
+	unsigned char r[48] = { 0 };
+	uint16_t id = ID_HYPERCALL;
+	uint64_t nr = 0x7476, a1 = 0xabc00 | guest;
+	int32_t pid = 200;
+
+	memcpy(r, &id, 2);
+	memcpy(r + 4, &pid, 4);
+	memcpy(r + 8, &nr, 8);
+	memcpy(r + 16, &seq, 8);
+	memcpy(r + 24, &a1, 8);
+	add(d, ts, r, 48);
+}
+
+/* An SVM hypercall exit (0x81) of the vCPU thread, @ns before @entry. */
+static void add_exit(struct domain_gen *d, uint64_t entry, uint64_t ns)
+{
+	unsigned char x[32] = { 0 }, e[24] = { 0 };
+	uint16_t xid = ID_EXIT, eid = ID_ENTRY;
+	uint32_t reason = 0x81, isa = 2;
+	int32_t pid = 200;
+
+	memcpy(x, &xid, 2);
+	memcpy(x + 4, &pid, 4);
+	memcpy(x + 8, &reason, 4);
+	memcpy(x + 24, &isa, 4);
+	add(d, entry - ns, x, 32);
+	memcpy(e, &eid, 2);
+	memcpy(e + 4, &pid, 4);
+	add(d, entry, e, 24);
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct rec *x = a, *y = b;
+
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Ring-buffer sub-buffers: header, then [time extend] + header + payload. */
+static void write_stream(const char *path, struct rec *r, size_t n)
+{
+	unsigned char page[PAGE];
+	size_t len = 0;
+	uint64_t last = 0, delta;
+	uint32_t hdr;
+	FILE *f = fopen(path, "w");
+
+	for (size_t i = 0; i <= n; i++) {
+		size_t need = i < n ? 8 + 4 + (size_t)r[i].size : 0;
+
+		if (len && (i == n || 16 + len + need > PAGE)) {
+			uint64_t commit = len;
+
+			memcpy(page + 8, &commit, 8);
+			fwrite(page, PAGE, 1, f);
+			len = 0;
+		}
+		if (i == n)
+			break;
+		if (!len) {
+			memset(page, 0, PAGE);
+			memcpy(page, &r[i].ts, 8);
+			last = r[i].ts;
+		}
+		delta = r[i].ts - last;
+
+		if (delta >= (1u << 27)) {	/* time extend */
+			uint32_t hi = (uint32_t)(delta >> 27);
+
+			hdr = 30u | (uint32_t)((delta & ((1u << 27) - 1)) << 5);
+			memcpy(page + 16 + len, &hdr, 4);
+			memcpy(page + 16 + len + 4, &hi, 4);
+			len += 8;
+			delta = 0;
+		}
+		hdr = (uint32_t)(r[i].size / 4) | (uint32_t)(delta << 5);
+		memcpy(page + 16 + len, &hdr, 4);
+		memcpy(page + 16 + len + 4, r[i].data, (size_t)r[i].size);
+		len += 4 + (size_t)r[i].size;
+		last = r[i].ts;
+	}
+	fclose(f);
+}
+
+static void write_domain(struct domain_gen *d, const char *name)
+{
+	char path[512], text[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data/format", root, name);
+	put_file(path, raw_data_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall/format", root, name);
+	put_file(path, hypercall_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit/format", root, name);
+	put_file(path, exit_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry", root, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", root, name);
+	put_file(path, entry_format);
+	snprintf(path, sizeof(path), "%s/%s/header_page", root, name);
+	put_file(path, header_page);
+	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=local\nncpus=1\n"
+		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n", name);
+	snprintf(path, sizeof(path), "%s/%s/meta", root, name);
+	put_file(path, text);
+	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
+	snprintf(path, sizeof(path), "%s/%s/cpu0.raw", root, name);
+	write_stream(path, d->recs, d->n);
+}
+
+static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t delay(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return 400 + (uint64_t)(-1500.0 * log(1.0 - (double)(rng >> 11) / 9007199254740992.0));
+}
+
+/* Guest clocks: guest = (host - B) / A, and a 1 ms jump half-way for guest 1. */
+static const long double A = 1.0L + 35e-6L, B = 2500000000.0L;
+
+static uint64_t guest_clock(uint64_t host, int jump, uint64_t mid)
+{
+	long double g = ((long double)host - B) / A;
+
+	return (uint64_t)llroundl(g) + (jump && host > mid ? 1000000 : 0);
+}
+
+/* A guest nested in guest-good: nested = (good - B2) / A2, probed by guest-good only. */
+static const long double A2 = 1.0L - 20e-6L, B2 = -3000000000.0L;
+
+static uint64_t nested_clock(uint64_t host)
+{
+	return (uint64_t)llroundl(((long double)guest_clock(host, 0, 0) - B2) / A2);
+}
+
+/* Ping/pong rounds between guest-good (the prober, guest index 2) and guest-nested. */
+static void generate_nested(struct domain_gen *good, struct domain_gen *nested, int rounds,
+			    uint64_t t0, uint64_t span)
+{
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i + 60000;
+		uint64_t recv = t + delay(), back = recv + 500;
+
+		add_marker_for(good, guest_clock(t, 0, 0), 1, (uint64_t)i, 2);
+		add_marker(nested, nested_clock(recv), 2, (uint64_t)i);
+		add_marker(nested, nested_clock(back), 3, (uint64_t)i);
+		add_marker_for(good, guest_clock(back + delay(), 0, 0), 4, (uint64_t)i, 2);
+	}
+}
+
+static void generate(int rounds)
+{
+	struct domain_gen host = { 0 }, g[3] = { { 0 }, { 0 }, { 0 } };
+	uint64_t t0 = 10000000000ULL, span = 20000000000ULL;
+	char path[512];
+
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i;
+
+		for (int k = 0; k < 2; k++) {
+			uint64_t seq = (uint64_t)i, recv = t + delay(), back = recv + 500;
+			uint64_t hb = back + 20000, hc = hb + delay(), ha = hc + delay();
+
+			add_marker(&host, t, 1, seq);
+			add_marker(&g[k], guest_clock(recv, k, t0 + span / 2), 2, seq);
+			add_marker(&g[k], guest_clock(back, k, t0 + span / 2), 3, seq);
+			add_marker(&host, back + delay(), 4, seq);
+			add_marker(&g[k], guest_clock(hb, k, t0 + span / 2), 5, seq);
+			add_hypercall(&host, hc, seq, (unsigned int)k);
+			add_marker(&g[k], guest_clock(ha, k, t0 + span / 2), 6, seq);
+			t += 100000;
+		}
+	}
+	/*
+	 * vCPU 0 of guest-good leaves guest mode for 700 ns in every round, and
+	 * for 30 us once, half-way, while guest-good logs an event (a marker of
+	 * no probe type): the one vCPU causality violation to find.  Added
+	 * last, so the loop below still sees 3 host records per guest round.
+	 */
+	for (int i = 0; i < rounds; i++)
+		add_exit(&host, t0 + span / (uint64_t)rounds * (uint64_t)i + 50000, 700);
+	add_exit(&host, t0 + span / (uint64_t)rounds * (uint64_t)(rounds / 2) + 1000000, 30000);
+	add_marker(&g[0], guest_clock(t0 + span / (uint64_t)rounds * (uint64_t)(rounds / 2) + 985000,
+				      0, 0), 0, 0);
+	/* The markers of both guests say guest 0: set guest 1's host-side ones. */
+	for (size_t i = 0; i < host.n - 2 * (size_t)rounds - 2; i++) {
+		uint16_t guest = (uint16_t)(i / 3 % 2);	/* 3 host records per guest round */
+
+		if (host.recs[i].size == 32)
+			memcpy(host.recs[i].data + 14, &guest, 2);
+	}
+	generate_nested(&g[0], &g[2], rounds, t0, span);
+	write_domain(&host, "host");
+	write_domain(&g[0], "guest-good");
+	write_domain(&g[1], "guest-jump");
+	write_domain(&g[2], "guest-nested");
+	snprintf(path, sizeof(path), "%s/session.meta", root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,guest-good,guest-jump,guest-nested\nreference_domain=host\n");
+	free(host.recs);
+	for (int k = 0; k < 3; k++)
+		free(g[k].recs);
+}
+
+/* Composed through guest-good: the truth is host = B + A * (B2 + A2 * nested). */
+static void check_nested(const struct tv_sync_domain *n)
+{
+	long double worst = 0;
+
+	TV_CHECK(!strcmp(n->method, "hull") && !strcmp(n->via, "guest-good") &&
+		 n->est.quality == TV_SYNC_ACCURATE && n->causality_violations == 0 &&
+		 n->nr_pairs_checked == 2 * 500,
+		 "guest-nested: %s via %s, %s, %zu/%zu violations: %s", n->method, n->via,
+		 tv_sync_quality_name(n->est.quality), n->causality_violations,
+		 n->nr_pairs_checked, n->est.message);
+	for (uint64_t x = (uint64_t)n->est.span_lo; x <= (uint64_t)n->est.span_hi; x += 10000000) {
+		long double truth = B + A * (B2 + A2 * (long double)x);
+		long double err = fabsl((long double)tv_sync_domain_apply(n, x) - truth);
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(n->est.bound_ns >= 0 && worst <= n->est.bound_ns,
+		 "guest-nested: true error %.0Lf ns outside composed bound %lld ns", worst,
+		 (long long)n->est.bound_ns);
+	printf("guest-nested (via guest-good): composed bound %lld ns, true error %.0Lf ns\n",
+	       (long long)n->est.bound_ns, worst);
+}
+
+static void check_sync(void)
+{
+	struct tv_sync_result res;
+	const struct tv_sync_domain *good, *jump;
+	long double worst = 0;
+
+	TV_CHECK(tv_sync_session(root, &res) == 0, "tv_sync_session failed");
+	TV_CHECK(res.nr == 4, "%zu domains", res.nr);
+	if (res.nr != 4)
+		return;
+	good = &res.domains[1];
+	jump = &res.domains[2];
+	TV_CHECK(!strcmp(good->method, "hull") && good->est.quality == TV_SYNC_ACCURATE,
+		 "guest-good: %s %s: %s", good->method, tv_sync_quality_name(good->est.quality),
+		 good->est.message);
+	/* 4 pairs per round: ping, pong, before/after the hypercall. */
+	TV_CHECK(good->nr_probes == 4 * 500, "guest-good: %zu probe pairs", good->nr_probes);
+	TV_CHECK(good->causality_violations - good->vcpu_violations == 0 &&
+		 good->nr_pairs_checked == 4 * 500,
+		 "guest-good: %zu probe violations in %zu pairs",
+		 good->causality_violations - good->vcpu_violations, good->nr_pairs_checked);
+	/* Every guest event after the first exit: 4 markers a round, and the odd one. */
+	TV_CHECK(good->vcpu_violations == 1 && good->nr_vcpu_checked >= 4 * 499,
+		 "guest-good: %zu vCPU violations in %zu events", good->vcpu_violations,
+		 good->nr_vcpu_checked);
+	for (uint64_t g = (uint64_t)good->est.span_lo; g <= (uint64_t)good->est.span_hi;
+	     g += 10000000) {
+		long double err = fabsl((long double)tv_sync_domain_apply(good, g) - (B + A * g));
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(good->est.bound_ns >= 0 && worst <= good->est.bound_ns,
+		 "true error %.0Lf ns outside bound %lld ns", worst, (long long)good->est.bound_ns);
+	printf("guest-good: bound %lld ns, true error %.0Lf ns, drift %.3f ppm (true 35)\n",
+	       (long long)good->est.bound_ns, worst,
+	       ((double)good->est.map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6);
+	TV_CHECK(jump->est.quality == TV_SYNC_FAILED && !strcmp(jump->method, "none"),
+		 "guest-jump: %s %s", jump->method, tv_sync_quality_name(jump->est.quality));
+	TV_CHECK(strstr(jump->est.message, "no line fits") != NULL, "message: %s", jump->est.message);
+	check_nested(&res.domains[3]);
+	TV_CHECK(tv_sync_write(root, &res) == 0, "tv_sync_write failed");
+	tv_sync_result_free(&res);
+}
+
+/* Merged in the reference clock: guest-good's ping receives follow their sends. */
+static void check_merge(void)
+{
+	struct tv_reader *rd;
+	struct tv_event ev;
+	uint64_t last = 0, n = 0, out_of_order = 0;
+
+	TV_CHECK(tv_reader_open(root, &rd) == 0, "tv_reader_open failed");
+	while (tv_reader_next(rd, &ev) > 0) {
+		out_of_order += ev.ts < last;
+		last = ev.ts;
+		n++;
+		if (!strcmp(ev.domain, "guest:good"))
+			TV_CHECK(ev.ts != ev.ts_raw, "guest-good event not mapped");
+	}
+	TV_CHECK(out_of_order == 0, "%llu events out of order", (unsigned long long)out_of_order);
+	TV_CHECK(n == 500 * 2 * (3 + 4) + 501 * 2 + 1 + 500 * 4, "%llu events", (unsigned long long)n);
+	tv_reader_close(rd);
+}
+
+/* The Perfetto export draws each kvm_exit -> kvm_entry as a slice on the vCPU track. */
+static void check_perfetto(void)
+{
+	const char *tv = getenv("TV") ? getenv("TV") : "build/tracevisor";
+	char cmd[1024], out[600];
+	size_t slices = 0, vcpu_tracks = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(out, sizeof(out), "%s/p.json", root);
+	snprintf(cmd, sizeof(cmd), "%s export -q --format perfetto -o %s %s", tv, out, root);
+	TV_CHECK(system(cmd) == 0, "%s failed", cmd);
+	f = fopen(out, "r");
+	while (f && getline(&line, &cap, f) > 0) {
+		if (strstr(line, "\"ph\":\"X\"") && strstr(line, "\"name\":\"exit hypercall\"") &&
+		    strstr(line, "\"dur\":0.700"))
+			slices++;
+		vcpu_tracks += strstr(line, "\"thread_name\"") && strstr(line, "vCPU thread 200");
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	TV_CHECK(slices == 500, "%zu exit slices of 700 ns, want 500", slices);
+	TV_CHECK(vcpu_tracks == 1, "%zu vCPU tracks named", vcpu_tracks);
+}
+
+static void quiet(enum tv_log_level level, const char *msg, void *ctx)
+{
+	(void)ctx;
+	if (level == TV_LOG_ERROR)
+		fprintf(stderr, "%s\n", msg);
+}
+
+int main(void)
+{
+	char cmd[600];
+
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 2;
+	}
+	tv_log_set_callback(quiet, NULL);
+	generate(500);
+	check_sync();
+	check_merge();
+	check_perfetto();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	if (!tv_test_failed && system(cmd))
+		fprintf(stderr, "cannot remove %s\n", root);
+	return tv_test_done("test_sync_session");
+}

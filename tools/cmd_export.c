@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tracevisor export: the combined trace of a session in another format. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+#include "tracevisor/tracevisor.h"
+
+static void export_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor export --format ctf|perfetto -o OUT [-q] DIR\n\n"
+		"Writes every domain of the session DIR, in the reference clock when the\n"
+		"session was synchronised (tracevisor sync), as one trace:\n"
+		"  ctf       a CTF 1.8 directory OUT (babeltrace2, Trace Compass): one stream\n"
+		"            per domain and CPU, event fields typed from the format files\n"
+		"  perfetto  a trace-event JSON file OUT (ui.perfetto.dev, chrome://tracing):\n"
+		"            a track per host CPU, guest CPU and vCPU, VM exits as slices\n\n"
+		"  -f, --format FORMAT  ctf or perfetto\n"
+		"  -o, --output OUT     output directory (ctf) or file (perfetto)\n"
+		"  -q, --quiet          no summary\n"
+		"  -h, --help           this help\n");
+}
+
+int cmd_export(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *format = NULL, *out = NULL;
+	struct tv_export_stats st = { 0 };
+	struct tv_reader *rd;
+	int quiet = 0, c, ret;
+
+	while ((c = getopt_long(argc, argv, "f:o:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': format = optarg; break;
+		case 'o': out = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': export_usage(stdout); return 0;
+		default: export_usage(stderr); return 2;
+		}
+	}
+	if (optind + 1 != argc || !format || !out ||
+	    (strcmp(format, "ctf") && strcmp(format, "perfetto"))) {
+		export_usage(stderr);
+		return 2;
+	}
+	ret = tv_reader_open(argv[optind], &rd);
+	if (ret)
+		return tv_cli_status(ret);
+	if (!strcmp(format, "ctf"))
+		ret = tv_export_ctf(rd, argv[optind], out, &st);
+	else
+		ret = tv_export_perfetto(rd, out, &st);
+	tv_reader_close(rd);
+	if (!ret && !quiet && !strcmp(format, "ctf"))
+		fprintf(stderr, "%s: %llu events, %llu streams\n", out,
+			(unsigned long long)st.events, (unsigned long long)st.streams);
+	else if (!ret && !quiet)
+		fprintf(stderr, "%s: %llu events, %llu tracks, %llu VM exit slices\n", out,
+			(unsigned long long)st.events, (unsigned long long)st.streams,
+			(unsigned long long)st.slices);
+	return tv_cli_status(ret);
+}

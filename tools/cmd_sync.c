@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tracevisor sync: estimate every domain's clock against the reference. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+static void sync_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor sync [--dry-run] DIR\n\n"
+		"Estimates, for every domain of the session DIR, the transform of its\n"
+		"clock to the reference domain's (the host), from the clock-sync probes\n"
+		"recorded in the trace (doc/sync-probes.md) or the exact TSC relation, and\n"
+		"stores them in DIR/sync/transforms; report and export then merge every\n"
+		"domain in the reference clock.\n\n"
+		"  -n, --dry-run  print the results without storing them\n"
+		"  -h, --help     this help\n");
+}
+
+static void print_domain(const struct tv_sync_domain *d)
+{
+	const struct tv_sync_estimate *e = &d->est;
+	char bound[32] = "-", viol[32] = "-";
+
+	if (e->bound_ns >= 0)
+		snprintf(bound, sizeof(bound), "%lld", (long long)e->bound_ns);
+	if (d->nr_pairs_checked + d->nr_vcpu_checked)
+		snprintf(viol, sizeof(viol), "%zu/%zu", d->causality_violations,
+			 d->nr_pairs_checked + d->nr_vcpu_checked);
+	printf("%-16s %-9s %-10s %16lld %12.6f %10s %7zu %-12s %s\n", d->domain, d->method,
+	       d->via[0] ? d->via : "-", (long long)(e->map.base_ref - e->map.base_dom),
+	       ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, bound, d->nr_probes,
+	       tv_sync_quality_name(e->quality), viol);
+}
+
+static void print_result(const struct tv_sync_result *res)
+{
+	int missing = 0;
+
+	printf("%-16s %-9s %-10s %16s %12s %10s %7s %-12s %s\n", "domain", "method", "via",
+	       "offset(ns)", "drift(ppm)", "bound(ns)", "probes", "quality", "causality");
+	for (size_t i = 0; i < res->nr; i++)
+		print_domain(&res->domains[i]);
+	for (size_t i = 0; i < res->nr; i++) {
+		const struct tv_sync_domain *d = &res->domains[i];
+
+		if (d->est.message[0])
+			printf("%s: %s\n", d->domain, d->est.message);
+		missing += !tv_sync_domain_usable(d);
+	}
+	if (res->nr == 1)
+		printf("Only the reference domain (%s) was recorded: nothing to synchronise.\n"
+		       "Record guests with `tracevisor record --guest NAME ...` to get sync probes.\n",
+		       res->reference);
+	else if (missing)
+		printf("%d domain(s) not synchronised: their events stay in their own clock.\n"
+		       "Sync probes come from `tracevisor record --guest NAME ...` (guest agent).\n",
+		       missing);
+	printf("offset: reference minus domain clock at the domain's first probe; bound: guaranteed\n"
+	       "|error| over the domain's trace if its clock is linear to the reference;\n"
+	       "causality: violations/checks after the transform: probe receives before their\n"
+	       "sends, and guest events while their vCPU was out of guest mode (kvm_exit..kvm_entry).\n");
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct tv_sync_result res;
+	int dry = 0, c, ret;
+
+	while ((c = getopt_long(argc, argv, "nh", longopts, NULL)) != -1) {
+		if (c == 'n') {
+			dry = 1;
+		} else if (c == 'h') {
+			sync_usage(stdout);
+			return 0;
+		} else {
+			sync_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		sync_usage(stderr);
+		return 2;
+	}
+	ret = tv_sync_session(argv[optind], &res);
+	if (ret)
+		return tv_cli_status(ret);
+	print_result(&res);
+	if (!dry) {
+		ret = tv_sync_write(argv[optind], &res);
+		if (!ret)
+			printf("Stored in %s/sync/transforms\n", argv[optind]);
+	}
+	tv_sync_result_free(&res);
+	return tv_cli_status(ret);
+}
