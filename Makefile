@@ -6,7 +6,7 @@ DESTDIR ?=
 BUILD   := build
 CC      ?= cc
 
-PKGS    := libtracefs libtraceevent
+PKGS    := libtracefs libtraceevent xencontrol xenforeignmemory xenevtchn xentoollog xencall
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -Iinclude -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -18,7 +18,8 @@ CFLAGS  += -DTV_HAVE_LIBVIRT $(shell pkg-config --cflags libvirt libvirt-qemu)
 LDLIBS  += -ldl
 endif
 
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c)
+LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
+            $(wildcard xen/*.c)
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 

@@ -220,6 +220,21 @@ static const char *domain_display_name(const char *subdir, char *buf, size_t siz
 	return buf;
 }
 
+static int domain_kind(struct tv_domain *dom, const char *path)
+{
+	const char *kind = tv_meta_get(dom->meta, "kind");
+
+	if (!kind || !strcmp(kind, "linux-ftrace"))
+		dom->kind = TV_DOMAIN_LINUX_FTRACE;
+	else if (!strcmp(kind, "xen-trace"))
+		dom->kind = TV_DOMAIN_XEN_TRACE;
+	else {
+		tv_err("Unknown domain kind: path=\"%s\", kind=\"%s\"", path, kind);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
 {
 	char path[PATH_MAX + 16];
@@ -230,6 +245,9 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
 	snprintf(path, sizeof(path), "%s/meta", dom->dir);
 	ret = tv_meta_read(path, &dom->meta);
+	if (ret)
+		return ret;
+	ret = domain_kind(dom, path);
 	if (ret)
 		return ret;
 	dom->long_size = (int)tv_meta_get_ll(dom->meta, "long_size", 8);

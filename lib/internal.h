@@ -26,6 +26,12 @@ struct event_bounds {
 	struct json_layout *json;	/* compiled by event_fields.c on first use */
 };
 
+/* meta `kind`: how the domain's cpuN.* files are decoded. */
+enum tv_domain_kind {
+	TV_DOMAIN_LINUX_FTRACE,	/* cpuN.raw ring-buffer sub-buffers */
+	TV_DOMAIN_XEN_TRACE,	/* cpuN.xen Xen t_rec streams (xen/stream.c) */
+};
+
 struct json_layout;
 void tv_json_layout_free(struct json_layout *l);
 /* Make room for @extra more bytes (strbuf.c). */
@@ -33,6 +39,7 @@ int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
 
 struct tv_domain {
 	struct tv_domain_info info;
+	enum tv_domain_kind kind;
 	char name[80];
 	char subdir[80];
 	int mapped;			/* timestamps go through @sync */
@@ -69,11 +76,18 @@ struct tv_cpu_stream {
 	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	long long missed;	/* events lost before the current one */
 	int done;
+	struct tv_xen_stream *xen;	/* kind xen-trace only */
 };
 
 int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 /* Return: 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */
 int tv_cpu_stream_next(struct tv_cpu_stream *st);
 void tv_cpu_stream_close(struct tv_cpu_stream *st);
+
+/* The same three for a domain of kind xen-trace (xen/stream.c). */
+struct tv_xen_stream;
+int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
+int tv_xen_stream_next(struct tv_cpu_stream *st);
+void tv_xen_stream_close(struct tv_cpu_stream *st);
 
 #endif

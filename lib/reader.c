@@ -76,6 +76,29 @@ static void heap_sift_up(struct tv_reader *rd, size_t i)
 	}
 }
 
+/* Streams are decoded by their domain's kind; the merge is the same. */
+static int stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
+{
+	if (dom->kind == TV_DOMAIN_XEN_TRACE)
+		return tv_xen_stream_open(st, dom, cpu);
+	return tv_cpu_stream_open(st, dom, cpu);
+}
+
+static int stream_next(struct tv_cpu_stream *st)
+{
+	if (st->dom->kind == TV_DOMAIN_XEN_TRACE)
+		return tv_xen_stream_next(st);
+	return tv_cpu_stream_next(st);
+}
+
+static void stream_close(struct tv_cpu_stream *st)
+{
+	if (st->dom && st->dom->kind == TV_DOMAIN_XEN_TRACE)
+		tv_xen_stream_close(st);
+	else
+		tv_cpu_stream_close(st);
+}
+
 static int reader_load_domains(struct tv_reader *rd, const char *dir)
 {
 	char path[PATH_MAX + 16];
@@ -124,7 +147,7 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 /* Map the stream's current event to the reference clock, keeping the raw one. */
 static int stream_advance(struct tv_cpu_stream *st)
 {
-	int ret = tv_cpu_stream_next(st);
+	int ret = stream_next(st);
 
 	st->raw_ts = st->rec.ts;
 	if (ret > 0 && st->dom->mapped)
@@ -178,7 +201,7 @@ static int reader_open_streams(struct tv_reader *rd)
 		for (int cpu = 0; cpu < rd->domains[d].nr_cpus && !ret; cpu++) {
 			struct tv_cpu_stream *st = &rd->streams[rd->nr_streams++];
 
-			ret = tv_cpu_stream_open(st, &rd->domains[d], cpu);
+			ret = stream_open(st, &rd->domains[d], cpu);
 			if (!ret)
 				ret = stream_advance(st);
 			if (ret > 0) {
@@ -272,7 +295,7 @@ void tv_reader_close(struct tv_reader *rd)
 	if (!rd)
 		return;
 	for (size_t i = 0; i < rd->nr_streams; i++)
-		tv_cpu_stream_close(&rd->streams[i]);
+		stream_close(&rd->streams[i]);
 	for (size_t d = 0; d < rd->nr_domains; d++)
 		tv_domain_unload(&rd->domains[d]);
 	free(rd->streams);

@@ -8,6 +8,8 @@
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_xen_mark(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 

@@ -27,6 +27,14 @@
 #define MAX_GUESTS 16
 #define GUEST_READY_TIMEOUT_MS 30000
 
+/* Long-only options (no short letter). */
+enum {
+	OPT_GUEST_EVENTS = 1000,
+	OPT_GUEST_BUFFER,
+	OPT_GUEST_LIMIT,
+	OPT_SYNC_INTERVAL,
+};
+
 struct record_cli {
 	struct tv_record_opts opts;
 	const char *events[MAX_EVENTS];
@@ -38,6 +46,8 @@ struct record_cli {
 	struct tv_guest_opts guest_opts;
 	struct tv_guest_spec specs[MAX_GUESTS];
 	struct tv_guest *guests[MAX_GUESTS];
+	int xen;			/* --xen: Xen's trace buffers too */
+	struct tv_xen_record_opts xen_opts;
 };
 
 static void record_usage(FILE *out)
@@ -57,6 +67,13 @@ static void record_usage(FILE *out)
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
 		"      --duration SECONDS  stop after SECONDS\n"
 		"  -q, --quiet             no progress or summary\n"
+		"      --xen               (in a Xen dom0) record the hypervisor's trace buffers into\n"
+		"                          DIR/xen/; without -e only Xen is recorded, with -e dom0's\n"
+		"                          kernel events too (DIR/host/)\n"
+		"      --xen-events CLASSES  gen,sched,dom0op,hvm,mem,pv,shadow,hw,guest, all or a\n"
+		"                          hex mask (default: all, as xentrace)\n"
+		"      --xen-cpus LIST     physical CPUs to trace, e.g. 0-3,6 (default: all)\n"
+		"      --xen-pages N       buffer pages per CPU if Xen has none yet (default: %d)\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -75,7 +92,7 @@ static void record_usage(FILE *out)
 		"      --guest-buffer KB   guest ring buffer per CPU (default: 2048)\n"
 		"      --guest-limit MB    most data accepted per guest (default: %d)\n"
 		"      --sync-interval S   seconds between clock-sync probe rounds (default: 1)\n",
-		TV_RECORD_DEFAULT_BUFFER_KB, MAX_GUESTS,
+		TV_RECORD_DEFAULT_BUFFER_KB, TV_XEN_DEFAULT_PAGES, MAX_GUESTS,
 #ifdef TV_HAVE_LIBVIRT
 		"",
 #else
@@ -96,10 +113,14 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "guest", required_argument, NULL, 'g' },
-		{ "guest-events", required_argument, NULL, 'E' },
-		{ "guest-buffer", required_argument, NULL, 'B' },
-		{ "guest-limit", required_argument, NULL, 'L' },
-		{ "sync-interval", required_argument, NULL, 'S' },
+		{ "guest-events", required_argument, NULL, OPT_GUEST_EVENTS },
+		{ "guest-buffer", required_argument, NULL, OPT_GUEST_BUFFER },
+		{ "guest-limit", required_argument, NULL, OPT_GUEST_LIMIT },
+		{ "sync-interval", required_argument, NULL, OPT_SYNC_INTERVAL },
+		{ "xen", no_argument, NULL, 'X' },
+		{ "xen-events", required_argument, NULL, 'E' },
+		{ "xen-cpus", required_argument, NULL, 'P' },
+		{ "xen-pages", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -151,10 +172,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			}
 			cli->guest_specs[cli->nr_guests++] = optarg;
 			break;
-		case 'E':
+		case OPT_GUEST_EVENTS:
 			cli->guest_opts.events = optarg;
 			break;
-		case 'B': {
+		case OPT_GUEST_BUFFER: {
 			unsigned long kb = strtoul(optarg, &end, 10);
 
 			if (*end || kb < 4 || kb > 1024UL * 1024) {
@@ -164,7 +185,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->guest_opts.buffer_kb = (unsigned int)kb;
 			break;
 		}
-		case 'L': {
+		case OPT_GUEST_LIMIT: {
 			unsigned long mb = strtoul(optarg, &end, 10);
 
 			if (*end || mb < 1 || mb > 1024UL * 1024) {
@@ -174,13 +195,40 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->guest_opts.max_bytes = (uint64_t)mb << 20;
 			break;
 		}
-		case 'S':
+		case OPT_SYNC_INTERVAL:
 			cli->guest_opts.sync_interval = strtod(optarg, &end);
 			if (*end || cli->guest_opts.sync_interval < 0.01) {
 				tv_cli_error("record", "invalid sync interval: '%s' (seconds, 0.01 or more)", optarg);
 				return -1;
 			}
 			break;
+		case 'X':
+			cli->xen = 1;
+			break;
+		case 'E':
+			cli->xen_opts.evt_mask = tv_xen_parse_events(optarg);
+			if (!cli->xen_opts.evt_mask) {
+				tv_cli_error("record", "invalid --xen-events: '%s'", optarg);
+				return -1;
+			}
+			break;
+		case 'P':
+			if (!tv_xen_cpu_in_list(optarg, (int)strtol(optarg, NULL, 10))) {
+				tv_cli_error("record", "invalid --xen-cpus: '%s' (e.g. 0-3,6)", optarg);
+				return -1;
+			}
+			cli->xen_opts.cpus = optarg;
+			break;
+		case 'G': {
+			unsigned long pages = strtoul(optarg, &end, 10);
+
+			if (*end || pages < 1 || pages > 65535) {
+				tv_cli_error("record", "invalid --xen-pages: '%s'", optarg);
+				return -1;
+			}
+			cli->xen_opts.pages = (unsigned int)pages;
+			break;
+		}
 		case 'h':
 			record_usage(stdout);
 			exit(0);
@@ -191,6 +239,11 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	}
 	cli->opts.events = cli->events;
 	cli->guest_opts.clock = cli->opts.clock;
+	cli->xen_opts.outdir = cli->opts.outdir;
+	if ((cli->xen_opts.evt_mask || cli->xen_opts.cpus || cli->xen_opts.pages) && !cli->xen) {
+		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
+		return -1;
+	}
 	if (optind < argc)
 		cli->command = &argv[optind];
 	return 0;
@@ -271,9 +324,9 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (progress)
+		if (progress && rec)
 			show_progress(rec, now_s() - start);
-		if (n == 0)	/* once a second: VMs started since the last scan */
+		if (n == 0 && rec)	/* once a second: VMs started since the last scan */
 			tv_recorder_scan_vcpus(rec);
 		if (n <= 0)
 			continue;
@@ -314,6 +367,65 @@ static void print_summary(const struct record_cli *cli, const struct tv_recorder
 		fprintf(stderr, "tracevisor record: %llu events, %.1f MB on %d CPUs, %llu lost -> %s\n",
 			(unsigned long long)events, (double)bytes / 1e6, ncpus,
 			(unsigned long long)lost, cli->opts.outdir);
+}
+
+static void print_xen_summary(const struct record_cli *cli)
+{
+	char path[4200];
+	struct tv_meta *m;
+
+	snprintf(path, sizeof(path), "%s/xen/meta", cli->opts.outdir);
+	if (tv_meta_read(path, &m))
+		return;
+	if (tv_meta_get_ll(m, "lost_total", 0))
+		fprintf(stderr, "tracevisor record: warning: Xen lost %lld records (TRC_LOST_RECORDS; raise --xen-pages before Xen allocates its buffers)\n",
+			tv_meta_get_ll(m, "lost_total", 0));
+	if (tv_meta_get(m, "missing"))
+		fprintf(stderr, "tracevisor record: note: this Xen lacks %s\n", tv_meta_get(m, "missing"));
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: xen: %lld records, %.1f MB on %lld CPUs, %lld lost -> %s/xen\n",
+			tv_meta_get_ll(m, "events_total", 0),
+			(double)tv_meta_get_ll(m, "bytes_total", 0) / 1e6,
+			tv_meta_get_ll(m, "ncpus", 0), tv_meta_get_ll(m, "lost_total", 0),
+			cli->opts.outdir);
+	tv_meta_free(m);
+}
+
+/* Host recorder (when -e or no --xen) then Xen's, into the same session. */
+static int start_recorders(struct record_cli *cli, struct tv_recorder **rec,
+			   struct tv_xen_recorder **xrec)
+{
+	int ret = 0;
+
+	if (!cli->xen || cli->opts.nr_events) {
+		ret = tv_recorder_create(&cli->opts, rec);
+		if (ret)
+			return ret;
+		cli->xen_opts.in_session = true;
+	}
+	if (cli->xen)
+		ret = tv_xen_recorder_create(&cli->xen_opts, xrec);
+	if (!ret && *rec)
+		ret = tv_recorder_start(*rec);
+	if (!ret && *xrec)
+		ret = tv_xen_recorder_start(*xrec);
+	return ret;
+}
+
+static int stop_recorders(const struct record_cli *cli, struct tv_recorder *rec,
+			  struct tv_xen_recorder *xrec)
+{
+	int ret = 0;
+
+	if (xrec)
+		ret = tv_xen_recorder_stop(xrec) ? -1 : 0;
+	/* Both: session.meta (written by the host recorder) must list xen too. */
+	if (!ret && rec && xrec && tv_recorder_add_domain(rec, "xen"))
+		ret = -1;
+	if (rec && tv_recorder_stop(rec))
+		ret = -1;
+	(void)cli;
+	return ret;
 }
 
 static void end_command(pid_t child, int *status, int why_signal)
@@ -438,6 +550,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
 	struct tv_recorder *rec = NULL;
+	struct tv_xen_recorder *xrec = NULL;
 	sigset_t mask, saved;
 	pid_t child = 0;
 	int sfd, ret, status, why_signal = 0;
@@ -459,13 +572,20 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	add_sync_events(&cli);
-	ret = tv_recorder_create(&cli.opts, &rec);
-	if (ret)
-		return tv_cli_status(ret);
-	ret = tv_recorder_start(rec);
+	ret = start_recorders(&cli, &rec, &xrec);
+	if (!ret && cli.nr_guests && !rec) {
+		tv_cli_error("record", "--guest needs the host recorder: give -e EVENT with --xen");
+		ret = -EINVAL;
+	}
 	if (!ret)
 		ret = start_guests(&cli, rec);
-	if (!ret && cli.command) {
+	if (ret) {
+		destroy_guests(&cli);
+		tv_xen_recorder_destroy(xrec);
+		tv_recorder_destroy(rec);
+		return tv_cli_status(ret);
+	}
+	if (cli.command) {
 		child = start_command(cli.command, &saved);
 		if (child < 0) {
 			tv_cli_error("record", "Cannot run command: name=\"%s\", errno=%d (%s)",
@@ -480,11 +600,14 @@ int cmd_record(int argc, char **argv)
 	end_command(child, &status, why_signal);
 	/* Guests first: their last probes need the host still tracing. */
 	stop_guests(&cli);
-	ret = tv_recorder_stop(rec) ? -1 : ret;
-	if (!ret)
+	ret = stop_recorders(&cli, rec, xrec) ? -1 : ret;
+	if (!ret && rec)
 		print_summary(&cli, rec);
+	if (!ret && xrec)
+		print_xen_summary(&cli);
 	print_guest_summary(&cli);
 	destroy_guests(&cli);
+	tv_xen_recorder_destroy(xrec);
 	tv_recorder_destroy(rec);
 	close(sfd);
 	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))

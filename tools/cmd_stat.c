@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tracevisor stat: VM exit analysis of a session (kvm/stat.c). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,8 @@ static void stat_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor stat [--json] [--hist] DIR\n\n"
+		"Xen sessions (xen/): per domain and vCPU, time in each runstate, HVM exits\n"
+		"by reason timed VMEXIT->VMENTRY, and hypercalls and HVM handlers counted.\n"
 		"Per VM and vCPU: exit counts and exit->entry latency (min, p50, p99, max,\n"
 		"total) per exit reason, sorted by total time.  Where kvm_exit/kvm_entry do\n"
 		"not fire (PVM KVM), user-space exits, port I/O, MMIO, CPUID and emulated\n"
@@ -55,10 +58,10 @@ static void print_hist(const struct tv_kvm_stat_row *r)
 	}
 }
 
+static void print_rows(const struct tv_kvm_stat *st, int hist);
+
 static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 {
-	char b[5][24];
-
 	printf("VM exit analysis of %s: %llu events, %llu lost\n", dir,
 	       (unsigned long long)st->events, (unsigned long long)st->lost);
 	if (!st->have_exit_entry)
@@ -68,6 +71,28 @@ static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 	else if (st->unmatched_exits)
 		printf("note: %llu exits had no matching entry (recording edges or lost events)\n",
 		       (unsigned long long)st->unmatched_exits);
+	print_rows(st, hist);
+	if (!st->nr_rows)
+		printf("(no KVM activity in this session)\n");
+}
+
+/* Xen sessions: runstate times, HVM exits (exit->entry), hypercall counts. */
+static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+{
+	printf("Xen analysis of %s: %llu records, %llu lost\n", dir,
+	       (unsigned long long)st->events, (unsigned long long)st->lost);
+	if (st->unmatched_exits)
+		printf("note: %llu VM exits had no matching entry (recording edges or lost records)\n",
+		       (unsigned long long)st->unmatched_exits);
+	print_rows(st, hist);
+	if (!st->nr_rows)
+		printf("(no Xen scheduling, exits or hypercalls in this session)\n");
+}
+
+static void print_rows(const struct tv_kvm_stat *st, int hist)
+{
+	char b[5][24];
+
 	printf("\n%-24s %-6s %-26s %10s %9s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
 	       "MIN", "P50", "P99", "MAX", "TOTAL");
 	for (size_t i = 0; i < st->nr_rows; i++) {
@@ -85,8 +110,6 @@ static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 		if (hist)
 			print_hist(r);
 	}
-	if (!st->nr_rows)
-		printf("(no KVM activity in this session)\n");
 }
 
 static void json_str(const char *s)
@@ -98,13 +121,13 @@ static void json_str(const char *s)
 	tv_strbuf_free(&sb);
 }
 
-static void print_json(const struct tv_kvm_stat *st, int hist)
+static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 {
-	printf("[");
 	for (size_t i = 0; i < st->nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &st->rows[i];
 
-		printf("%s\n{\"vm\":", i ? "," : "");
+		printf("%s\n{\"vm\":", *first ? "" : ",");
+		*first = 0;
 		json_str(r->vm);
 		printf(",\"vcpu\":");
 		json_str(r->vcpu);
@@ -127,6 +150,16 @@ static void print_json(const struct tv_kvm_stat *st, int hist)
 		}
 		printf("}");
 	}
+}
+
+static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *xen, int hist)
+{
+	int first = 1;
+
+	printf("[");
+	print_json_rows(kvm, hist, &first);
+	if (xen)
+		print_json_rows(xen, hist, &first);
 	printf("\n]\n");
 }
 
@@ -138,8 +171,8 @@ int cmd_stat(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct tv_kvm_stat st;
-	int json = 0, hist = 0, c, ret;
+	struct tv_kvm_stat st, xst;
+	int json = 0, hist = 0, c, ret, xret;
 
 	while ((c = getopt_long(argc, argv, "jHh", longopts, NULL)) != -1) {
 		if (c == 'j') {
@@ -161,10 +194,22 @@ int cmd_stat(int argc, char **argv)
 	ret = tv_kvm_stat_compute(argv[optind], &st);
 	if (ret)
 		return tv_cli_status(ret);
+	/* A session with a Xen domain gets the Xen analysis as well. */
+	xret = tv_xen_stat_compute(argv[optind], &xst);
+	if (xret && xret != -ENOENT) {
+		tv_kvm_stat_free(&st);
+		return tv_cli_status(xret);
+	}
 	if (json)
-		print_json(&st, hist);
-	else
+		print_json(&st, xret ? NULL : &xst, hist);
+	else if (xret)
 		print_table(argv[optind], &st, hist);
+	if (!json && !xret) {
+		if (st.nr_rows)
+			print_table(argv[optind], &st, hist);
+		print_xen_table(argv[optind], &xst, hist);
+	}
 	tv_kvm_stat_free(&st);
+	tv_kvm_stat_free(&xst);
 	return 0;
 }

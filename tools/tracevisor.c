@@ -21,6 +21,8 @@ struct command {
 static const struct command commands[] = {
 	{ "record", cmd_record, "record KVM and host kernel events into a session directory" },
 	{ "report", cmd_report, "print a session's events in time order (text or JSON lines)" },
+	{ "import", cmd_import, "convert a recording of another tool (xentrace) into a session" },
+	{ "xen-mark", cmd_xen_mark, "(Xen dom0) write a sync point into Xen's trace buffers" },
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
 	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
 	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },

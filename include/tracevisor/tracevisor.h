@@ -489,6 +489,81 @@ struct tv_kvm_stat {
 int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out);
 void tv_kvm_stat_free(struct tv_kvm_stat *st);
 
+/* ------------------------------------------------------------------ Xen */
+
+/* Xen's trace buffers, from dom0: session domain xen/, kind xen-trace. */
+#define TV_XEN_DEFAULT_PAGES 32		/* per CPU, as xentrace */
+#define TV_XEN_DEFAULT_MASK 0x0ffff000u	/* TRC_ALL, as xentrace */
+
+struct tv_xen_record_opts {
+	const char *outdir;	/* the session directory */
+	uint32_t evt_mask;	/* 0: TV_XEN_DEFAULT_MASK */
+	const char *cpus;	/* physical CPU list "0-3,6"; NULL: all */
+	unsigned int pages;	/* per CPU buffer; 0: default (used if Xen has none yet) */
+	bool in_session;	/* outdir made by the host recorder: only add xen/ */
+};
+
+struct tv_xen_recorder;
+
+/**
+ * tv_xen_recorder_create - map Xen's trace buffers for recording
+ * @opts: what to record and where
+ * @out: the recorder
+ *
+ * Opens libxenctrl, libxenforeignmemory and libxenevtchn, allocates the
+ * buffers if Xen has none, maps t_info and every CPU's buffer, binds
+ * VIRQ_TBUF and creates DIR/xen/.  Tracing starts with
+ * tv_xen_recorder_start().  Return: 0 or -errno; -ENODEV when this is not
+ * a Xen dom0 (logged on one line).
+ */
+int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out);
+int tv_xen_recorder_start(struct tv_xen_recorder *rec);
+/* Disables tracing, drains every CPU, restores the masks, writes xen/meta. */
+int tv_xen_recorder_stop(struct tv_xen_recorder *rec);
+/* Restores the hypervisor's trace state if still changed, unmaps, frees. */
+void tv_xen_recorder_destroy(struct tv_xen_recorder *rec);
+int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec);
+uint64_t tv_xen_recorder_bytes(const struct tv_xen_recorder *rec);
+
+/* "sched,hvm,pv" (class names), "all" or a hex mask → Xen event mask; 0 if invalid. */
+uint32_t tv_xen_parse_events(const char *spec);
+/* Is @cpu in the list "0-3,6"? */
+bool tv_xen_cpu_in_list(const char *list, int cpu);
+/* xc_physinfo's cpu_khz, 0 when not on a Xen dom0. */
+uint64_t tv_xen_host_cpu_khz(void);
+
+/**
+ * tv_xen_import_xentrace - convert a file written by Xen's xentrace
+ * @file: the xentrace output
+ * @outdir: the session directory to create
+ * @cpu_khz: TSC frequency; 0: xc_physinfo's when on Xen, else 2.4 GHz (warned)
+ */
+int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_khz);
+
+/**
+ * tv_xen_inject - write a TRC_GUEST record into Xen's trace (HVMOP_xentrace)
+ * @event: 0..4095, ORed into TRC_GUEST (0x0800f000)
+ * @data: up to 7 words
+ * @nr: number of words
+ * @mono: NULL, or filled with dom0's CLOCK_MONOTONIC (ns) just before and
+ *        just after the hypercall
+ *
+ * A sync point: on the patched hypervisor the record carries Xen's TSC.
+ */
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2]);
+
+/* Write DIR/session.meta listing @domains (comma list); written last. */
+int tv_session_write_domains(const char *dir, const char *domains, const char *reference);
+
+/**
+ * tv_xen_stat_compute - Xen analysis of a session's xen/ domain
+ * @dir: session directory
+ * @out: rows (vm "dN", vcpu, reason): runstate times per domain and vCPU,
+ *       HVM exit reasons timed exit→entry, hypercalls and other records
+ *       counted.  Return: 0, -ENOENT when the session has no Xen domain.
+ */
+int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
+
 /* ------------------------------------------------------------- export */
 
 struct tv_export_stats {

@@ -1,0 +1,87 @@
+#!/bin/bash
+# shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
+# Real Xen (lab `xen`, Debian's hypervisor): `tracevisor record --xen` in dom0
+# under a fork/exec workload, stopped with SIGINT like a user would; then
+# Xen's own xentrace on the same workload in the same dom0, imported.
+# Checks: sched and hypercall records for both of dom0's vCPUs, 0 lost at
+# the default size, the event mask restored, both recordings decoding to
+# the same event classes with comparable counts, and --xen with -e adding
+# dom0's kernel trace beside Xen's.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+[ -x "$TV" ] || skip "build/tracevisor not built"
+command -v python3 >/dev/null || skip "python3 missing"
+
+run_lab xen '
+TV=/opt/tracevisor/tracevisor
+work() { i=0; while [ $i -lt 40 ]; do /bin/true; i=$((i+1)); done; }
+# in the background, stopped by SIGINT after the workload (same for both)
+consume() { "$@" & P=$!; sleep 1; work; sleep 1; kill -INT $P; wait $P; }
+# per-class counts, and dom0 vCPUs seen in runstate and hypercall records
+summary() {
+	$TV report $1 > /tmp/r.txt || return 1
+	awk "{print \$4}" /tmp/r.txt | sort | uniq -c > /out/$2.classes
+	# first and last time stamps: counts are compared as rates
+	awk "NR == 1 {print \$3} END {print \$3}" /tmp/r.txt | tr -d : > /out/$2.span
+	grep xen_runstate_change /tmp/r.txt | grep -o "domid=0 vcpuid=[0-9]*" | sort | uniq -c > /out/$2.dom0
+	grep xen_hypercall /tmp/r.txt | awk "{print \$5, \$6}" | grep "^d0 " | sort | uniq -c >> /out/$2.dom0
+	mkdir -p /out/$2/xen && cp $1/session.meta /out/$2/ && cp $1/xen/meta /out/$2/xen/
+}
+$TV record --xen --xen-events sched -o /tmp/masked -- true 2>/out/masked.err || exit 20
+consume $TV record --xen -o /tmp/tv 2>/out/tv.err || exit 21
+consume xentrace -D -e all /tmp/x.trace >/out/xentrace.log 2>&1
+$TV import xentrace /tmp/x.trace -o /tmp/xt 2>/out/import.err || exit 22
+$TV record --xen -e sched:sched_switch -o /tmp/both -- sh -c "sleep 1" 2>/out/both.err || exit 23
+$TV stat /tmp/tv >/out/stat.txt || exit 24
+$TV report /tmp/both > /tmp/b.txt || exit 26
+echo "$(grep -c " sched:sched_switch " /tmp/b.txt) $(grep -c " xen:xen_" /tmp/b.txt)" > /out/both.counts
+summary /tmp/tv tv && summary /tmp/xt xt && summary /tmp/masked masked || exit 25
+cp /tmp/both/session.meta /out/both.session.meta
+exit 0' xen LAB_TIMEOUT=900 LAB_XEN_ARGS=dom0_max_vcpus=2
+expect_rc 0 "dom0 script"
+
+meta() { sed -n "s/^$2=//p" "$OUT/$1/xen/meta"; }
+[ "$(meta tv lost_total)" = 0 ] || fail "lost records at the default size: $(meta tv lost_total)"
+[ "$(meta tv events_total)" -gt 500 ] || fail "only $(meta tv events_total) records"
+# --xen-events sched changed the mask; it was put back, and the next run found it
+[ "$(meta masked evt_mask)" = 0x0002f000 ] || fail "--xen-events sched not applied"
+[ "$(meta masked evt_mask_after)" = "$(meta masked evt_mask_before)" ] || fail "mask not restored"
+[ "$(meta tv evt_mask_after)" = "$(meta tv evt_mask_before)" ] || fail "mask not restored after SIGINT"
+[ "$(meta tv evt_mask_before)" = "$(meta masked evt_mask_before)" ] ||
+	fail "next recording found mask $(meta tv evt_mask_before), not $(meta masked evt_mask_before)"
+grep -q "xen_hypercall" "$OUT/masked.classes" && fail "--xen-events sched recorded hypercalls"
+grep -q "^domains=host,xen$" "$OUT/both.session.meta" || fail "--xen -e: session lacks host,xen"
+read -r n_host n_xen <"$OUT/both.counts"
+[ "$n_host" -gt 0 ] || fail "--xen -e: no dom0 kernel events"
+[ "$n_xen" -gt 0 ] || fail "--xen -e: no Xen events"
+
+python3 - "$OUT" <<'PY' || fail "classes or counts differ (above)"
+import collections, sys
+def load(name):
+    c = collections.Counter()
+    for suffix in ("classes", "dom0"):
+        for line in open("%s/%s.%s" % (sys.argv[1], name, suffix)):
+            n, key = line.split(None, 1)
+            c[key.strip()] += int(n)
+    return c
+tv, xt = load("tv"), load("xt")
+def span(name):
+    a, b = open("%s/%s.span" % (sys.argv[1], name)).read().split()
+    return float(b) - float(a)
+stv, sxt = span("tv"), span("xt")
+print("recorded %.2f s with tracevisor, %.2f s with xentrace; per second:" % (stv, sxt))
+print("%-34s %10s %10s" % ("class", "tracevisor", "xentrace"))
+for k in sorted(set(tv) | set(xt)):
+    print("%-34s %10.0f %10.0f" % (k, tv[k] / stv, xt[k] / sxt))
+ok = True
+for k in ("domid=0 vcpuid=0", "domid=0 vcpuid=1", "d0 v0", "d0 v1"):
+    if not tv[k]:
+        print("no records for dom0 vCPU %s from tracevisor" % k); ok = False
+for k in {k for k in set(tv) | set(xt) if max(tv[k], xt[k]) >= 50 and k.startswith("xen:")}:
+    rtv, rxt = tv[k] / stv, xt[k] / sxt
+    if not tv[k] or not xt[k] or max(rtv, rxt) > 3 * min(rtv, rxt):
+        print("not comparable: %s %.0f/s vs %.0f/s" % (k, rtv, rxt)); ok = False
+sys.exit(0 if ok else 1)
+PY
+grep -q "runstate:running" "$OUT/stat.txt" || fail "stat: no runstate rows"
+echo "PASS: tracevisor $(meta tv events_total) records, 0 lost; xentrace import $(meta xt events_total) records, same classes; mask restored" >&2

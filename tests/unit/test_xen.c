@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Xen trace decoding on committed sample buffers (tests/samples/xen-*,
+ * written by gen-xen-samples.py): a xentrace file imported and read back
+ * through the session reader against the expected events, the ring copy
+ * of a window that wraps (WRAP_BUFFER padding) with a record straddling a
+ * page boundary, lost-record accounting, stat rows, and the helpers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+#include "../../xen/xen_trace.h"
+#include "tv_test.h"
+
+static const char *root(void)
+{
+	const char *r = getenv("TV_ROOT");
+
+	return r ? r : ".";
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	if (!f)
+		return NULL;
+	buf = malloc(1 << 20);
+	*len = fread(buf, 1, 1 << 20, f);
+	buf[*len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* Every event of the session as "ts cpu event fields" lines. */
+static char *session_lines(const char *dir)
+{
+	struct tv_strbuf sb = { 0 };
+	struct tv_reader *rd;
+	struct tv_event ev;
+	int ret = tv_reader_open(dir, &rd);
+
+	if (ret)
+		return NULL;
+	while ((ret = tv_reader_next(rd, &ev)) > 0) {
+		tv_strbuf_append(&sb, "%llu %d %s lost=%lld ", (unsigned long long)ev.ts, ev.cpu,
+				 ev.format->name, ev.missed_before);
+		tv_event_fields_json(&ev, &sb);
+		tv_strbuf_append(&sb, "\n");
+	}
+	tv_reader_close(rd);
+	return ret ? NULL : sb.data;
+}
+
+static void test_import_two_cpus(const char *tmp)
+{
+	char in[4096], dir[4096], exp_path[4096], meta_path[4200];
+	char *got, *want;
+	struct tv_meta *m = NULL;
+	size_t len;
+
+	snprintf(in, sizeof(in), "%s/tests/samples/xen-two-cpus.xentrace", root());
+	snprintf(dir, sizeof(dir), "%s/two", tmp);
+	snprintf(exp_path, sizeof(exp_path), "%s/tests/samples/xen-two-cpus.expected", root());
+	TV_CHECK(tv_xen_import_xentrace(in, dir, 1000) == 0, "import %s", in);
+	got = session_lines(dir);
+	want = slurp(exp_path, &len);
+	TV_CHECK(got && want && !strcmp(got, want), "decoded events differ from %s:\n%s", exp_path,
+		 got ? got : "(none)");
+	snprintf(meta_path, sizeof(meta_path), "%s/xen/meta", dir);
+	TV_CHECK(tv_meta_read(meta_path, &m) == 0, "xen/meta");
+	if (m) {
+		TV_CHECK(tv_meta_get_ll(m, "lost_total", -1) == 7, "lost_total=%s",
+			 tv_meta_get(m, "lost_total"));
+		TV_CHECK(tv_meta_get_ll(m, "events_total", -1) == 15, "events_total=%s",
+			 tv_meta_get(m, "events_total"));
+		TV_CHECK(!strcmp(tv_meta_get(m, "kind"), "xen-trace"), "kind");
+		tv_meta_free(m);
+	}
+	free(got);
+	free(want);
+}
+
+/*
+ * The same session as if recorded on the patched Xen (clock=xen-system):
+ * CPU 1 starts with the scale in meta (0.5 ns per tick from tsc 1000 at
+ * 1e9 ns) and switches at its in-band TRC_TRACE_TSCALE record (tsc 1300 at
+ * 2e9 ns): its guest record at tsc 1350 is at 2e9 + 25 ns.
+ */
+static void test_system_time(const char *tmp)
+{
+	static const char *const keys[][2] = {
+		{ "clock", "xen-system" }, { "cpu1.tsc_to_system_mul", "2147483648" },
+		{ "cpu1.tsc_shift", "0" }, { "cpu1.tsc_timestamp", "1000" },
+		{ "cpu1.system_time", "1000000000" },
+	};
+	char path[4200];
+	struct tv_meta *m;
+	struct tv_reader *rd;
+	struct tv_event ev;
+	int seen = 0;
+
+	snprintf(path, sizeof(path), "%s/two/xen/meta", tmp);
+	if (tv_meta_read(path, &m))
+		return;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		tv_meta_set(m, keys[i][0], "%s", keys[i][1]);
+	TV_CHECK(tv_meta_write(m, path) == 0, "meta rewrite");
+	tv_meta_free(m);
+	snprintf(path, sizeof(path), "%s/two", tmp);
+	if (tv_reader_open(path, &rd))
+		return;
+	while (tv_reader_next(rd, &ev) > 0) {
+		if (ev.cpu != 1)
+			continue;
+		if (!strcmp(ev.format->name, "xen_runstate_change")) {
+			TV_CHECK(ev.ts == 1000000025, "before the tscale record: %llu",
+				 (unsigned long long)ev.ts);
+			seen++;
+		}
+		if (!strcmp(ev.format->name, "xen_guest")) {
+			TV_CHECK(ev.ts == 2000000025, "after the tscale record: %llu",
+				 (unsigned long long)ev.ts);
+			seen++;
+		}
+	}
+	TV_CHECK(seen == 2, "both records seen");
+	tv_reader_close(rd);
+}
+
+static const struct tv_kvm_stat_row *find_row(const struct tv_kvm_stat *st, const char *vm,
+					      const char *vcpu, const char *reason)
+{
+	for (size_t i = 0; i < st->nr_rows; i++)
+		if (!strcmp(st->rows[i].vm, vm) && !strcmp(st->rows[i].vcpu, vcpu) &&
+		    !strcmp(st->rows[i].reason, reason))
+			return &st->rows[i];
+	return NULL;
+}
+
+static void test_stat(const char *tmp)
+{
+	char dir[4096];
+	struct tv_kvm_stat st;
+	const struct tv_kvm_stat_row *r;
+
+	snprintf(dir, sizeof(dir), "%s/two", tmp);
+	TV_CHECK(tv_xen_stat_compute(dir, &st) == 0, "stat");
+	/* 1 kHz TSC: 1 tick = 1 us.  blocked->runnable 1000, ->running 1300, ->blocked 1900. */
+	r = find_row(&st, "d0", "0", "runstate:runnable");
+	TV_CHECK(r && r->count == 1 && r->total_ns == 300000, "runnable 300 us");
+	r = find_row(&st, "d0", "0", "runstate:running");
+	TV_CHECK(r && r->total_ns == 600000, "running 600 us");
+	r = find_row(&st, "d0", "0", "vmexit:0x1e");
+	TV_CHECK(r && r->count == 1 && r->p50_ns == 100000, "vmexit 1600->1700");
+	r = find_row(&st, "d0", "0", "hypercall:sched_op");
+	TV_CHECK(r && r->count == 1 && !r->has_latency, "sched_op counted");
+	TV_CHECK(find_row(&st, "d0", "0", "hvm:io_read") != NULL, "io_read handler");
+	TV_CHECK(st.lost == 7, "lost %llu", (unsigned long long)st.lost);
+	tv_kvm_stat_free(&st);
+}
+
+static void test_ring(void)
+{
+	char path[4096];
+	size_t len;
+	char *ring;
+	uint32_t cons, prod, new_cons, data_size = 2 * 4096 - 8;
+	unsigned char *out = malloc(data_size);
+	struct tv_xen_cpu_state cs;
+	struct tv_xen_rec rec;
+	unsigned char ev[TV_XEN_EVENT_MAX];
+	unsigned int nrec = 0, nwrap = 0, nwake = 0, nfill = 0, size;
+	uint64_t tsc = 0, last_switch_tsc = 0;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/tests/samples/xen-ring.bin", root());
+	ring = slurp(path, &len);
+	TV_CHECK(ring && len == 8192, "ring sample %s", path);
+	if (!ring)
+		return;
+	memcpy(&cons, ring, 4);
+	memcpy(&prod, ring + 4, 4);
+	n = tv_xen_ring_copy(cons, prod, (unsigned char *)ring + 8, data_size, out, &new_cons);
+	TV_CHECK(n == (long)(prod - cons), "window %ld bytes, prod-cons %u", n, prod - cons);
+	TV_CHECK(new_cons == prod, "cons published as prod");
+	tv_xen_cpu_state_init(&cs);
+	for (long off = 0; off < n; off += size) {
+		size = tv_xen_rec_parse(out + off, (size_t)(n - off), &rec);
+		if (!size)
+			break;
+		nrec++;
+		tv_xen_rec_to_event(&cs, &rec, ev, &tsc);
+		nwrap += rec.event == 0x0001f002;
+		nwake += rec.event == 0x00028004;
+		nfill += rec.event == 0x00123456;
+		if (rec.event == 0x0002800a) {
+			last_switch_tsc = tsc;
+			TV_CHECK(rec.extra[0] == 0 && rec.extra[1] == 1 && rec.extra[3] == 0,
+				 "straddling switch record intact");
+			TV_CHECK(cs.cur_dom == 0 && cs.cur_vcpu == 0, "switch sets running vcpu");
+		}
+		if (rec.event == 0x00123456)
+			TV_CHECK(tsc == 5100, "record without TSC inherits 5100, got %llu",
+				 (unsigned long long)tsc);
+	}
+	TV_CHECK(nwrap == 1 && nfill == 1, "one wrap, one filler (%u, %u)", nwrap, nfill);
+	TV_CHECK(nwake == 203, "wake records %u", nwake);
+	TV_CHECK(last_switch_tsc == 5200, "straddling record's TSC %llu",
+		 (unsigned long long)last_switch_tsc);
+	TV_CHECK(nrec == 1 + 1 + nwake + 1 + 1, "all records parsed (%u)", nrec);
+	/* Edges: empty, exactly full, impossible indices. */
+	TV_CHECK(tv_xen_ring_copy(16, 16, out, data_size, out, &new_cons) == 0, "empty");
+	TV_CHECK(tv_xen_ring_copy(8, 8 + data_size, (unsigned char *)ring + 8, data_size, out,
+				  &new_cons) == (long)data_size, "full window is the whole ring");
+	TV_CHECK(tv_xen_ring_copy(2 * data_size, 0, out, data_size, out, &new_cons) == -EBADMSG,
+		 "cons out of range");
+	TV_CHECK(tv_xen_ring_copy(2, 8, out, data_size, out, &new_cons) == -EBADMSG, "unaligned");
+	free(ring);
+	free(out);
+}
+
+/* t_info: tbuf_size 2, CPU 0 at word 4, CPU 1 without buffer, CPU 2 outside. */
+static void test_tinfo(void)
+{
+	uint32_t words[8] = { 0 };
+	uint16_t *t = (uint16_t *)words;
+	const uint32_t *mfns = NULL;
+
+	t[0] = 2;
+	t[1] = 4;
+	t[2] = 0;
+	t[3] = 7;
+	words[4] = 0x1234;
+	words[5] = 0x1235;
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 0, &mfns) == 2 && mfns &&
+		 mfns[0] == 0x1234 && mfns[1] == 0x1235, "cpu 0 mfn list");
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 1, &mfns) == 0, "cpu without buffer");
+	TV_CHECK(tv_xen_tinfo_cpu(words, sizeof(words), 2, &mfns) == -EBADMSG, "list outside t_info");
+	TV_CHECK(tv_xen_tinfo_cpu(words, 4, 5, &mfns) == -EBADMSG, "cpu beyond t_info");
+}
+
+static void test_helpers(void)
+{
+	struct tv_xen_rec rec;
+	unsigned char cut[8] = { 0x01, 0x10, 0x02, 0xb0 };	/* 3 extra + TSC: 24 bytes */
+
+	TV_CHECK(tv_xen_rec_parse(cut, sizeof(cut), &rec) == 0, "cut record needs more bytes");
+	TV_CHECK(tv_xen_parse_events("sched,pv") == 0x0022f000u, "sched,pv");
+	TV_CHECK(tv_xen_parse_events("0x0008f000") == 0x0008f000u, "hex mask");
+	TV_CHECK(tv_xen_parse_events("bogus") == 0, "unknown class");
+	TV_CHECK(tv_xen_cpu_in_list("0-3,6", 2) && tv_xen_cpu_in_list("0-3,6", 6) &&
+		 !tv_xen_cpu_in_list("0-3,6", 4), "cpu list");
+	TV_CHECK(tv_xen_tsc_to_ns(3000000, 3000000) == 1000000, "3 GHz: 3M ticks = 1 ms");
+	/* mul 2^31 = 0.5 ns per tick; shift -1 halves the delta first. */
+	TV_CHECK(tv_xen_tsc_to_stime(3000, 1000, 5000, 1u << 31, 0) == 6000, "stime scale");
+	TV_CHECK(tv_xen_tsc_to_stime(3000, 1000, 5000, 1u << 31, -1) == 5500, "stime shift");
+	TV_CHECK(tv_xen_tsc_to_stime(1000, 3000, 5000, 1u << 31, 0) == 4000, "stime before stamp");
+	TV_CHECK(!strcmp(tv_xen_hypercall_name(29), "sched_op"), "hypercall name");
+	TV_CHECK(tv_xen_event_of(0x00021231) == TV_XEN_EV_RUNSTATE, "runstate with states");
+	TV_CHECK(tv_xen_event_of(0x00081502) == TV_XEN_EV_VMEXIT, "nested vmexit64");
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/tv-xen-test.XXXXXX";
+	const char *tmp = getenv("TV_TMP");
+	char cmd[4200];
+
+	tv_log_set_callback(NULL, NULL);
+	if (!tmp)
+		tmp = mkdtemp(tmpl);
+	test_import_two_cpus(tmp);
+	test_stat(tmp);
+	test_system_time(tmp);
+	test_ring();
+	test_tinfo();
+	test_helpers();
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two'", tmp);
+	if (system(cmd))
+		fprintf(stderr, "cannot clean %s\n", tmp);
+	return tv_test_done("test_xen");
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The xen/ domain directory: formats, per-CPU record counts (lost records
+ * counted from the hypervisor's own TRC_LOST_RECORDS), meta, and the
+ * session.meta of a Xen-only session.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tracevisor/tracevisor.h"
+#include "xen_internal.h"
+
+int tv_xen_count_stream(const char *path, struct tv_xen_cpu_count *cnt)
+{
+	unsigned char buf[64 * 1024];
+	size_t len = 0, pos = 0, n;
+	struct tv_xen_rec rec;
+	FILE *f = fopen(path, "re");
+
+	memset(cnt, 0, sizeof(*cnt));
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		unsigned int size = tv_xen_rec_parse(buf + pos, len - pos, &rec);
+
+		if (!size) {
+			memmove(buf, buf + pos, len - pos);
+			len -= pos;
+			pos = 0;
+			n = fread(buf + len, 1, sizeof(buf) - len, f);
+			if (!n)
+				break;
+			len += n;
+			continue;
+		}
+		pos += size;
+		cnt->bytes += size;
+		if (rec.event == XT_WRAP_BUFFER)
+			cnt->wraps++;
+		else if (rec.event == XT_LOST_RECORDS)
+			cnt->lost += rec.extra[0];
+		else
+			cnt->records++;
+	}
+	fclose(f);
+	cnt->bytes += len;	/* a cut-off record at the end */
+	return 0;
+}
+
+static void meta_set_cpu(struct tv_meta *m, int cpu, const char *what, uint64_t v)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "cpu%d.%s", cpu, what);
+	tv_meta_set(m, key, "%llu", (unsigned long long)v);
+}
+
+int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info)
+{
+	struct tv_meta *m = tv_meta_new();
+	struct tv_xen_cpu_count cnt, total = { 0 };
+	char path[4200];
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	tv_meta_set(m, "domain", "xen");
+	tv_meta_set(m, "kind", "xen-trace");
+	tv_meta_set(m, "clock", "%s", info->clock);
+	tv_meta_set(m, "ncpus", "%d", info->ncpus);
+	tv_meta_set(m, "long_size", "8");
+	tv_meta_set(m, "subbuf_size", "4096");	/* unused by this kind; kept valid */
+	tv_meta_set(m, "tsc_khz", "%llu", (unsigned long long)info->cpu_khz);
+	tv_meta_set(m, "tsc_khz_source", "%s", info->khz_source);
+	tv_meta_set(m, "source", "%s", info->source);
+	if (info->xen_version[0])
+		tv_meta_set(m, "xen_version", "%s", info->xen_version);
+	if (info->evt_mask)
+		tv_meta_set(m, "evt_mask", "0x%08x", info->evt_mask);
+	if (info->have_mask_state) {
+		tv_meta_set(m, "evt_mask_before", "0x%08x", info->mask_before);
+		tv_meta_set(m, "evt_mask_after", "0x%08x", info->mask_after);
+	}
+	if (info->tbuf_pages)
+		tv_meta_set(m, "tbuf_pages", "%u", info->tbuf_pages);
+	if (info->hvm_isa)
+		tv_meta_set(m, "hvm_isa", "%s", info->hvm_isa);
+	if (info->missing[0])
+		tv_meta_set(m, "missing", "%s", info->missing);
+	for (int cpu = 0; cpu < info->ncpus; cpu++) {
+		snprintf(path, sizeof(path), "%s/cpu%d.xen", domain_dir, cpu);
+		ret = tv_xen_count_stream(path, &cnt);
+		if (ret) {
+			tv_meta_free(m);
+			return ret;
+		}
+		meta_set_cpu(m, cpu, "bytes", cnt.bytes);
+		meta_set_cpu(m, cpu, "events", cnt.records);
+		meta_set_cpu(m, cpu, "lost", cnt.lost);
+		meta_set_cpu(m, cpu, "wraps", cnt.wraps);
+		total.bytes += cnt.bytes;
+		total.records += cnt.records;
+		total.lost += cnt.lost;
+	}
+	for (size_t i = 0; i < info->nr_extra; i++)
+		tv_meta_set(m, info->extra[i].key, "%s", info->extra[i].value);
+	tv_meta_set(m, "events_total", "%llu", (unsigned long long)total.records);
+	tv_meta_set(m, "lost_total", "%llu", (unsigned long long)total.lost);
+	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)total.bytes);
+	snprintf(path, sizeof(path), "%s/meta", domain_dir);
+	ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
+}
+
+int tv_xen_write_session_meta(const char *session_dir, const char *domains,
+			      const char *reference)
+{
+	struct tv_meta *m = tv_meta_new();
+	char path[4200], when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	tv_meta_set(m, "format", "tracevisor-session");
+	tv_meta_set(m, "version", "1");
+	tv_meta_set(m, "created", "%s", when);
+	tv_meta_set(m, "domains", "%s", domains);
+	tv_meta_set(m, "reference_domain", "%s", reference);
+	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
+	ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
+}
+
+int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size, bool create_session)
+{
+	if (create_session && mkdir(session_dir, 0755)) {
+		if (errno == EEXIST)
+			tv_err("Output exists: path=\"%s\" (remove it or choose another -o)", session_dir);
+		else
+			tv_err("Cannot create session directory: path=\"%s\", errno=%d", session_dir, errno);
+		return errno == EEXIST ? -EEXIST : -errno;
+	}
+	snprintf(out, size, "%s/xen", session_dir);
+	if (mkdir(out, 0755)) {
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d", out, errno);
+		return -errno;
+	}
+	return tv_xen_write_formats(out);
+}

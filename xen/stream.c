@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The session reader's stream for a domain of kind xen-trace: xen/cpuN.xen
+ * holds physical CPU N's t_rec records exactly as the hypervisor wrote them
+ * (wrap and lost records included).  Each record is turned into a
+ * synthesized libtraceevent record (xen/decode.c) with its time in ns:
+ * Xen system time when the session has the per-CPU TSC scale of the patched
+ * hypervisor (clock=xen-system), else TSC / cpu_khz (clock=xen-tsc).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <event-parse.h>
+
+#include "../lib/internal.h"
+#include "xen_trace.h"
+
+#define XEN_STREAM_BUF (64 * 1024)
+
+struct tv_xen_stream {
+	unsigned char buf[XEN_STREAM_BUF];
+	size_t len, pos;
+	uint64_t buf_off;		/* file offset of buf[0] */
+	int eof;
+	struct tv_xen_cpu_state cs;
+	unsigned char ev[TV_XEN_EVENT_MAX];
+	uint64_t khz;
+	bool system_time;		/* per-CPU scale of the patched Xen */
+	uint64_t tsc0, stime0;
+	uint32_t mul;
+	int8_t shift;
+};
+
+static void xen_stream_clock(struct tv_xen_stream *xs, const struct tv_domain *dom, int cpu)
+{
+	const char *clock = tv_meta_get(dom->meta, "clock");
+	char key[64];
+
+	xs->khz = (uint64_t)tv_meta_get_ll(dom->meta, "tsc_khz", 0);
+	if (!clock || strcmp(clock, "xen-system"))
+		return;
+	snprintf(key, sizeof(key), "cpu%d.tsc_to_system_mul", cpu);
+	xs->mul = (uint32_t)tv_meta_get_ll(dom->meta, key, 0);
+	snprintf(key, sizeof(key), "cpu%d.tsc_shift", cpu);
+	xs->shift = (int8_t)tv_meta_get_ll(dom->meta, key, 0);
+	snprintf(key, sizeof(key), "cpu%d.tsc_timestamp", cpu);
+	xs->tsc0 = (uint64_t)tv_meta_get_ll(dom->meta, key, 0);
+	snprintf(key, sizeof(key), "cpu%d.system_time", cpu);
+	xs->stime0 = (uint64_t)tv_meta_get_ll(dom->meta, key, 0);
+	xs->system_time = xs->mul != 0;
+}
+
+/*
+ * The patched hypervisor records each recalibration in band: from there on
+ * this CPU's records map to system time with the new stamp and scale.
+ */
+static void xen_stream_rescale(struct tv_xen_stream *xs, const struct tv_xen_rec *rec)
+{
+	if (!xs->system_time || rec->nr_extra < 6)
+		return;
+	xs->tsc0 = rec->extra[0] | (uint64_t)rec->extra[1] << 32;
+	xs->stime0 = rec->extra[2] | (uint64_t)rec->extra[3] << 32;
+	xs->mul = rec->extra[4];
+	xs->shift = (int8_t)rec->extra[5];
+}
+
+int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
+{
+	memset(st, 0, sizeof(*st));
+	st->dom = dom;
+	st->cpu = cpu;
+	snprintf(st->path, sizeof(st->path), "%s/cpu%d.xen", dom->dir, cpu);
+	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
+	if (st->fd < 0) {
+		if (errno == ENOENT) {	/* a CPU without a buffer, or no records */
+			st->done = 1;
+			return 0;
+		}
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
+		return -errno;
+	}
+	st->xen = calloc(1, sizeof(*st->xen));
+	if (!st->xen)
+		return -ENOMEM;
+	tv_xen_cpu_state_init(&st->xen->cs);
+	xen_stream_clock(st->xen, dom, cpu);
+	return 0;
+}
+
+/* Keep the unread tail and read more; return bytes available. */
+static long xen_stream_fill(struct tv_cpu_stream *st)
+{
+	struct tv_xen_stream *xs = st->xen;
+	ssize_t n;
+
+	memmove(xs->buf, xs->buf + xs->pos, xs->len - xs->pos);
+	xs->buf_off += xs->pos;
+	xs->len -= xs->pos;
+	xs->pos = 0;
+	while (!xs->eof && xs->len < sizeof(xs->buf)) {
+		n = read(st->fd, xs->buf + xs->len, sizeof(xs->buf) - xs->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, errno);
+			return -errno;
+		}
+		if (n == 0)
+			xs->eof = 1;
+		xs->len += (size_t)n;
+	}
+	return (long)xs->len;
+}
+
+static uint64_t xen_stream_ns(const struct tv_xen_stream *xs, uint64_t tsc)
+{
+	if (xs->system_time)
+		return tv_xen_tsc_to_stime(tsc, xs->tsc0, xs->stime0, xs->mul, xs->shift);
+	return tv_xen_tsc_to_ns(tsc, xs->khz);
+}
+
+/* Parse the next record into xs; return 1, 0 at the end, or -errno. */
+static int xen_stream_parse(struct tv_cpu_stream *st, struct tv_xen_rec *rec)
+{
+	struct tv_xen_stream *xs = st->xen;
+	unsigned int size;
+
+	size = tv_xen_rec_parse(xs->buf + xs->pos, xs->len - xs->pos, rec);
+	if (!size) {
+		long n = xen_stream_fill(st);
+
+		if (n < 0)
+			return (int)n;
+		size = tv_xen_rec_parse(xs->buf, xs->len, rec);
+	}
+	if (!size) {
+		if (xs->len)
+			tv_warn("Stream file ends inside a record: path=\"%s\", offset=%llu, bytes=%zu",
+				st->path, (unsigned long long)xs->buf_off, xs->len);
+		return 0;
+	}
+	st->rec.offset = xs->buf_off + xs->pos;
+	xs->pos += size;
+	return 1;
+}
+
+int tv_xen_stream_next(struct tv_cpu_stream *st)
+{
+	struct tv_xen_stream *xs = st->xen;
+	struct tv_xen_rec rec;
+	unsigned int size = 0;
+	uint64_t tsc = 0, offset;
+	const char *why = NULL;
+	int ret;
+
+	if (st->done)
+		return 0;
+	while (!size) {
+		ret = xen_stream_parse(st, &rec);
+		if (ret <= 0) {
+			st->done = 1;
+			return ret;
+		}
+		size = tv_xen_rec_to_event(&xs->cs, &rec, xs->ev, &tsc);
+	}
+	offset = st->rec.offset;
+	memset(&st->rec, 0, sizeof(st->rec));
+	st->rec.ts = xen_stream_ns(xs, tsc);
+	st->rec.offset = offset;
+	st->rec.size = (int)size;
+	st->rec.record_size = (int)size;
+	st->rec.data = xs->ev;
+	st->rec.cpu = st->cpu;
+	if (rec.event == XT_TSCALE)
+		xen_stream_rescale(xs, &rec);
+	if (rec.event == XT_LOST_RECORDS)
+		st->rec.missed_events = rec.extra[0];
+	if (!tv_domain_checked_event(st->dom, &st->rec, &why)) {
+		tv_err("Corrupt stream file: path=\"%s\", offset=%llu: %s", st->path,
+		       (unsigned long long)offset, why);
+		st->done = 1;
+		return -EBADMSG;
+	}
+	return 1;
+}
+
+void tv_xen_stream_close(struct tv_cpu_stream *st)
+{
+	if (st->fd > 0)
+		close(st->fd);
+	free(st->xen);
+	st->xen = NULL;
+	st->fd = -1;
+}

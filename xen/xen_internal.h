@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/* Internals of xen/: the domain directory, shared by recorder and importer. */
+#ifndef TV_XEN_INTERNAL_H
+#define TV_XEN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xen_trace.h"
+
+struct tv_xen_cpu_count {
+	uint64_t bytes;
+	uint64_t records;	/* everything but wrap and lost records */
+	uint64_t lost;		/* sum of TRC_LOST_RECORDS counts */
+	uint64_t wraps;
+};
+
+/* Count the records of one cpuN.xen; a missing file counts as empty. */
+int tv_xen_count_stream(const char *path, struct tv_xen_cpu_count *cnt);
+
+struct tv_xen_meta_kv {
+	char key[48];
+	char value[48];
+};
+
+struct tv_xen_meta_info {
+	int ncpus;
+	uint64_t cpu_khz;
+	const char *khz_source;	/* "xc_physinfo", "option", "default" */
+	const char *clock;	/* "xen-tsc" or "xen-system" */
+	const char *source;	/* "tracevisor" or "xentrace" */
+	char xen_version[32];
+	uint32_t evt_mask;
+	bool have_mask_state;	/* the two below were read from Xen */
+	uint32_t mask_before, mask_after;	/* found at start, read back at stop */
+	unsigned int tbuf_pages;
+	const char *hvm_isa;	/* "vmx", "svm" or NULL: how to name exit reasons */
+	char missing[160];	/* what the stock hypervisor lacks */
+	struct tv_xen_meta_kv *extra;	/* per-CPU time scale and the like */
+	size_t nr_extra;
+};
+
+int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info);
+int tv_xen_write_session_meta(const char *session_dir, const char *domains,
+			      const char *reference);
+/* SESSION/xen with its formats; @create_session: mkdir SESSION too (new). */
+int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size,
+			   bool create_session);
+
+#endif
