@@ -516,7 +516,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	if (!err)
 		err = recorder_write_meta(rec);
 	if (!err)
-		err = tv_session_write_top(rec->outdir, rec->domains);
+		err = tv_session_write_meta(rec->outdir, rec->domains, "host");
 	return ret ? ret : err;
 }
 

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
@@ -133,30 +132,6 @@ int tv_session_write_task_maps(const char *domain_dir, const char *tracing_dir)
 			tv_warn("Cannot save task map: path=\"%s\"", src);
 	}
 	return 0;
-}
-
-int tv_session_write_top(const char *session_dir, const char *domains)
-{
-	struct tv_meta *m = tv_meta_new();
-	char path[PATH_MAX];
-	char when[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	int ret;
-
-	if (!m)
-		return -ENOMEM;
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	tv_meta_set(m, "format", "tracevisor-session");
-	tv_meta_set(m, "version", "1");
-	tv_meta_set(m, "created", "%s", when);
-	tv_meta_set(m, "domains", "%s", domains);
-	tv_meta_set(m, "reference_domain", "host");
-	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
-	ret = tv_meta_write(m, path);
-	tv_meta_free(m);
-	return ret;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

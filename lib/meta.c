@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
@@ -194,4 +195,27 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 	}
 	*out = meta;
 	return 0;
+}
+
+int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference)
+{
+	struct tv_meta *m = tv_meta_new();
+	char path[4096], when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	tv_meta_set(m, "format", "tracevisor-session");
+	tv_meta_set(m, "version", "1");
+	tv_meta_set(m, "created", "%s", when);
+	tv_meta_set(m, "domains", "%s", domains);
+	tv_meta_set(m, "reference_domain", "%s", reference);
+	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
+	ret = tv_meta_write(m, path);
+	tv_meta_free(m);
+	return ret;
 }

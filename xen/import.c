@@ -141,7 +141,7 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
 	if (!ret)
 		ret = tv_xen_write_meta(c->dir, &info);
 	if (!ret)
-		ret = tv_xen_write_session_meta(outdir, "xen", "xen");
+		ret = tv_session_write_meta(outdir, "xen", "xen");
 	free(c);
 	return ret;
 }

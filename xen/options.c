@@ -76,5 +76,5 @@ bool tv_xen_cpu_in_list(const char *list, int cpu)
 
 int tv_session_write_domains(const char *dir, const char *domains, const char *reference)
 {
-	return tv_xen_write_session_meta(dir, domains, reference);
+	return tv_session_write_meta(dir, domains, reference);
 }

@@ -554,7 +554,7 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	if (!ret)
 		ret = tv_xen_write_meta(rec->dir, &rec->info);
 	if (!ret && !rec->opts.in_session)
-		ret = tv_xen_write_session_meta(rec->opts.outdir, "xen", "xen");
+		ret = tv_session_write_meta(rec->opts.outdir, "xen", "xen");
 	return ret;
 }
 

@@ -117,29 +117,6 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 	return ret;
 }
 
-int tv_xen_write_session_meta(const char *session_dir, const char *domains,
-			      const char *reference)
-{
-	struct tv_meta *m = tv_meta_new();
-	char path[4200], when[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	int ret;
-
-	if (!m)
-		return -ENOMEM;
-	gmtime_r(&now, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	tv_meta_set(m, "format", "tracevisor-session");
-	tv_meta_set(m, "version", "1");
-	tv_meta_set(m, "created", "%s", when);
-	tv_meta_set(m, "domains", "%s", domains);
-	tv_meta_set(m, "reference_domain", "%s", reference);
-	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
-	ret = tv_meta_write(m, path);
-	tv_meta_free(m);
-	return ret;
-}
 
 int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size, bool create_session)
 {

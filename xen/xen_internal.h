@@ -42,8 +42,6 @@ struct tv_xen_meta_info {
 };
 
 int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info);
-int tv_xen_write_session_meta(const char *session_dir, const char *domains,
-			      const char *reference);
 /* SESSION/xen with its formats; @create_session: mkdir SESSION too (new). */
 int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size,
 			   bool create_session);

@@ -69,6 +69,14 @@ long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long 
 /* Writes atomically (temporary file + rename). */
 int tv_meta_write(const struct tv_meta *meta, const char *path);
 int tv_meta_read(const char *path, struct tv_meta **out);
+/**
+ * tv_session_write_meta - write DIR/session.meta; written last, its presence
+ * marks a complete session
+ * @session_dir: the session
+ * @domains: comma-separated domain subdirectories, in order
+ * @reference: the domain whose clock is the reference
+ */
+int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference);
 
 /* ----------------------------------------------------------- recording */
 
