@@ -12,7 +12,7 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno
            -Iinclude -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 # libvirt domains as --guest SPECs: headers at build time, dlopen() at run
-# time (kvm/guest_libvirt.c says why it is not linked).
+# time (host/guest_libvirt.c says why it is not linked).
 ifeq ($(shell pkg-config --exists libvirt libvirt-qemu 2>/dev/null && echo yes),yes)
 CFLAGS  += -DTV_HAVE_LIBVIRT $(shell pkg-config --cflags libvirt libvirt-qemu)
 LDLIBS  += -ldl
@@ -61,10 +61,10 @@ $(AGENT): guest/agent.c lib/proto.c lib/proto.h
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST)
-$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c kvm/guest_stream.h lib/proto.c lib/meta.c lib/log.c
+$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_stream.h lib/proto.c lib/meta.c lib/log.c
 	@mkdir -p $(dir $@)
-	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ikvm -o $@ \
-		tests/fuzz/fuzz_guest_stream.c kvm/guest_stream.c lib/proto.c lib/meta.c lib/log.c
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
+		tests/fuzz/fuzz_guest_stream.c host/guest_stream.c lib/proto.c lib/meta.c lib/log.c
 
 $(BUILD)/tests/tv-%: tests/helpers/tv-%.c
 	@mkdir -p $(dir $@)
@@ -72,7 +72,7 @@ $(BUILD)/tests/tv-%: tests/helpers/tv-%.c
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -Ikvm -o $@ $< $(LIBTV) $(LDLIBS) -lm
+	$(CC) $(CFLAGS) -Itests/unit -Ikvm -Ihost -o $@ $< $(LIBTV) $(LDLIBS) -lm
 
 deps:
 	@scripts/install-deps

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
  * The host <-> guest agent wire protocol (doc/agent-protocol.md).
- * Shared by the host (kvm/guest*.c) and the static agent (guest/agent.c):
+ * Shared by the host (host/guest*.c) and the static agent (guest/agent.c):
  * plain C and libc only.  Everything a guest sends is untrusted: the
  * decoders below check every length before it is used.
  */

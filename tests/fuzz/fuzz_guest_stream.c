@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: the host's parser of a guest agent's stream
- * (kvm/guest_stream.c), which takes untrusted bytes from a guest.
+ * (host/guest_stream.c), which takes untrusted bytes from a guest.
  * Input byte 0: bit 0 prepends a valid META frame (to reach the DATA and
  * FILE paths quickly), bits 1-7 pick the piece size the rest is fed in.
  * Each input gets a fresh directory; after it, nothing may exist outside

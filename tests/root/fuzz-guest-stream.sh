@@ -1,5 +1,5 @@
 #!/bin/bash
-# libFuzzer on the host's guest-stream parser (kvm/guest_stream.c) for a
+# libFuzzer on the host's guest-stream parser (host/guest_stream.c) for a
 # bounded time (FUZZ_SECONDS, default 20).  Needs no root; it is in this
 # tier because it is slower than the unit tests.  Skips without clang.
 . "$(dirname "$0")/lib.bash"

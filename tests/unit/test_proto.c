@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The agent protocol (lib/proto.c) and the host's guest-stream parser
- * (kvm/guest_stream.c): round trips, and hostile input from a guest —
+ * (host/guest_stream.c): round trips, and hostile input from a guest —
  * oversized lengths, truncated frames, bad names and paths, out-of-range
  * CPUs, partial sub-buffers, a size limit — each rejected with a clear
  * message and nothing written outside the guest's directory.
