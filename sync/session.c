@@ -34,9 +34,10 @@ struct point {
 };
 
 struct dom_scan {
-	struct tep_event *raw_data, *hypercall, *write_tsc;
+	struct tep_event *raw_data, *hypercall, *write_tsc, *xen_guest;
 	int64_t first, last;
 	int is_guest;
+	size_t xen_untimed;	/* Xen probe records without a TSC (stock Xen) */
 	int guest_index;	/* among guest-* domains, -1 otherwise */
 };
 
@@ -46,6 +47,7 @@ struct scan {
 	struct dom_scan dom[MAX_DOMAINS];
 	int guest_dom[MAX_DOMAINS];	/* guest index -> domain */
 	size_t nr_guests;
+	int xen_dom;		/* the xen/ domain, -1 if none */
 	struct probe *probes;
 	size_t nr_probes, cap_probes;
 	struct tv_tsc_segments tsc[MAX_DOMAINS];
@@ -69,6 +71,7 @@ static int scan_push(struct scan *sc, struct probe p)
 static void scan_init_domains(struct scan *sc)
 {
 	sc->nr_domains = tv_reader_nr_domains(sc->rd);
+	sc->xen_dom = -1;
 	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
 		const struct tv_domain_info *info = tv_reader_domain(sc->rd, d);
 		struct dom_scan *ds = &sc->dom[d];
@@ -76,6 +79,9 @@ static void scan_init_domains(struct scan *sc)
 		ds->raw_data = tep_find_event_by_name(info->tep, "ftrace", "raw_data");
 		ds->hypercall = tep_find_event_by_name(info->tep, "kvm", "kvm_hypercall");
 		ds->write_tsc = tep_find_event_by_name(info->tep, "kvm", "kvm_write_tsc_offset");
+		ds->xen_guest = tep_find_event_by_name(info->tep, "xen", "xen_guest");
+		if (!strcmp(info->subdir, "xen"))
+			sc->xen_dom = (int)d;
 		ds->first = -1;
 		ds->guest_index = -1;
 		if (!strncmp(info->subdir, "guest-", 6)) {
@@ -102,8 +108,14 @@ static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 		return 0;
 	memcpy(&m, data + 8, sizeof(m));
 	if (m.magic != TV_SYNC_MAGIC || m.type < TV_PROBE_PING_SEND ||
-	    m.type > TV_PROBE_HCALL_AFTER)
+	    m.type > TV_PROBE_XEN_AFTER)
 		return 0;
+	/* dom0 brackets a record it injects into Xen: Xen is the probed side. */
+	if (m.type == TV_PROBE_XEN_BEFORE || m.type == TV_PROBE_XEN_AFTER) {
+		if (sc->xen_dom < 0 || sc->xen_dom == d || sc->dom[d].is_guest)
+			return 0;
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type });
+	}
 	if (m.type == TV_PROBE_PING_SEND || m.type == TV_PROBE_PONG_RECV) {
 		guest = scan_guest_domain(sc, m.guest);
 		if (guest < 0 || guest == d)
@@ -128,6 +140,45 @@ static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
 	if (guest < 0 || guest == d)
 		return 0;
 	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST });
+}
+
+/* The u32 at index @i of @ev's data[] array field, or -ENOENT. */
+static int data_word(const struct tv_event *ev, unsigned int i, uint32_t *val)
+{
+	struct tep_format_field *f = tep_find_field(ev->format, "data");
+
+	if (!f || f->size < 4 * (int)(i + 1) || f->offset + 4 * (i + 1) > (unsigned)ev->record->size)
+		return -ENOENT;
+	*val = (uint32_t)tep_read_number(ev->tep, (char *)ev->record->data + f->offset + 4 * i, 4);
+	return 0;
+}
+
+/*
+ * The Xen side of a dom0/Xen probe: TRC_GUEST | TV_SYNC_XEN_EVENT with
+ * { magic, seq low, seq high }.  Only a record Xen stamped with the TSC
+ * (our patch) is on Xen's time line; stock Xen gives it the previous
+ * record's time, which is no constraint at all, so it is only counted.
+ */
+static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
+{
+	uint64_t id, nr, has_tsc, seq;
+	uint32_t w[3];
+
+	if (d != sc->xen_dom || tv_event_field_u64(ev, "xen_event", &id) ||
+	    (id & 0xfff) != TV_SYNC_XEN_EVENT || tv_event_field_u64(ev, "nr_data", &nr) ||
+	    nr < 3 || tv_event_field_u64(ev, "has_tsc", &has_tsc))
+		return 0;
+	for (unsigned int i = 0; i < 3; i++)
+		if (data_word(ev, i, &w[i]))
+			return 0;
+	if (w[0] != TV_SYNC_MAGIC)
+		return 0;
+	if (!has_tsc) {
+		sc->dom[d].xen_untimed++;
+		return 0;
+	}
+	seq = w[1] | (uint64_t)w[2] << 32;
+	return scan_push(sc, (struct probe){ seq, ev->ts_raw, d, -1, TV_PROBE_XEN_RECORD });
 }
 
 /* kvm_write_tsc_offset belongs to the guest whose vCPU thread wrote it. */
@@ -167,6 +218,8 @@ static int scan_event(struct scan *sc, const struct tv_event *ev)
 		return scan_hypercall(sc, ev, d);
 	if (ev->format == ds->write_tsc)
 		return scan_write_tsc(sc, ev, d);
+	if (ev->format == ds->xen_guest)
+		return scan_xen_guest(sc, ev, d);
 	return 0;
 }
 
@@ -236,13 +289,15 @@ static int for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 		{ TV_PROBE_PONG_SEND, TV_PROBE_PONG_RECV, 0 },
 		{ TV_PROBE_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
 		{ TV_PROBE_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_PROBE_XEN_BEFORE, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_PROBE_XEN_AFTER, 0 },
 	};
 	struct round r;
 	int ret = 0;
 
 	for (size_t i = 0; i < sc->nr_probes && !ret;) {
 		next_round(sc, &i, &r);
-		for (size_t k = 0; k < 4 && !ret; k++)
+		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && !ret; k++)
 			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0)
 				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
 	}
@@ -498,6 +553,17 @@ static void explain_missing(const struct scan *sc, const struct graph *g, size_t
 	}
 	r->est.quality = TV_SYNC_INSUFFICIENT;
 	r->est.bound_ns = -1;
+	if (sc->dom[d].xen_untimed) {
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "%zu dom0/Xen sync records carry no TSC (stock Xen): their time is the previous record's, so no bound can be given; record on the patched Xen (xen/patches/)",
+			 sc->dom[d].xen_untimed);
+		return;
+	}
+	if ((int)d == sc->xen_dom) {
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "no dom0/Xen sync probes: record host/ and xen/ together (`tracevisor record --xen -e EVENT ...`) with Xen's guest class traced");
+		return;
+	}
 	snprintf(r->est.message, sizeof(r->est.message),
 		 "no sync probes (ftrace:raw_data markers or kvm_hypercall 0x7476) for this domain: record with `tracevisor record --guest ...`");
 }

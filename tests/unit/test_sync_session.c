@@ -9,6 +9,10 @@
  * guest-nested, probed only by guest-good, must reach the host through it
  * with a composed bound that holds;
  * guest-jump's clock jumps half-way, which no line fits: failed.
+ * A second session pairs dom0 (host) with Xen (xen): dom0 markers
+ * XEN_BEFORE/XEN_AFTER around each xen:xen_guest probe record; with the
+ * TSC on the records the xen domain must come out accurate within its
+ * bound, without (stock Xen) insufficient with a reason.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +32,7 @@
 #define ID_HYPERCALL 114
 #define ID_EXIT 103
 #define ID_ENTRY 115
+#define ID_XEN_GUEST 300
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -71,9 +76,20 @@ static const char entry_format[] =
 	"\tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n";
 
+/* The layout of xen/decode.c's xen_guest (struct xe_guest). */
+static const char xen_guest_format[] =
+	"name: xen_guest\nID: 300\nformat:\n" COMMON_FIELDS
+	"\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:u16 cur_dom;\toffset:12;\tsize:2;\tsigned:0;\n"
+	"\tfield:u16 cur_vcpu;\toffset:14;\tsize:2;\tsigned:0;\n"
+	"\tfield:u32 nr_data;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:u32 has_tsc;\toffset:20;\tsize:4;\tsigned:0;\n"
+	"\tfield:u32 data[7];\toffset:24;\tsize:28;\tsigned:0;\n\n"
+	"print fmt: \"nr_data=%u\", REC->nr_data\n";
+
 struct rec {
 	uint64_t ts;
-	unsigned char data[48];
+	unsigned char data[52];
 	int size;
 };
 
@@ -84,6 +100,8 @@ struct domain_gen {
 };
 
 static char root[] = "/tmp/tv-sync-session.XXXXXX";
+static char xen_root[] = "/tmp/tv-sync-xen.XXXXXX";
+static const char *base = root;	/* the session being written */
 
 static void put_file(const char *path, const char *text)
 {
@@ -220,38 +238,44 @@ static void write_domain(struct domain_gen *d, const char *name)
 {
 	char path[512], text[512];
 
-	snprintf(path, sizeof(path), "%s/%s", root, name);
+	snprintf(path, sizeof(path), "%s/%s", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data/format", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data/format", base, name);
 	put_file(path, raw_data_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall/format", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall/format", base, name);
 	put_file(path, hypercall_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit/format", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit/format", base, name);
 	put_file(path, exit_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", base, name);
 	put_file(path, entry_format);
-	snprintf(path, sizeof(path), "%s/%s/header_page", root, name);
+	snprintf(path, sizeof(path), "%s/%s/events/xen", base, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/xen/xen_guest", base, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/xen/xen_guest/format", base, name);
+	put_file(path, xen_guest_format);
+	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
 	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=local\nncpus=1\n"
 		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n", name);
-	snprintf(path, sizeof(path), "%s/%s/meta", root, name);
+	snprintf(path, sizeof(path), "%s/%s/meta", base, name);
 	put_file(path, text);
 	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
-	snprintf(path, sizeof(path), "%s/%s/cpu0.raw", root, name);
+	snprintf(path, sizeof(path), "%s/%s/cpu0.raw", base, name);
 	write_stream(path, d->recs, d->n);
 }
 
@@ -350,6 +374,97 @@ static void generate(int rounds)
 	free(host.recs);
 	for (int k = 0; k < 3; k++)
 		free(g[k].recs);
+}
+
+/* Xen's clock: xen = (dom0 - BX) / AX. */
+static const long double AX = 1.0L - 12e-6L, BX = 700000000.0L;
+
+static uint64_t xen_clock(uint64_t dom0)
+{
+	return (uint64_t)llroundl(((long double)dom0 - BX) / AX);
+}
+
+static void add_xen_guest(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc)
+{
+	unsigned char r[52] = { 0 };
+	uint16_t id = ID_XEN_GUEST;
+	uint32_t ev = 0x0800f000u | 0x476, nr = 3, tsc = (uint32_t)has_tsc;
+	uint32_t w[3] = { 0x59535654u, (uint32_t)seq, (uint32_t)(seq >> 32) };
+
+	memcpy(r, &id, 2);
+	memcpy(r + 8, &ev, 4);
+	memcpy(r + 16, &nr, 4);
+	memcpy(r + 20, &tsc, 4);
+	memcpy(r + 24, w, sizeof(w));
+	add(d, ts, r, 52);
+}
+
+/* dom0 (host) brackets each injected Xen record with markers 7 and 8. */
+static void generate_xen(int rounds, int has_tsc)
+{
+	struct domain_gen dom0 = { 0 }, xen = { 0 };
+	uint64_t t0 = 5000000000ULL, span = 10000000000ULL;
+	char path[512];
+
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i, x = t + delay();
+		/* seq above 2^32: both words of the record count */
+		uint64_t seq = (1ULL << 32) + (uint64_t)i;
+
+		add_marker(&dom0, t, 7, seq);
+		add_xen_guest(&xen, xen_clock(x), seq, has_tsc);
+		add_marker(&dom0, x + delay(), 8, seq);
+	}
+	base = xen_root;
+	write_domain(&dom0, "host");
+	write_domain(&xen, "xen");
+	base = root;
+	snprintf(path, sizeof(path), "%s/session.meta", xen_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,xen\nreference_domain=host\n");
+	free(dom0.recs);
+	free(xen.recs);
+}
+
+static void check_xen(int rounds)
+{
+	struct tv_sync_result res;
+	const struct tv_sync_domain *x;
+	long double worst = 0;
+
+	generate_xen(rounds, 1);
+	TV_CHECK(tv_sync_session(xen_root, &res) == 0 && res.nr == 2, "xen: tv_sync_session failed");
+	if (res.nr != 2)
+		return;
+	x = &res.domains[1];
+	TV_CHECK(!strcmp(x->method, "hull") && !strcmp(x->via, "host") &&
+		 x->est.quality == TV_SYNC_ACCURATE && x->nr_probes == 2 * (size_t)rounds &&
+		 x->causality_violations == 0 && x->nr_pairs_checked == 2 * (size_t)rounds,
+		 "xen: %s via %s, %s, %zu pairs, %zu/%zu violations: %s", x->method, x->via,
+		 tv_sync_quality_name(x->est.quality), x->nr_probes, x->causality_violations,
+		 x->nr_pairs_checked, x->est.message);
+	for (uint64_t v = (uint64_t)x->est.span_lo; v <= (uint64_t)x->est.span_hi; v += 10000000) {
+		long double err = fabsl((long double)tv_sync_domain_apply(x, v) - (BX + AX * v));
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(x->est.bound_ns >= 0 && worst <= x->est.bound_ns,
+		 "xen: true error %.0Lf ns outside bound %lld ns", worst, (long long)x->est.bound_ns);
+	printf("xen (dom0 probes): bound %lld ns, true error %.0Lf ns, drift %.3f ppm (true -12)\n",
+	       (long long)x->est.bound_ns, worst,
+	       ((double)x->est.map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6);
+	tv_sync_result_free(&res);
+
+	/* Stock Xen: the records have no TSC, so no bound may be claimed. */
+	generate_xen(rounds, 0);
+	TV_CHECK(tv_sync_session(xen_root, &res) == 0 && res.nr == 2, "xen: tv_sync_session failed");
+	if (res.nr != 2)
+		return;
+	x = &res.domains[1];
+	TV_CHECK(x->est.quality == TV_SYNC_INSUFFICIENT && !strcmp(x->method, "none") &&
+		 strstr(x->est.message, "no TSC"), "stock xen: %s %s: %s", x->method,
+		 tv_sync_quality_name(x->est.quality), x->est.message);
+	tv_sync_result_free(&res);
 }
 
 /* Composed through guest-good: the truth is host = B + A * (B2 + A2 * nested). */
@@ -478,7 +593,7 @@ int main(void)
 {
 	char cmd[600];
 
-	if (!mkdtemp(root)) {
+	if (!mkdtemp(root) || !mkdtemp(xen_root)) {
 		perror("mkdtemp");
 		return 2;
 	}
@@ -487,7 +602,8 @@ int main(void)
 	check_sync();
 	check_merge();
 	check_perfetto();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	check_xen(200);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", root, xen_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
 	return tv_test_done("test_sync_session");
