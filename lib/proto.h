@@ -58,7 +58,12 @@ enum tv_sync_type {
 	TV_SYNC_PONG_RECV = 4,
 	TV_SYNC_HCALL_BEFORE = 5,
 	TV_SYNC_HCALL_AFTER = 6,
+	TV_SYNC_XEN_BEFORE = 7,
+	TV_SYNC_XEN_AFTER = 8,
 };
+
+/* TRC_GUEST | TV_SYNC_XEN_EVENT, data { magic, seq low, seq high }. */
+#define TV_SYNC_XEN_EVENT	0x476
 
 void tv_proto_hdr_encode(unsigned char out[TV_PROTO_HDR_SIZE], uint16_t type, uint32_t arg,
 			 uint32_t len);

@@ -48,6 +48,9 @@ struct record_cli {
 	struct tv_guest *guests[MAX_GUESTS];
 	int xen;			/* --xen: Xen's trace buffers too */
 	struct tv_xen_record_opts xen_opts;
+	uint64_t xen_seq;		/* next dom0/Xen sync probe */
+	double xen_next_probe;		/* now_s() of the next periodic one */
+	int xen_probes_off;		/* one failed: no more */
 };
 
 static void record_usage(FILE *out)
@@ -69,7 +72,8 @@ static void record_usage(FILE *out)
 		"  -q, --quiet             no progress or summary\n"
 		"      --xen               (in a Xen dom0) record the hypervisor's trace buffers into\n"
 		"                          DIR/xen/; without -e only Xen is recorded, with -e dom0's\n"
-		"                          kernel events too (DIR/host/)\n"
+		"                          kernel events too (DIR/host/), with dom0/Xen clock-sync\n"
+		"                          probes every --sync-interval for `tracevisor sync`\n"
 		"      --xen-events CLASSES  gen,sched,dom0op,hvm,mem,pv,shadow,hw,guest, all or a\n"
 		"                          hex mask (default: all, as xentrace)\n"
 		"      --xen-cpus LIST     physical CPUs to trace, e.g. 0-3,6 (default: all)\n"
@@ -309,6 +313,39 @@ static double now_s(void)
 }
 
 /* Wait for the end of the recording. Return the command's wait status or -1. */
+/* Rounds at start and end, like the guests' probes: more points at the hull's ends. */
+#define XEN_EDGE_PROBES 3
+
+static double sync_interval(const struct record_cli *cli)
+{
+	return cli->guest_opts.sync_interval > 0 ? cli->guest_opts.sync_interval : 1.0;
+}
+
+/*
+ * dom0/Xen clock-sync probes (doc/sync-probes.md): only when dom0's trace
+ * is recorded too, since the markers bracketing Xen's record live there.
+ */
+static void xen_probes(struct record_cli *cli, struct tv_recorder *rec, int n)
+{
+	if (!cli->xen || !rec || cli->xen_probes_off)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (tv_xen_sync_probe(rec, cli->xen_seq++)) {
+			if (!cli->quiet)
+				fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
+			cli->xen_probes_off = 1;
+			return;
+		}
+	}
+	cli->xen_next_probe = now_s() + sync_interval(cli);
+}
+
+static void xen_probes_due(struct record_cli *cli, struct tv_recorder *rec)
+{
+	if (now_s() >= cli->xen_next_probe)
+		xen_probes(cli, rec, 1);
+}
+
 static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sfd,
 			 pid_t child, int *why_signal)
 {
@@ -320,8 +357,9 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 
 	for (;;) {
 		struct signalfd_siginfo si;
-		int n = poll(pfd, tfd >= 0 ? 2 : 1, 1000);
+		int n = poll(pfd, tfd >= 0 ? 2 : 1, sync_interval(cli) < 1.0 ? (int)(sync_interval(cli) * 1000) : 1000);
 
+		xen_probes_due(cli, rec);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (progress && rec)
@@ -579,6 +617,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!ret)
 		ret = start_guests(&cli, rec);
+	if (!ret)
+		xen_probes(&cli, rec, XEN_EDGE_PROBES);
 	if (ret) {
 		destroy_guests(&cli);
 		tv_xen_recorder_destroy(xrec);
@@ -600,6 +640,7 @@ int cmd_record(int argc, char **argv)
 	end_command(child, &status, why_signal);
 	/* Guests first: their last probes need the host still tracing. */
 	stop_guests(&cli);
+	xen_probes(&cli, rec, XEN_EDGE_PROBES);
 	ret = stop_recorders(&cli, rec, xrec) ? -1 : ret;
 	if (!ret && rec)
 		print_summary(&cli, rec);

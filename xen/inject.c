@@ -15,6 +15,10 @@
 #include <xen/hvm/hvm_op.h>
 
 #include "tracevisor/tracevisor.h"
+#include "proto.h"
+
+/* Called just before (after = 0) and just after (after = 1) the hypercall. */
+typedef void (*inject_hook)(void *ctx, int after);
 
 static uint64_t mono_ns(void)
 {
@@ -24,7 +28,8 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2])
+static int inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2],
+		  inject_hook hook, void *ctx)
 {
 	uint64_t before, after;
 	int rc;
@@ -52,9 +57,13 @@ int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uin
 	tr->event = (uint16_t)event;
 	tr->extra_bytes = (uint16_t)(nr * 4);
 	memcpy(tr->extra, data, nr * 4);
+	if (hook)
+		hook(ctx, 0);
 	before = mono_ns();
 	rc = xencall2(xcall, __HYPERVISOR_hvm_op, HVMOP_xentrace, (uint64_t)(uintptr_t)tr);
 	after = mono_ns();
+	if (hook)
+		hook(ctx, 1);
 	if (mono) {
 		mono[0] = before;
 		mono[1] = after;
@@ -70,4 +79,35 @@ out:
 	if (log)
 		xtl_logger_destroy((xentoollog_logger *)log);
 	return ret;
+}
+
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2])
+{
+	return inject(event, data, nr, mono, NULL, NULL);
+}
+
+struct probe_ctx {
+	struct tv_recorder *rec;
+	uint64_t seq;
+};
+
+static void probe_marker(void *arg, int after)
+{
+	struct probe_ctx *p = arg;
+	unsigned char m[TV_SYNC_MARKER_SIZE];
+
+	tv_sync_marker_encode(m, after ? TV_SYNC_XEN_AFTER : TV_SYNC_XEN_BEFORE, 0, p->seq, 0);
+	tv_recorder_write_marker(p->rec, m, sizeof(m));
+}
+
+/*
+ * The markers are written inside the open handle's lifetime, right around
+ * the hypercall, so the bracket holds only the hypercall itself.
+ */
+int tv_xen_sync_probe(struct tv_recorder *rec, uint64_t seq)
+{
+	uint32_t words[3] = { TV_SYNC_MAGIC, (uint32_t)seq, (uint32_t)(seq >> 32) };
+	struct probe_ctx p = { rec, seq };
+
+	return inject(TV_SYNC_XEN_EVENT, words, 3, NULL, probe_marker, &p);
 }

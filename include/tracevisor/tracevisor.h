@@ -560,6 +560,17 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
  */
 int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2]);
 
+/**
+ * tv_xen_sync_probe - one dom0/Xen clock-sync probe (doc/sync-probes.md)
+ * @rec: the host (dom0) recorder of the same session
+ * @seq: probe sequence number
+ *
+ * Writes the XEN_BEFORE marker into dom0's trace, injects the Xen record
+ * TRC_GUEST | 0x476 { magic, seq low, seq high }, then the XEN_AFTER marker.
+ * Return: 0 or -errno (logged).
+ */
+int tv_xen_sync_probe(struct tv_recorder *rec, uint64_t seq);
+
 /* Write DIR/session.meta listing @domains (comma list); written last. */
 int tv_session_write_domains(const char *dir, const char *domains, const char *reference);
 
