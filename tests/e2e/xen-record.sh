@@ -5,8 +5,9 @@
 # Xen's own xentrace on the same workload in the same dom0, imported.
 # Checks: sched and hypercall records for both of dom0's vCPUs, 0 lost at
 # the default size, the event mask restored, both recordings decoding to
-# the same event classes with comparable counts, and --xen with -e adding
-# dom0's kernel trace beside Xen's.
+# the same event classes with comparable counts, --xen with -e adding
+# dom0's kernel trace beside Xen's, and sync refusing a dom0/Xen bound from
+# probe records stock Xen wrote without the TSC.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
@@ -34,6 +35,7 @@ $TV import xentrace /tmp/x.trace -o /tmp/xt 2>/out/import.err || exit 22
 $TV record --xen -e sched:sched_switch -o /tmp/both -- sh -c "sleep 1" 2>/out/both.err || exit 23
 $TV stat /tmp/tv >/out/stat.txt || exit 24
 $TV report /tmp/both > /tmp/b.txt || exit 26
+$TV sync /tmp/both > /out/both.sync 2>&1; cp /tmp/both/sync/transforms /out/both.transforms
 echo "$(grep -c " sched:sched_switch " /tmp/b.txt) $(grep -c " xen:xen_" /tmp/b.txt)" > /out/both.counts
 summary /tmp/tv tv && summary /tmp/xt xt && summary /tmp/masked masked || exit 25
 cp /tmp/both/session.meta /out/both.session.meta
@@ -54,6 +56,10 @@ grep -q "^domains=host,xen$" "$OUT/both.session.meta" || fail "--xen -e: session
 read -r n_host n_xen <"$OUT/both.counts"
 [ "$n_host" -gt 0 ] || fail "--xen -e: no dom0 kernel events"
 [ "$n_xen" -gt 0 ] || fail "--xen -e: no Xen events"
+# stock Xen stamps the dom0/Xen sync records without the TSC: no bound is claimed
+grep -q "^xen.quality=insufficient$" "$OUT/both.transforms" &&
+	grep -q "^xen.message=.*no TSC" "$OUT/both.transforms" ||
+	fail "stock Xen: sync claims a dom0/Xen relation: $(grep "^xen\." "$OUT/both.transforms" | tr "\n" " ")"
 
 python3 - "$OUT" <<'PY' || fail "classes or counts differ (above)"
 import collections, sys
