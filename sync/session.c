@@ -107,16 +107,16 @@ static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 	if (ev->record->size < 8 + (int)sizeof(m))
 		return 0;
 	memcpy(&m, data + 8, sizeof(m));
-	if (m.magic != TV_SYNC_MAGIC || m.type < TV_PROBE_PING_SEND ||
-	    m.type > TV_PROBE_XEN_AFTER)
+	if (m.magic != TV_SYNC_MAGIC || m.type < TV_SYNC_PING_SEND ||
+	    m.type > TV_SYNC_XEN_AFTER)
 		return 0;
 	/* dom0 brackets a record it injects into Xen: Xen is the probed side. */
-	if (m.type == TV_PROBE_XEN_BEFORE || m.type == TV_PROBE_XEN_AFTER) {
+	if (m.type == TV_SYNC_XEN_BEFORE || m.type == TV_SYNC_XEN_AFTER) {
 		if (sc->xen_dom < 0 || sc->xen_dom == d || sc->dom[d].is_guest)
 			return 0;
 		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type });
 	}
-	if (m.type == TV_PROBE_PING_SEND || m.type == TV_PROBE_PONG_RECV) {
+	if (m.type == TV_SYNC_PING_SEND || m.type == TV_SYNC_PONG_RECV) {
 		guest = scan_guest_domain(sc, m.guest);
 		if (guest < 0 || guest == d)
 			return 0;
@@ -285,12 +285,12 @@ typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int belo
 static int for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 {
 	static const int pairs[][3] = {
-		{ TV_PROBE_PING_RECV, TV_PROBE_PING_SEND, 1 },
-		{ TV_PROBE_PONG_SEND, TV_PROBE_PONG_RECV, 0 },
-		{ TV_PROBE_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
-		{ TV_PROBE_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
-		{ TV_PROBE_XEN_RECORD, TV_PROBE_XEN_BEFORE, 1 },
-		{ TV_PROBE_XEN_RECORD, TV_PROBE_XEN_AFTER, 0 },
+		{ TV_SYNC_PING_RECV, TV_SYNC_PING_SEND, 1 },
+		{ TV_SYNC_PONG_SEND, TV_SYNC_PONG_RECV, 0 },
+		{ TV_SYNC_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
+		{ TV_SYNC_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_BEFORE, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_AFTER, 0 },
 	};
 	struct round r;
 	int ret = 0;
