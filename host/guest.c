@@ -589,6 +589,9 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		ret = -errno;
 	if (!ret && spec->qemu_pid)
 		ret = tv_recorder_set_vm_name(rec, spec->qemu_pid, spec->name);
+	for (unsigned int i = 0; !ret && spec->qemu_pid && i < spec->nr_vcpus; i++)
+		if (spec->vcpu_tid[i] > 0)
+			ret = tv_recorder_add_vcpu(rec, spec->vcpu_tid[i], spec->qemu_pid, (int)i);
 	if (!ret) {
 		ret = -pthread_create(&g->thread, NULL, guest_thread, g);
 		g->started = !ret;

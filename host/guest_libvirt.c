@@ -73,6 +73,53 @@ void tv_guest_spec_from_libvirt_xml(struct tv_guest_spec *spec, const char *xml)
 	}
 }
 
+/*
+ * QMP query-cpus-fast: {"return": [{"thread-id": 1234, "props": {"thread-id":
+ * 0, ...}, "cpu-index": 0, ...}, ...]}.  Only the keys of each vCPU object
+ * itself count (props has a thread-id of its own: the SMT thread).
+ */
+void tv_guest_spec_from_qmp_cpus(struct tv_guest_spec *spec, const char *reply)
+{
+	const char *p = strstr(reply, "\"return\"");
+	long tid = -1, idx = -1;
+	int depth = 0;
+
+	spec->nr_vcpus = 0;
+	p = p ? strchr(p, '[') : NULL;
+	if (!p)
+		return;
+	for (p++; *p && depth >= 0; p++) {
+		if (*p == '{') {
+			if (depth++ == 0)
+				tid = idx = -1;
+		} else if (*p == '}') {
+			if (--depth == 0 && tid > 0 && idx >= 0 && idx < TV_GUEST_MAX_VCPUS) {
+				spec->vcpu_tid[idx] = (pid_t)tid;
+				if ((unsigned long)idx >= spec->nr_vcpus)
+					spec->nr_vcpus = (unsigned int)idx + 1;
+			}
+		} else if (*p == ']' && depth == 0) {
+			break;
+		} else if (*p == '"') {
+			const char *key = p + 1, *q = strchr(key, '"');
+			long *val = NULL;
+
+			if (!q)
+				break;
+			if (depth == 1 && !strncmp(key, "thread-id\"", 10))
+				val = &tid;
+			else if (depth == 1 && !strncmp(key, "cpu-index\"", 10))
+				val = &idx;
+			p = q;
+			if (val) {
+				q += 1 + strspn(q + 1, " \t\n:");
+				if (*q >= '0' && *q <= '9')
+					*val = strtol(q, NULL, 10);
+			}
+		}
+	}
+}
+
 #ifdef TV_HAVE_LIBVIRT
 #include <dlfcn.h>
 #include <libvirt/libvirt.h>
@@ -113,32 +160,34 @@ static int virt_load(struct virt_api *v)
 	return 0;
 }
 
-/* QMP: {"return": [{"cpu-index": 0, "thread-id": 1234, ...}, ...]} */
-static pid_t pid_from_qmp(struct virt_api *v, virDomainPtr dom)
+/* The QEMU pid and vCPU threads from QMP query-cpus-fast. */
+static pid_t pid_from_qmp(struct virt_api *v, virDomainPtr dom, struct tv_guest_spec *spec)
 {
 	char *reply = NULL;
 	pid_t first = 0;
 
 	if (v->monitor(dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) < 0 || !reply)
 		return 0;
+	tv_guest_spec_from_qmp_cpus(spec, reply);
+	free(reply);
 	/* Any vCPU thread belongs to the QEMU process: its tgid is the pid. */
-	for (const char *p = strstr(reply, "\"thread-id\""); p && !first;
-	     p = strstr(p + 1, "\"thread-id\"")) {
+	for (unsigned int i = 0; i < spec->nr_vcpus && !first; i++) {
 		char path[64], line[128];
 		FILE *f;
-		int tid = atoi(p + strlen("\"thread-id\"") + strspn(p + 11, ": "));
+		int tgid;
 
-		snprintf(path, sizeof(path), "/proc/%d/status", tid);
+		if (spec->vcpu_tid[i] <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)spec->vcpu_tid[i]);
 		f = fopen(path, "re");
 		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "Tgid: %d", &tid) == 1) {
-				first = tid;
+			if (sscanf(line, "Tgid: %d", &tgid) == 1) {
+				first = tgid;
 				break;
 			}
 		if (f)
 			fclose(f);
 	}
-	free(reply);
 	return first;
 }
 
@@ -170,7 +219,7 @@ int tv_guest_spec_resolve(struct tv_guest_spec *spec)
 	if (xml)
 		tv_guest_spec_from_libvirt_xml(spec, xml);
 	free(xml);
-	spec->qemu_pid = pid_from_qmp(&v, dom);
+	spec->qemu_pid = pid_from_qmp(&v, dom, spec);
 	v.domain_free(dom);
 	v.connect_close(conn);
 	if (!spec->vsock_cid && !spec->serial[0]) {

@@ -11,4 +11,10 @@ struct tv_guest_spec;
  */
 void tv_guest_spec_from_libvirt_xml(struct tv_guest_spec *spec, const char *xml);
 
+/*
+ * Set @spec's vcpu_tid[cpu-index] and nr_vcpus from a QMP query-cpus-fast
+ * reply ("thread-id" and "cpu-index" of each vCPU object).
+ */
+void tv_guest_spec_from_qmp_cpus(struct tv_guest_spec *spec, const char *reply);
+
 #endif

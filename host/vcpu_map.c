@@ -192,6 +192,18 @@ int tv_vcpu_map_scan(struct tv_vcpu_map *map, const char *proc_root)
 	return ret;
 }
 
+int tv_vcpu_map_add(struct tv_vcpu_map *map, pid_t tid, pid_t vm_pid, int vcpu)
+{
+	struct tv_vcpu_thread *t = map_slot(map, tid);
+
+	if (!t)
+		return -ENOMEM;
+	t->tid = tid;
+	t->vm_pid = vm_pid;
+	t->vcpu = vcpu;
+	return 0;
+}
+
 int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 {
 	FILE *f = fopen(path, "we");

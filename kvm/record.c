@@ -615,6 +615,16 @@ int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *n
 	return ret;
 }
 
+int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int vcpu)
+{
+	int ret;
+
+	pthread_mutex_lock(&rec->lock);
+	ret = tv_vcpu_map_add(&rec->vcpus, tid, vm_pid, vcpu);
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
+}
+
 int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir)
 {
 	size_t len;

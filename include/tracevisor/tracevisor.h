@@ -139,6 +139,12 @@ int tv_tracefs_cleanup_stale(void);
 int tv_recorder_write_marker(struct tv_recorder *rec, const void *buf, size_t len);
 /* Label the vCPU threads of process @vm_pid with @name in host/vcpus. */
 int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *name);
+/*
+ * Thread @tid of process @vm_pid runs vCPU @vcpu (known from the VMM, e.g.
+ * QMP query-cpus-fast): listed in host/vcpus even when the process holds
+ * no KVM fds (a TCG QEMU).  Call before tv_recorder_stop().
+ */
+int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int vcpu);
 /* List the domain subdirectory @subdir (e.g. "guest-vm1") in session.meta. */
 int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir);
 const char *tv_recorder_outdir(const struct tv_recorder *rec);
@@ -148,6 +154,7 @@ const char *tv_recorder_outdir(const struct tv_recorder *rec);
 #define TV_GUEST_DEFAULT_LIMIT_MB 2048
 #define TV_GUEST_DEFAULT_SYNC_INTERVAL 1.0
 #define TV_GUEST_NAME_MAX 32
+#define TV_GUEST_MAX_VCPUS 256
 
 /*
  * Where a guest's agent is and which host process runs it
@@ -162,6 +169,8 @@ struct tv_guest_spec {
 	unsigned int vsock_port;	/* 0: the agent's default, 7476 */
 	char serial[256];		/* host end of the virtio-serial port, or "" */
 	pid_t qemu_pid;			/* 0: unknown (no vCPU attribution) */
+	unsigned int nr_vcpus;		/* vCPU threads known from libvirt (QMP) */
+	pid_t vcpu_tid[TV_GUEST_MAX_VCPUS];	/* [cpu-index] = thread id, 0: unknown */
 };
 
 /* Return: 0, or -EINVAL with the reason logged. */
@@ -235,6 +244,8 @@ struct tv_vcpu_map {
 
 /* Scan /proc (or @proc_root) for processes holding KVM VM fds; merge into @map. */
 int tv_vcpu_map_scan(struct tv_vcpu_map *map, const char *proc_root);
+/* Add (or update) thread @tid as vCPU @vcpu of @vm_pid. Return: 0 or -ENOMEM. */
+int tv_vcpu_map_add(struct tv_vcpu_map *map, pid_t tid, pid_t vm_pid, int vcpu);
 int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path);
 int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path);
 const struct tv_vcpu_thread *tv_vcpu_map_find(const struct tv_vcpu_map *map, pid_t tid);

@@ -326,6 +326,28 @@ static void test_libvirt_xml(void)
 	TV_CHECK(!s.vsock_cid && !s.serial[0], "no channel in XML");
 }
 
+/* A real reply (libvirt 9.0, QEMU 7.2 TCG, 2 vCPUs), listed out of order. */
+static void test_qmp_cpus(void)
+{
+	static const char reply[] =
+		"{\"return\":[{\"thread-id\":15928,\"props\":{\"core-id\":0,\"thread-id\":0,"
+		"\"socket-id\":1},\"qom-path\":\"/machine/unattached/device[2]\",\"cpu-index\":1,"
+		"\"target\":\"x86_64\"},{\"thread-id\": 15927,\"props\":{\"core-id\":0,"
+		"\"thread-id\":0,\"socket-id\":0},\"qom-path\":\"/machine/unattached/device[0]\","
+		"\"cpu-index\": 0,\"target\":\"x86_64\"}],\"id\":\"libvirt-413\"}";
+	struct tv_guest_spec s = { 0 };
+
+	tv_guest_spec_from_qmp_cpus(&s, reply);
+	TV_CHECK(s.nr_vcpus == 2 && s.vcpu_tid[0] == 15927 && s.vcpu_tid[1] == 15928,
+		 "QMP vCPU threads: %u: %d %d", s.nr_vcpus, (int)s.vcpu_tid[0], (int)s.vcpu_tid[1]);
+	memset(&s, 0, sizeof(s));
+	tv_guest_spec_from_qmp_cpus(&s, "{\"error\":{\"class\":\"CommandNotFound\"}}");
+	TV_CHECK(s.nr_vcpus == 0, "QMP error: %u vCPUs", s.nr_vcpus);
+	tv_guest_spec_from_qmp_cpus(&s, "{\"return\":[{\"cpu-index\":99999,\"thread-id\":5},"
+					"{\"thread-id\":6,\"cpu-index\":0");
+	TV_CHECK(s.nr_vcpus == 0, "out-of-range or truncated QMP: %u vCPUs", s.nr_vcpus);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/tv-test-proto.XXXXXX");
@@ -339,6 +361,7 @@ int main(void)
 	test_stream_hostile();
 	test_specs();
 	test_libvirt_xml();
+	test_qmp_cpus();
 	{
 		char cmd[128];
 
