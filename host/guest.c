@@ -425,13 +425,14 @@ static int guest_connect(struct tv_guest *g)
 			break;
 		/* The agent may not listen yet: retry until stopped or too late. */
 		if (now_s() > give_up || read(g->stop_fd, &v, sizeof(v)) == sizeof(v)) {
-			guest_end(g, "failed: cannot connect to the agent at %s%s: errno=%d (%s)",
-				  g->spec.vsock_cid ? "vsock CID " : "serial ",
-				  g->spec.vsock_cid ? "" : g->spec.serial, -fd, strerror(-fd));
+			char where[PATH_MAX + 32];
+
 			if (g->spec.vsock_cid)
-				snprintf(g->status + strlen(g->status),
-					 sizeof(g->status) - strlen(g->status), " (cid %u)",
-					 g->spec.vsock_cid);
+				snprintf(where, sizeof(where), "vsock CID %u", g->spec.vsock_cid);
+			else
+				snprintf(where, sizeof(where), "serial %s", g->spec.serial);
+			guest_end(g, "failed: cannot connect to the agent at %s: errno=%d (%s)",
+				  where, -fd, strerror(-fd));
 			return fd;
 		}
 		usleep(200000);

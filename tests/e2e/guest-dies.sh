@@ -14,7 +14,8 @@ run_lab kvm '
 PATH=/opt/tracevisor:$PATH
 cat >/tmp/l2.sh <<"EOF"
 tracevisor-agent -v >/out/agent.log 2>&1 &
-sleep 1
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
 touch /out/agent.started
 while :; do dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null; sleep 0.05; done
 EOF

@@ -16,7 +16,9 @@ TV=${TV:-$REPO/build/tracevisor}
 L2_SCRIPT='
 tracevisor-agent -v >/out/agent.log 2>&1 &
 echo $! >/out/agent.pid
-sleep 1
+# Started means listening: the agent says "Ready:" once its channels are open.
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
 touch /out/agent.started
 # workload: syscalls, wake-ups and interrupts until L1 is done
 i=0

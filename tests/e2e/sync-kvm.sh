@@ -16,7 +16,8 @@ command -v babeltrace2 >/dev/null || skip "needs babeltrace2 (make deps)"
 L2_SCRIPT='
 tracevisor-agent -v >/out/agent.log 2>&1 &
 echo $! >/out/agent.pid
-sleep 1
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
 touch /out/agent.started
 i=0
 while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
