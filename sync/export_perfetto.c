@@ -15,7 +15,7 @@
 
 #include "tracevisor/tracevisor.h"
 
-#define CPU_PID_BASE 1000000	/* fake pids for the per-domain CPU tracks */
+#define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define MAX_OPEN_EXITS 4096
 
 struct open_exit {
