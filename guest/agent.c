@@ -94,6 +94,18 @@ struct session {
 
 /* ------------------------------------------------------------ channel */
 
+/* The channel is full: wait for the host to read, but not for ever. */
+static int wait_writable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+	/* A host that reads nothing for this long is gone. */
+	if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
+		return -ETIMEDOUT;
+	/* virtio-serial: POLLHUP while no host is connected. */
+	return (pfd.revents & POLLOUT) ? 0 : -EPIPE;
+}
+
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -104,14 +116,10 @@ static int write_all(int fd, const void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int ret = wait_writable(fd);
 
-			/* A host that reads nothing for this long is gone. */
-			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
-				return -ETIMEDOUT;
-			/* virtio-serial: POLLHUP while no host is connected. */
-			if (!(pfd.revents & POLLOUT))
-				return -EPIPE;
+			if (ret)
+				return ret;
 			continue;
 		}
 		if (n <= 0)
@@ -545,12 +553,10 @@ static int pipe_to_channel(struct agent_cpu *c, size_t n, unsigned char *buf, si
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int ret = wait_writable(fd);
 
-			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
-				return -ETIMEDOUT;
-			if (!(pfd.revents & POLLOUT))
-				return -EPIPE;
+			if (ret)
+				return ret;
 			continue;
 		}
 		if (w < 0 && errno == EINVAL) {
