@@ -13,22 +13,7 @@ lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/tracevisor-agent" ] || skip "build/tracevisor-agent not built (make)"
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-echo $! >/out/agent.pid
-# Started means listening: the agent says "Ready:" once its channels are open.
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-# workload: syscalls, wake-ups and interrupts until L1 is done
-i=0
-while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
-	dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null
-	sleep 0.05
-	i=$((i + 1))
-done
-kill $(cat /out/agent.pid)
-exit 0'
+L2_SCRIPT=$L2_AGENT_SCRIPT
 
 run_lab kvm '
 PATH=/opt/tracevisor:$PATH

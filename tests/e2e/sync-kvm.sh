@@ -13,20 +13,7 @@ TV=${TV:-$REPO/build/tracevisor}
 	skip "build/tracevisor-agent not built: the guest agent (branch guest) is needed to record L2"
 command -v babeltrace2 >/dev/null || skip "needs babeltrace2 (make deps)"
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-echo $! >/out/agent.pid
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-i=0
-while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
-	dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null
-	sleep 0.05
-	i=$((i + 1))
-done
-kill $(cat /out/agent.pid)
-exit 0'
+L2_SCRIPT=$L2_AGENT_SCRIPT
 
 run_lab kvm '
 PATH=/opt/tracevisor:$PATH
@@ -37,7 +24,7 @@ QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 
 n=0
 while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
 [ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
-tracevisor record -o /out/s --guest vsock:3,pid:$QPID,name:l2 --duration 10 >/out/record.log 2>&1
+tracevisor record -o /out/s --guest vsock:3,pid:$QPID,name:l2 --sync-interval 0.25 --duration 10 >/out/record.log 2>&1
 echo $? >/out/record.status
 touch /tmp/l2/done
 lab-guest --wait $QPID

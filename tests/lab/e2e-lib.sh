@@ -52,3 +52,22 @@ expect_rc() {
 	[ -f "$OUT/console.log" ] && tail -n 30 "$OUT/console.log" >&2
 	fail "$2: lab exited $RC, expected $1"
 }
+
+# L2 side of the guest tests: start the agent, say "started" once it is
+# listening (it prints "Ready:"), run a syscall/IRQ workload until L1
+# touches /out/done, then stop the agent.
+# shellcheck disable=SC2016 # expanded in L2
+L2_AGENT_SCRIPT='
+tracevisor-agent -v >/out/agent.log 2>&1 &
+echo $! >/out/agent.pid
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+touch /out/agent.started
+i=0
+while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
+	dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null
+	sleep 0.05
+	i=$((i + 1))
+done
+kill $(cat /out/agent.pid)
+exit 0'
