@@ -255,7 +255,8 @@ static int stream_take_event(struct tv_cpu_stream *st, void *data, unsigned long
 	st->rec.cpu = st->cpu;
 	st->rec.missed_events = st->missed;
 	st->missed = 0;
-	if (!tv_domain_checked_event(st->dom, &st->rec, &why))
+	st->event = tv_domain_checked_event(st->dom, &st->rec, &st->pid, &why);
+	if (!st->event)
 		return stream_corrupt(st, rec_off, why);
 	return 1;
 }

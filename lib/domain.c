@@ -123,25 +123,37 @@ static int load_formats(struct tv_domain *dom)
  * 1.7 evaluates on the unsigned field: an interrupted KVM_RUN would print
  * as a KVM_EXIT_INTR.  Print it the way the kernel means it.
  */
-static int print_userspace_exit(struct trace_seq *s, struct tep_record *record,
-				struct tep_event *event, void *context)
+int tv_append_userspace_exit(struct tv_strbuf *sb, uint64_t reason, uint64_t err)
+{
+	const char *name = tv_kvm_userspace_exit_name(reason);
+	int e = (int)(int32_t)err;
+
+	if (e < 0)
+		return tv_strbuf_append(sb, "reason %s (%d)", e == -4 ? "restart" : "error", -e);
+	if (!name)
+		return tv_strbuf_append(sb, "reason %llu (%llu)", (unsigned long long)reason,
+					(unsigned long long)reason);
+	/* The common case, once per KVM_RUN: no format string. */
+	return tv_strbuf_append_mem(sb, "reason KVM_EXIT_", 16) ?:
+	       tv_strbuf_append_mem(sb, name, strlen(name)) ?:
+	       tv_strbuf_append_mem(sb, " (", 2) ?:
+	       tv_strbuf_append_u64(sb, reason) ?:
+	       tv_strbuf_append_mem(sb, ")", 1);
+}
+
+int tv_domain_print_userspace_exit(struct trace_seq *s, struct tep_record *record,
+				   struct tep_event *event, void *context)
 {
 	unsigned long long reason = 0, err = 0;
-	const char *name;
-	int e;
+	struct tv_strbuf sb = { 0 };
 
 	(void)context;
 	if (tep_get_field_val(s, event, "reason", record, &reason, 1) ||
 	    tep_get_field_val(s, event, "errno", record, &err, 1))
 		return 0;
-	e = (int)(int32_t)err;
-	name = tv_kvm_userspace_exit_name(reason);
-	if (e < 0)
-		trace_seq_printf(s, "reason %s (%d)", e == -4 ? "restart" : "error", -e);
-	else if (name)
-		trace_seq_printf(s, "reason KVM_EXIT_%s (%llu)", name, reason);
-	else
-		trace_seq_printf(s, "reason %llu (%llu)", reason, reason);
+	if (!tv_append_userspace_exit(&sb, reason, err))
+		trace_seq_puts(s, sb.data);
+	tv_strbuf_free(&sb);
 	return 0;	/* non-zero would make libtraceevent print the format too */
 }
 
@@ -151,7 +163,7 @@ static void register_printers(struct tv_domain *dom)
 
 	if (ev && tep_find_field(ev, "errno"))
 		tep_register_event_handler(dom->tep, -1, "kvm", "kvm_userspace_exit",
-					   print_userspace_exit, NULL);
+					   tv_domain_print_userspace_exit, NULL);
 }
 
 static int cmp_tid(const void *a, const void *b)
@@ -175,9 +187,16 @@ static void load_task_maps(struct tv_domain *dom)
 	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
 	buf = read_whole(path, 16 << 20, NULL);
 	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-		int tid, tgid;
+		char *end;
+		long tid, tgid;
 
-		if (sscanf(line, "%d %d", &tid, &tgid) != 2)
+		/* strtol, not sscanf: saved_tgids has a line per possible pid. */
+		tid = strtol(line, &end, 10);
+		if (end == line || *end != ' ')
+			continue;
+		line = end;
+		tgid = strtol(line, &end, 10);
+		if (end == line || tid < INT_MIN || tid > INT_MAX || tgid < INT_MIN || tgid > INT_MAX)
 			continue;
 		if (dom->nr_tgids == cap) {
 			struct tid_tgid *grown;
@@ -188,7 +207,7 @@ static void load_task_maps(struct tv_domain *dom)
 				break;
 			dom->tgids = grown;
 		}
-		dom->tgids[dom->nr_tgids++] = (struct tid_tgid){ tid, tgid };
+		dom->tgids[dom->nr_tgids++] = (struct tid_tgid){ (int)tid, (int)tgid };
 	}
 	free(buf);
 	if (dom->tgids)
@@ -292,6 +311,7 @@ void tv_domain_unload(struct tv_domain *dom)
 	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
 		tv_json_layout_free(dom->bounds[i].json);
 	free(dom->bounds);
+	tv_info_cache_free(dom->info_cache);
 	memset(dom, 0, sizeof(*dom));
 }
 
@@ -300,9 +320,15 @@ static void compute_bounds(struct tep_event *event, struct event_bounds *b)
 	struct tep_format_field *f;
 
 	b->checked = 1;
-	for (f = event->format.common_fields; f; f = f->next)
+	b->event = event;
+	for (f = event->format.common_fields; f; f = f->next) {
 		if (f->offset + f->size > b->min_size)
 			b->min_size = f->offset + f->size;
+		if (!strcmp(f->name, "common_pid") && f->size <= 8) {
+			b->pid_off = f->offset;
+			b->pid_size = f->size;
+		}
+	}
 	for (f = event->format.fields; f; f = f->next) {
 		if (f->offset + f->size > b->min_size)
 			b->min_size = f->offset + f->size;
@@ -323,7 +349,7 @@ static int dynamic_field_ok(struct tep_handle *tep, struct tep_record *rec,
 	return off + len <= (unsigned int)rec->size;
 }
 
-struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec,
+struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why)
 {
 	struct tep_event *event;
@@ -335,12 +361,12 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 		return NULL;
 	}
 	id = (int)tep_read_number(dom->tep, rec->data, 2);
-	event = tep_find_event(dom->tep, id);
+	b = &dom->bounds[id];
+	event = b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
 		*why = "unknown event id";
 		return NULL;
 	}
-	b = &dom->bounds[id];
 	if (!b->checked)
 		compute_bounds(event, b);
 	if (rec->size < b->min_size) {
@@ -353,5 +379,9 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 			return NULL;
 		}
 	}
+	/* common_pid is signed: idle is 0, but a swapper-less -1 can happen. */
+	*pid = b->pid_size ? (int)(int32_t)tep_read_number(dom->tep, (char *)rec->data + b->pid_off,
+							    b->pid_size)
+			   : 0;
 	return event;
 }

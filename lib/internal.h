@@ -4,6 +4,7 @@
 #define TV_LIB_INTERNAL_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -20,6 +21,8 @@ struct tid_tgid {
 /* Bounds known per event id, so a record is checked before it is read. */
 struct event_bounds {
 	int checked;
+	struct tep_event *event;
+	int pid_off, pid_size;	/* common_pid; size 0 if the format has none */
 	int min_size;		/* end of the last static field */
 	int nr_dynamic;
 	struct tep_format_field *dynamic[16];
@@ -35,7 +38,6 @@ enum tv_domain_kind {
 struct json_layout;
 void tv_json_layout_free(struct json_layout *l);
 /* Make room for @extra more bytes (strbuf.c). */
-int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
 
 struct tv_domain {
 	struct tv_domain_info info;
@@ -54,13 +56,29 @@ struct tv_domain {
 	int long_size;
 	int nr_cpus;
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
+
+#ifndef container_of
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
 
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
 void tv_domain_unload(struct tv_domain *dom);
 /* The event of @rec if its id is known and the record holds its fields. */
-struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec,
+struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why);
+
+/* print_info.c: compiled print formats of one domain. */
+struct tv_info_cache;
+struct trace_seq;
+struct tep_record;
+struct tep_event;
+void tv_info_cache_free(struct tv_info_cache *cache);
+/* kvm_userspace_exit's text, the way the kernel means it: 0 or -ENOMEM. */
+int tv_append_userspace_exit(struct tv_strbuf *sb, uint64_t reason, uint64_t err);
+int tv_domain_print_userspace_exit(struct trace_seq *s, struct tep_record *record,
+				   struct tep_event *event, void *context);
 
 struct tv_cpu_stream {
 	struct tv_domain *dom;
@@ -73,6 +91,8 @@ struct tv_cpu_stream {
 	size_t data_len;	/* bytes of events in the loaded sub-buffer */
 	struct kbuffer *kbuf;
 	struct tep_record rec;	/* current event, ts in the reference clock */
+	struct tep_event *event;	/* its format, from tv_domain_checked_event() */
+	int pid;		/* its common_pid */
 	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	long long missed;	/* events lost before the current one */
 	int done;

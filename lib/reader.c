@@ -280,8 +280,8 @@ int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 	ev->cpu = st->cpu;
 	ev->tep = st->dom->tep;
 	ev->record = &st->rec;
-	ev->format = tep_find_event_by_record(st->dom->tep, &st->rec);
-	ev->pid = tep_data_pid(st->dom->tep, &st->rec);
+	ev->format = st->event;
+	ev->pid = st->pid;
 	ev->domain = st->dom->name;
 	ev->missed_before = st->rec.missed_events;
 	ev->ts_raw = st->raw_ts;

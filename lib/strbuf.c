@@ -48,27 +48,54 @@ int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	return 0;
 }
 
-/* The hot paths of the JSON writers: no format string to parse. */
-int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n)
+char *tv_put_u64(char *out, uint64_t v, int min_digits)
 {
-	if (tv_strbuf_reserve(sb, n))
-		return -ENOMEM;
-	memcpy(sb->data + sb->len, s, n);
-	sb->len += n;
-	sb->data[sb->len] = '\0';
-	return 0;
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	static const uint64_t pow10[] = {
+		10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+		100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
+		1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+		1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+		1000000000000000000ULL, 10000000000000000000ULL,
+	};
+	int digits = 1, n;
+	char *p;
+
+	while (digits < 20 && v >= pow10[digits - 1])
+		digits++;
+	if (min_digits > 20)
+		min_digits = 20;
+	n = digits > min_digits ? digits : min_digits;
+	if (n > digits)
+		memset(out, '0', (size_t)(n - digits));
+	/* Written from the end, two digits per division. */
+	p = out + n;
+	while (v >= 100) {
+		unsigned int r = (unsigned int)(v % 100);
+
+		v /= 100;
+		*--p = pairs[2 * r + 1];
+		*--p = pairs[2 * r];
+	}
+	if (v >= 10) {
+		*--p = pairs[2 * v + 1];
+		*--p = pairs[2 * v];
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return out + n;
 }
 
 int tv_strbuf_append_u64(struct tv_strbuf *sb, uint64_t v)
 {
-	char tmp[24];
-	size_t i = sizeof(tmp);
-
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return tv_strbuf_append_mem(sb, tmp + i, sizeof(tmp) - i);
+	if (tv_strbuf_reserve(sb, 24))
+		return -ENOMEM;
+	sb->len = (size_t)(tv_put_u64(sb->data + sb->len, v, 1) - sb->data);
+	sb->data[sb->len] = '\0';
+	return 0;
 }
 
 int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v)

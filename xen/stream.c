@@ -179,7 +179,8 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 		xen_stream_rescale(xs, &rec);
 	if (rec.event == XT_LOST_RECORDS)
 		st->rec.missed_events = rec.extra[0];
-	if (!tv_domain_checked_event(st->dom, &st->rec, &why)) {
+	st->event = tv_domain_checked_event(st->dom, &st->rec, &st->pid, &why);
+	if (!st->event) {
 		tv_err("Corrupt stream file: path=\"%s\", offset=%llu: %s", st->path,
 		       (unsigned long long)offset, why);
 		st->done = 1;

@@ -20,9 +20,11 @@
 #ifndef TRACEVISOR_H
 #define TRACEVISOR_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 struct tep_handle;
@@ -457,11 +459,47 @@ struct tv_strbuf {
 	size_t cap;
 };
 
+/**
+ * tv_event_append_info() - append an event's text, as its print format says
+ * @ev: an event from tv_reader_next()
+ * @sb: where the text goes (no newline)
+ *
+ * The same characters as libtraceevent's tep_print_event() with
+ * TEP_PRINT_INFO, but each event type's print format is compiled once and
+ * numbers are formatted without printf where printf's rules are simple;
+ * formats it does not compile are printed by libtraceevent.  Not
+ * thread-safe: the compiled formats are cached in @ev's domain.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int tv_event_append_info(const struct tv_event *ev, struct tv_strbuf *sb);
+/* 1 if @ev's type is printed by the compiled renderer, 0 if by libtraceevent. */
+int tv_event_info_compiled(const struct tv_event *ev);
+
 int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
 /* Fast paths for per-event output: raw bytes, decimal integers. */
-int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n);
+/*
+ * Writes @v in decimal at @out, zero-padded to at least @min_digits (at most
+ * 20): room for 24 bytes is enough.  Returns the end; no NUL is written.
+ */
+char *tv_put_u64(char *out, uint64_t v, int min_digits);
+/* Room for @extra more bytes (and a NUL): 0 or -ENOMEM. */
+int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
+/*
+ * The hot path of the text and JSON writers: no format string to parse, and
+ * inline, since most appends are a few bytes.
+ */
+static inline int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size_t n)
+{
+	if (sb->len + n + 1 > sb->cap && tv_strbuf_reserve(sb, n))
+		return -ENOMEM;
+	memcpy(sb->data + sb->len, s, n);
+	sb->len += n;
+	sb->data[sb->len] = '\0';
+	return 0;
+}
 int tv_strbuf_append_u64(struct tv_strbuf *sb, uint64_t v);
 int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v);
 void tv_strbuf_reset(struct tv_strbuf *sb);
