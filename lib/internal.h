@@ -11,7 +11,6 @@
 #include "tracevisor/tracevisor.h"
 
 struct tep_handle;
-struct kbuffer;
 
 struct tid_tgid {
 	pid_t tid;
@@ -89,7 +88,8 @@ struct tv_cpu_stream {
 	uint64_t page_off;	/* offset of the loaded sub-buffer */
 	unsigned char *page;
 	size_t data_len;	/* bytes of events in the loaded sub-buffer */
-	struct kbuffer *kbuf;
+	size_t rec_off;		/* next record, from the start of the data */
+	uint64_t cur_ts;	/* time stamp of the last record decoded */
 	struct tep_record rec;	/* current event, ts in the reference clock */
 	struct tep_event *event;	/* its format, from tv_domain_checked_event() */
 	int pid;		/* its common_pid */
