@@ -25,7 +25,7 @@ struct row_acc {
 
 /* Per host thread: its VM and vCPU labels and the exit awaiting its entry. */
 struct thread_state {
-	int tid;
+	long long tid;		/* hash key: the tid, or 10^9 - tid when tid <= 0 */
 	int vcpu;		/* learned from vcpu_id fields, -1 unknown */
 	int pending;		/* 1: an exit (or user-space exit) awaits */
 	uint64_t pending_ts;
@@ -70,12 +70,12 @@ static int grow_threads(struct stat_ctx *c)
 	return 0;
 }
 
-static struct thread_state *thread_get(struct stat_ctx *c, int tid)
+static struct thread_state *thread_get(struct stat_ctx *c, int pid)
 {
+	/* idle (0) still needs a non-zero key; a corrupt pid must not overflow */
+	long long tid = pid > 0 ? pid : 1000000000LL - pid;
 	size_t j;
 
-	if (tid <= 0)
-		tid = -tid + 1000000000;	/* idle (0) still needs a slot */
 	if ((c->nr_threads + 1) * 2 > c->threads_cap && grow_threads(c))
 		return NULL;
 	for (j = (size_t)tid % c->threads_cap; c->threads[j].tid; j = (j + 1) % c->threads_cap)
