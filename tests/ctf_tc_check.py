@@ -374,16 +374,6 @@ class Reader:
 		raise Unsupported(type(t).__name__)
 
 
-def struct_bits(t):
-	"""Size of a fixed-layout struct from offset 0, or None."""
-	r = Reader(bytes(1 << 16), 0, 1 << 19)
-	try:
-		r.read(t, {})
-	except (EOFError, Unsupported):
-		return None
-	return r.pos
-
-
 # --------------------------------------------------------------- checks --
 
 def num_value(val):
@@ -405,8 +395,8 @@ def check_metadata(trace_dir, v):
 		v.add("metadata", "starts with 0x1E: read as CTF 2 JSON",
 		      "Metadata.checkCTFVersion")
 	if data[:4] in (b"\x57\x1d\xd1\x75", b"\x75\xd1\x1d\x57"):
-		pass			# packetised metadata: TC reads it too
-	elif not data.split(b"\n", 1)[0].startswith(b"/* CTF"):
+		raise Unsupported("packetised metadata")	# TC reads it; we never write it
+	if not data.split(b"\n", 1)[0].startswith(b"/* CTF"):
 		v.add("metadata", "first line does not start with \"/* CTF\": not recognised "
 		      "as a CTF trace", "Metadata.preValidate (TEXT_ONLY_METADATA_HEADER_PREFIX)")
 	try:
@@ -430,8 +420,11 @@ def check_metadata(trace_dir, v):
 	if not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", uuid):
 		v.add("trace", "uuid %r is not a UUID string" % uuid, "UUIDParser.java")
 		uuid = None
-	if tr.get("byte_order", ("", "", ""))[2] not in ("le", "be", "native", "network"):
+	bo = tr.get("byte_order", ("", "", ""))[2]
+	if bo not in ("le", "be", "native", "network"):
 		v.add("trace", "byte_order not set", "IOStructGen.parseTrace")
+	elif bo != "le":
+		raise Unsupported("byte_order %s" % bo)	# the decoder reads little endian
 	ph = tr.get("packet.header", (None, None, None))[2]
 	if not isinstance(ph, Struct):
 		v.add("trace", "no packet.header struct", "CTFTrace.openStreamInput")
@@ -546,7 +539,6 @@ def check_stream_file(path, meta, v, counts):
 	if not data:
 		return			# TC skips empty files (CTFTrace.openStreamInput)
 	ph = meta["packet_header"]
-	hdr_bits = struct_bits(ph)
 	pos = 0
 	sid0 = None
 	last_begin = last_ts = last_lost = None
@@ -601,7 +593,7 @@ def check_stream_file(path, meta, v, counts):
 			v.add(where, "packet_size runs past the end of the file",
 			      "CTFStreamInput.createPacketIndexEntry")
 			return
-		if csize <= payload:
+		if npackets and csize <= payload:
 			v.add(where, "packet has no event (content_size %d <= header+context %d): "
 			      "the index stops here" % (csize, payload),
 			      "StreamInputPacketIndex.append")
