@@ -511,10 +511,11 @@ def check_metadata(trace_dir, v):
 		streams[sid] = {"pc": pc, "eh": eh, "ec": ec, "events": {}}
 
 	for e in p.events:
-		name = e.get("name", ("", "", ""))[2]
+		kind, _, name = e.get("name", ("", "", ""))
 		where = "event %s" % name
-		if not name:
-			v.add(where, "no name", "EventParser (\"Event name not set\")")
+		if kind not in ("string", "ident"):
+			v.add(where, "name is not a string", "EventParser (\"Event name not set\"), "
+			      "EventNameParser")
 		eid = num_value(e.get("id", ("", "", "")))
 		if eid is None or not 0 <= eid <= INT32_MAX:
 			v.add(where, "id %s not in 0..2^31-1" % eid, "EventDeclarationParser.java")
