@@ -5,9 +5,12 @@
  * and CPU.  Events are typed from the recorded format files.  Each stream
  * fills one packet buffer and writes it when full, so memory does not
  * depend on the trace size.  Metadata is TSDL text, as LTTng writes it,
- * which babeltrace2 and Trace Compass both read.
+ * which babeltrace2 and Trace Compass both read; the Trace Compass rules it
+ * follows are listed, with their source files, in doc/ctf-export.md and
+ * checked by tests/ctf_tc_check.py.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -23,46 +26,65 @@
 #define PACKET_DATA (256 * 1024)
 #define HEADER_SIZE (4 + 16 + 4 + 8)
 #define CONTEXT_SIZE (8 * 6 + 4 + 4)
-#define MAX_STREAMS 4096
+#define MAX_CPUS 4096		/* per domain: more is a corrupt cpu number */
 
 struct ctf_stream {
 	FILE *f;
+	char *path;
 	unsigned char *buf;
 	size_t len;
 	uint64_t ts_begin, ts_end, seq, discarded;
+	uint64_t last_ts;	/* of the last event written to this stream file */
+	uint64_t nr_events;
 	uint32_t domain;
 	uint32_t cpu;
 	uint64_t instance;
+	unsigned int generation;	/* files this domain CPU was split into, minus 1 */
+};
+
+/* The streams of one domain, indexed by CPU. */
+struct ctf_domain_streams {
+	struct ctf_stream **cpu;
+	size_t nr;
 };
 
 struct ctf_writer {
 	struct tv_reader *rd;
 	const char *out;
 	unsigned char uuid[16];
-	struct ctf_stream *streams[MAX_STREAMS];
-	size_t nr_streams;
-	int *stream_base;	/* first stream slot of each domain */
+	struct ctf_domain_streams *doms;
+	size_t nr_domains;
+	uint64_t nr_streams;	/* stream files written, and the next instance id */
+	uint64_t nr_splits;
 };
 
-static const char *const tsdl_keywords[] = {
+/*
+ * Words a field name must not be: the TSDL keywords (Trace Compass's
+ * CTFLexer.g lexes them, "NaN" included, as keyword tokens, which its
+ * CTFParser.g does not accept as a declarator), the type aliases this writer
+ * declares (both parsers take a declared type name for a type specifier),
+ * and a few TSDL attribute names, kept protected as before.
+ */
+static const char *const tsdl_reserved[] = {
 	"align", "callsite", "const", "char", "clock", "double", "enum", "env", "event",
 	"floating_point", "float", "integer", "int", "long", "short", "signed", "stream",
 	"string", "struct", "trace", "typealias", "typedef", "unsigned", "variant", "void",
-	"_Bool", "_Complex", "_Imaginary", "id", "name", "fields", "context", "header",
+	"_Bool", "_Complex", "_Imaginary", "NaN", "id", "name", "fields", "context", "header",
+	"uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "uint64_clock_t",
 };
 
 /*
  * A TSDL identifier for a field name.  Readers strip one leading
- * underscore, so names that need protecting (keywords, leading digits or
- * underscores) get one added and read back unchanged.
+ * underscore, so names that need protecting (reserved words, leading digits
+ * or underscores) get one added and read back unchanged.
  */
 static void ctf_ident(const char *name, char *out, size_t size)
 {
 	size_t o = 0;
-	int protect = name[0] == '_' || (name[0] >= '0' && name[0] <= '9');
+	int protect = name[0] == '_' || (name[0] >= '0' && name[0] <= '9') || !name[0];
 
-	for (size_t i = 0; i < sizeof(tsdl_keywords) / sizeof(*tsdl_keywords); i++)
-		protect |= !strcmp(name, tsdl_keywords[i]);
+	for (size_t i = 0; i < sizeof(tsdl_reserved) / sizeof(*tsdl_reserved); i++)
+		protect |= !strcmp(name, tsdl_reserved[i]);
 	if (protect)
 		out[o++] = '_';
 	for (const char *p = name; *p && o + 1 < size; p++)
@@ -71,13 +93,64 @@ static void ctf_ident(const char *name, char *out, size_t size)
 	out[o] = '\0';
 }
 
+/* Field names of one event struct, to keep them unique. */
+struct ident_set {
+	char (*name)[128];
+	size_t nr, cap;
+};
+
+/*
+ * Trace Compass (StructDeclarationParser: "struct: duplicate field") and
+ * babeltrace2 reject a struct with two fields of one name, which
+ * ctf_ident() can make of two format fields ("a-b", "a_b") or of a field
+ * and the length field of a sequence ("x_len"): the later one gets a
+ * "_2", "_3"... suffix.
+ */
+static int ident_unique(struct ident_set *set, char *id, size_t size)
+{
+	char base[128];
+	int dup = 1;
+
+	snprintf(base, sizeof(base), "%s", id);
+	for (unsigned int n = 2; dup; n++) {
+		dup = 0;
+		for (size_t i = 0; i < set->nr && !dup; i++)
+			dup = !strcmp(set->name[i], id);
+		if (dup)
+			snprintf(id, size, "%.100s_%u", base, n);
+	}
+	if (set->nr == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 32;
+		char (*grown)[128] = realloc(set->name, cap * sizeof(*set->name));
+
+		if (!grown)
+			return -ENOMEM;
+		set->name = grown;
+		set->cap = cap;
+	}
+	snprintf(set->name[set->nr++], sizeof(set->name[0]), "%s", id);
+	return 0;
+}
+
+/*
+ * A TSDL string literal's content: text from the session (host and domain
+ * names, event names) with the characters a string literal cannot hold
+ * raw, and anything outside printable ASCII (Trace Compass reads the
+ * metadata with the platform charset), replaced by '_'.
+ */
+static void tsdl_str(FILE *m, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s >= 0x20 && *s <= 0x7e && *s != '"' && *s != '\\' ? *s : '_', m);
+}
+
 static int field_is_text(const struct tep_format_field *f)
 {
 	return !strncmp(f->type, "char ", 5) || !strncmp(f->type, "const char", 10) ||
 	       strstr(f->type, "__data_loc char") || !strncmp(f->type, "char[", 5);
 }
 
-enum field_kind { FK_INT, FK_TEXT_ARRAY, FK_ARRAY, FK_STRING, FK_SEQUENCE, FK_TAIL };
+enum field_kind { FK_INT, FK_TEXT_ARRAY, FK_ARRAY, FK_STRING, FK_SEQUENCE, FK_TAIL, FK_EMPTY };
 
 static enum field_kind field_kind(const struct tep_format_field *f)
 {
@@ -85,6 +158,8 @@ static enum field_kind field_kind(const struct tep_format_field *f)
 		return field_is_text(f) ? FK_STRING : FK_SEQUENCE;
 	if ((f->flags & TEP_FIELD_IS_ARRAY) && f->size == 0)
 		return FK_TAIL;		/* flexible array: to the end of the record */
+	if (f->size <= 0)
+		return FK_EMPTY;	/* no bytes: a CTF array needs length >= 1 */
 	if (f->flags & TEP_FIELD_IS_ARRAY)
 		return field_is_text(f) ? FK_TEXT_ARRAY : FK_ARRAY;
 	if (f->size == 1 || f->size == 2 || f->size == 4 || f->size == 8)
@@ -109,14 +184,19 @@ static void tsdl_int(FILE *m, unsigned int bytes, int is_signed, int hex)
 		is_signed ? "true" : "false", hex ? 16 : 10);
 }
 
-static void tsdl_field(FILE *m, const struct tep_format_field *f)
+static int tsdl_field(FILE *m, const struct tep_format_field *f, struct ident_set *ids)
 {
-	char id[128];
+	char id[128], len_id[128];
 	int hex = strchr(f->type, '*') != NULL;
+	enum field_kind kind = field_kind(f);
 
-	ctf_ident(f->name, id, sizeof(id));
+	if (kind == FK_EMPTY)
+		return 0;
+	ctf_ident(f->name, id, sizeof(id) - 16);	/* room for "_len", "_N" */
+	if (ident_unique(ids, id, sizeof(id)))
+		return -ENOMEM;
 	fprintf(m, "\t\t");
-	switch (field_kind(f)) {
+	switch (kind) {
 	case FK_INT:
 		tsdl_int(m, (unsigned int)f->size, !!(f->flags & TEP_FIELD_IS_SIGNED), hex);
 		fprintf(m, " %s;\n", id);
@@ -134,20 +214,34 @@ static void tsdl_field(FILE *m, const struct tep_format_field *f)
 		break;
 	case FK_SEQUENCE:
 	case FK_TAIL:
-		fprintf(m, "uint32_t %s_len;\n\t\t", id);
-		tsdl_int(m, field_kind(f) == FK_TAIL ? 1 : elem_size(f), 0, 0);
-		fprintf(m, " %s[%s_len];\n", id, id);
+		snprintf(len_id, sizeof(len_id), "%s_len", id);
+		if (ident_unique(ids, len_id, sizeof(len_id)))
+			return -ENOMEM;
+		fprintf(m, "uint32_t %s;\n\t\t", len_id);
+		tsdl_int(m, kind == FK_TAIL ? 1 : elem_size(f), 0, 0);
+		fprintf(m, " %s[%s];\n", id, len_id);
+		break;
+	case FK_EMPTY:
 		break;
 	}
+	return 0;
 }
 
-static void tsdl_event(FILE *m, struct tep_event *ev, size_t domain)
+static int tsdl_event(FILE *m, struct tep_event *ev, size_t domain)
 {
-	fprintf(m, "event {\n\tname = \"%s:%s\";\n\tid = %d;\n\tstream_id = %zu;\n"
-		   "\tfields := struct {\n", ev->system, ev->name, ev->id, domain);
-	for (struct tep_format_field *f = ev->format.fields; f; f = f->next)
-		tsdl_field(m, f);
+	struct ident_set ids = { 0 };
+	int ret = 0;
+
+	fprintf(m, "event {\n\tname = \"");
+	tsdl_str(m, ev->system);
+	fputc(':', m);
+	tsdl_str(m, ev->name);
+	fprintf(m, "\";\n\tid = %d;\n\tstream_id = %zu;\n\tfields := struct {\n", ev->id, domain);
+	for (struct tep_format_field *f = ev->format.fields; f && !ret; f = f->next)
+		ret = tsdl_field(m, f, &ids);
 	fprintf(m, "\t};\n};\n\n");
+	free(ids.name);
+	return ret;
 }
 
 static void uuid_string(const unsigned char *u, char *s)
@@ -169,13 +263,20 @@ static const char *meta_str(const struct tv_domain_info *d, const char *key)
 {
 	const char *v = tv_meta_get(d->meta, key);
 
-	return v && !strpbrk(v, "\"\\\n") ? v : "unknown";
+	return v && *v ? v : "unknown";
+}
+
+static void tsdl_env_str(FILE *m, const char *key, const char *value)
+{
+	fprintf(m, "\t%s = \"", key);
+	tsdl_str(m, value);
+	fprintf(m, "\";\n");
 }
 
 static void tsdl_header(struct ctf_writer *w, FILE *m)
 {
 	const struct tv_domain_info *ref = tv_reader_domain(w->rd, 0);
-	char uuid[40];
+	char uuid[40], key[32];
 
 	uuid_string(w->uuid, uuid);
 	fprintf(m, "/* CTF 1.8 */\n\n"
@@ -187,25 +288,48 @@ static void tsdl_header(struct ctf_writer *w, FILE *m)
 		   "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"%s\";\n\tbyte_order = le;\n"
 		   "\tpacket.header := struct {\n\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n"
 		   "\t\tuint32_t stream_id;\n\t\tuint64_t stream_instance_id;\n\t};\n};\n\n", uuid);
-	fprintf(m, "env {\n\tdomain = \"kernel\";\n\ttracer_name = \"tracevisor\";\n"
-		   "\ttracer_major = 0;\n\ttracer_minor = 1;\n\thostname = \"%s\";\n"
-		   "\tsysname = \"Linux\";\n\tkernel_release = \"%s\";\n\treference_domain = \"%s\";\n",
-		meta_str(ref, "hostname"), meta_str(ref, "kernel_release"), ref->subdir);
-	for (size_t d = 0; d < tv_reader_nr_domains(w->rd); d++)
-		fprintf(m, "\tdomain_%zu = \"%s\";\n", d, tv_reader_domain(w->rd, d)->name);
+	/*
+	 * No "domain" key: Trace Compass's LttngKernelTrace.validate claims any
+	 * trace with domain = "kernel" as an LTTng kernel trace and runs its
+	 * kernel analyses with LTTng's event layout ("sched_switch", prev_tid,
+	 * ...), which ftrace's "sched:sched_switch" events do not follow, on
+	 * host and guest CPUs that share numbers.  Without it the trace opens
+	 * as a generic CTF trace: every event, with its fields, in one table.
+	 */
+	fprintf(m, "env {\n\ttracer_name = \"tracevisor\";\n\ttracer_major = 0;\n"
+		   "\ttracer_minor = 1;\n");
+	tsdl_env_str(m, "hostname", meta_str(ref, "hostname"));
+	tsdl_env_str(m, "sysname", "Linux");
+	tsdl_env_str(m, "kernel_release", meta_str(ref, "kernel_release"));
+	tsdl_env_str(m, "reference_domain", ref->subdir);
+	for (size_t d = 0; d < tv_reader_nr_domains(w->rd); d++) {
+		snprintf(key, sizeof(key), "domain_%zu", d);
+		tsdl_env_str(m, key, tv_reader_domain(w->rd, d)->name);
+	}
 	fprintf(m, "};\n\n");
 	uuid[0] = uuid[0] == 'f' ? '0' : 'f';	/* the clock's own uuid */
+	/*
+	 * Trace Compass's CTFClock applies freq and offset (in cycles) only,
+	 * not offset_s, and ClockParser reads them as decimal literals: both
+	 * decimal, offset_s 0.  Exactly one clock: CTFTrace.getClock() is null
+	 * with several, and then no timestamp is scaled to nanoseconds.
+	 */
 	fprintf(m, "clock {\n\tname = tracevisor_reference;\n\tuuid = \"%s\";\n"
-		   "\tdescription = \"reference domain %s, trace clock %s\";\n"
-		   "\tfreq = %llu;\n\toffset_s = 0;\n\toffset = 0;\n\tabsolute = FALSE;\n};\n\n"
+		   "\tdescription = \"reference domain ", uuid);
+	tsdl_str(m, ref->subdir);
+	fprintf(m, ", trace clock ");
+	tsdl_str(m, meta_str(ref, "clock"));
+	fprintf(m, "\";\n\tfreq = %llu;\n\toffset_s = 0;\n\toffset = 0;\n\tabsolute = FALSE;\n};\n\n"
 		   "typealias integer { size = 64; align = 8; signed = false; "
 		   "map = clock.tracevisor_reference.value; } := uint64_clock_t;\n\n",
-		uuid, ref->subdir, meta_str(ref, "clock"), (unsigned long long)reference_freq(ref));
+		(unsigned long long)reference_freq(ref));
 }
 
-static void tsdl_streams(struct ctf_writer *w, FILE *m)
+static int tsdl_streams(struct ctf_writer *w, FILE *m)
 {
-	for (size_t d = 0; d < tv_reader_nr_domains(w->rd); d++) {
+	int ret = 0;
+
+	for (size_t d = 0; d < tv_reader_nr_domains(w->rd) && !ret; d++) {
 		struct tep_handle *tep = tv_reader_domain(w->rd, d)->tep;
 		struct tep_event **evs = tep_list_events(tep, TEP_EVENT_SORT_ID);
 
@@ -218,15 +342,19 @@ static void tsdl_streams(struct ctf_writer *w, FILE *m)
 			   "\tevent.header := struct {\n\t\tuint16_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n"
 			   "\tevent.context := struct {\n\t\tint32_t pid;\n\t\tuint8_t flags;\n"
 			   "\t\tuint8_t preempt_count;\n\t};\n};\n\n", d);
-		for (int i = 0; evs && evs[i]; i++)
-			tsdl_event(m, evs[i], d);
+		/* The event header's id is 16-bit, like ftrace's common_type. */
+		for (int i = 0; evs && evs[i] && !ret; i++)
+			if (evs[i]->id >= 0 && evs[i]->id <= 0xffff)
+				ret = tsdl_event(m, evs[i], d);
 	}
+	return ret;
 }
 
 static int write_metadata(struct ctf_writer *w)
 {
 	char path[4096];
 	FILE *m;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/metadata", w->out);
 	m = fopen(path, "we");
@@ -235,12 +363,14 @@ static int write_metadata(struct ctf_writer *w)
 		return -errno;
 	}
 	tsdl_header(w, m);
-	tsdl_streams(w, m);
-	if (fclose(m)) {
+	ret = tsdl_streams(w, m);
+	if (ret)
+		tv_err("Cannot write metadata file: path=\"%s\": out of memory", path);
+	if (fclose(m) && !ret) {
 		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, errno);
 		return -EIO;
 	}
-	return 0;
+	return ret;
 }
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -258,6 +388,11 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	unsigned char hdr[HEADER_SIZE + CONTEXT_SIZE];
 	uint64_t bits = (uint64_t)(sizeof(hdr) + s->len) * 8;
 
+	/*
+	 * Never an empty packet: Trace Compass's StreamInputPacketIndex.append
+	 * stops indexing a stream file at a packet whose content ends where its
+	 * context does.
+	 */
 	if (!s->len)
 		return 0;
 	put_u32(hdr, CTF_MAGIC);
@@ -273,43 +408,121 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	put_u32(hdr + 80, s->cpu);
 	put_u32(hdr + 84, s->domain);
 	if (fwrite(hdr, sizeof(hdr), 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
-		tv_err("Cannot write stream file in \"%s\": errno=%d", w->out, errno);
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path, errno);
 		return -EIO;
 	}
 	s->len = 0;
 	return 0;
 }
 
-static struct ctf_stream *stream_get(struct ctf_writer *w, const struct tv_event *ev)
+/* Opens the stream's next file: DOMAIN_cpuN, then DOMAIN_cpuN.1, ... */
+static int stream_open_file(struct ctf_writer *w, struct ctf_stream *s)
 {
-	size_t slot = (size_t)w->stream_base[ev->domain_index] + (size_t)ev->cpu;
-	struct ctf_stream *s;
+	const char *subdir = tv_reader_domain(w->rd, s->domain)->subdir;
 	char path[4096];
 
-	if (slot >= MAX_STREAMS)
-		return NULL;
-	if (w->streams[slot])
-		return w->streams[slot];
-	s = calloc(1, sizeof(*s));
-	if (!s || !(s->buf = malloc(PACKET_DATA))) {
-		free(s);
-		return NULL;
-	}
-	snprintf(path, sizeof(path), "%s/%s_cpu%d", w->out,
-		 tv_reader_domain(w->rd, (size_t)ev->domain_index)->subdir, ev->cpu);
+	if (s->generation)
+		snprintf(path, sizeof(path), "%s/%s_cpu%u.%u", w->out, subdir, s->cpu,
+			 s->generation);
+	else
+		snprintf(path, sizeof(path), "%s/%s_cpu%u", w->out, subdir, s->cpu);
+	free(s->path);
+	s->path = strdup(path);
+	if (!s->path)
+		return -ENOMEM;
 	s->f = fopen(path, "we");
 	if (!s->f) {
 		tv_err("Cannot create stream file: path=\"%s\", errno=%d", path, errno);
-		free(s->buf);
+		return -errno;
+	}
+	/* babeltrace2 takes files with one stream_instance_id for one stream. */
+	s->instance = w->nr_streams++;
+	s->seq = 0;
+	s->discarded = 0;
+	s->nr_events = 0;
+	return 0;
+}
+
+static void stream_free(struct ctf_stream *s)
+{
+	if (!s)
+		return;
+	free(s->path);
+	free(s->buf);
+	free(s);
+}
+
+static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ctf_stream **out)
+{
+	struct ctf_domain_streams *ds = &w->doms[ev->domain_index];
+	size_t cpu = (size_t)ev->cpu;
+	struct ctf_stream *s;
+	int ret;
+
+	if (ev->cpu < 0 || cpu >= MAX_CPUS) {
+		tv_err("Event CPU out of range: domain=\"%s\", cpu=%d",
+		       tv_reader_domain(w->rd, (size_t)ev->domain_index)->name, ev->cpu);
+		return -ERANGE;
+	}
+	if (cpu >= ds->nr) {
+		struct ctf_stream **grown = realloc(ds->cpu, (cpu + 1) * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + ds->nr, 0, (cpu + 1 - ds->nr) * sizeof(*grown));
+		ds->cpu = grown;
+		ds->nr = cpu + 1;
+	}
+	if (ds->cpu[cpu]) {
+		*out = ds->cpu[cpu];
+		return 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->buf = malloc(PACKET_DATA))) {
 		free(s);
-		return NULL;
+		return -ENOMEM;
 	}
 	s->domain = (uint32_t)ev->domain_index;
-	s->cpu = (uint32_t)ev->cpu;
-	s->instance = slot;
-	w->streams[slot] = s;
-	w->nr_streams++;
-	return s;
+	s->cpu = (uint32_t)cpu;
+	ret = stream_open_file(w, s);
+	if (ret) {
+		stream_free(s);
+		return ret;
+	}
+	ds->cpu[cpu] = s;
+	*out = s;
+	return 0;
+}
+
+/*
+ * An event earlier than the last one of its stream (a CPU's clock or
+ * buffer going back, a guest's timestamps mapped across a clock step): CTF
+ * readers need every stream in time order.  Trace Compass stops indexing a
+ * stream file at a packet that begins before the previous one
+ * (StreamInputPacketIndex.append) and seeks within a packet by reading
+ * until the time sought (CTFStreamInputReader.seek); babeltrace2's muxer
+ * fails.  So the stream goes on in a new file, each file in order and
+ * every event kept with its own timestamp.
+ */
+static int stream_split(struct ctf_writer *w, struct ctf_stream *s, const struct tv_event *ev)
+{
+	int ret = flush_packet(w, s);
+
+	if (ret)
+		return ret;
+	ret = fclose(s->f);
+	s->f = NULL;
+	if (ret) {
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path, errno);
+		return -EIO;
+	}
+	if (!w->nr_splits++)
+		tv_warn("Time goes back in a CPU stream, which goes on in another CTF stream "
+			"file: domain=\"%s\", cpu=%u, ts=%llu, previous_ts=%llu",
+			ev->domain, s->cpu, (unsigned long long)ev->ts,
+			(unsigned long long)s->last_ts);
+	s->generation++;
+	return stream_open_file(w, s);
 }
 
 /* An event's fields, compiled once per event id. */
@@ -358,6 +571,10 @@ static const unsigned char *dynamic_data(const unsigned char *rec, const struct 
 	return rec + off;
 }
 
+/*
+ * Encodes one field into out, or with out NULL only counts its bytes: the
+ * sizing pass that keeps every event whole in one packet.
+ */
 static size_t encode_field(unsigned char *out, const unsigned char *rec, int rec_size,
 			   const struct layout_field *f)
 {
@@ -368,14 +585,19 @@ static size_t encode_field(unsigned char *out, const unsigned char *rec, int rec
 	case FK_INT:
 	case FK_TEXT_ARRAY:
 	case FK_ARRAY:
-		memcpy(out, rec + f->offset, (size_t)f->size);
+		if (out)
+			memcpy(out, rec + f->offset, (size_t)f->size);
 		return (size_t)f->size;
 	case FK_STRING:
 		p = dynamic_data(rec, f, &len);
 		len = (uint32_t)strnlen((const char *)p, len);
-		memcpy(out, p, len);
-		out[len] = '\0';
+		if (out) {
+			memcpy(out, p, len);
+			out[len] = '\0';
+		}
 		return len + 1;
+	case FK_EMPTY:
+		return 0;
 	case FK_SEQUENCE:
 		p = dynamic_data(rec, f, &len);
 		break;
@@ -386,20 +608,36 @@ static size_t encode_field(unsigned char *out, const unsigned char *rec, int rec
 		break;
 	}
 	count = len / f->elem;
-	put_u32(out, count);
-	memcpy(out + 4, p, (size_t)count * f->elem);
+	if (out) {
+		put_u32(out, count);
+		memcpy(out + 4, p, (size_t)count * f->elem);
+	}
 	return 4 + (size_t)count * f->elem;
 }
+
+#define EVENT_HEADER_SIZE 16	/* id, timestamp, then the context: pid, flags, preempt */
 
 static int encode_event(struct ctf_writer *w, struct ctf_stream *s, const struct tv_event *ev,
 			const struct layout *l)
 {
 	const unsigned char *rec = ev->record->data;
-	size_t worst = 16 + (size_t)ev->record->size + 5 * (size_t)l->nr;
+	size_t size = EVENT_HEADER_SIZE;
 	unsigned char *out;
 	int ret;
 
-	if (s->len + worst > PACKET_DATA) {
+	for (int i = 0; i < l->nr; i++)
+		size += encode_field(NULL, rec, ev->record->size, &l->f[i]);
+	if (size > PACKET_DATA) {
+		tv_err("Event too large for a CTF packet: domain=\"%s\", cpu=%d, ts=%llu, size=%zu",
+		       ev->domain, ev->cpu, (unsigned long long)ev->ts, size);
+		return -E2BIG;
+	}
+	if (s->nr_events && ev->ts < s->last_ts) {
+		ret = stream_split(w, s, ev);
+		if (ret)
+			return ret;
+	}
+	if (s->len + size > PACKET_DATA) {
 		ret = flush_packet(w, s);
 		if (ret)
 			return ret;
@@ -407,6 +645,8 @@ static int encode_event(struct ctf_writer *w, struct ctf_stream *s, const struct
 	if (!s->len)
 		s->ts_begin = ev->ts;
 	s->ts_end = ev->ts;
+	s->last_ts = ev->ts;
+	s->nr_events++;
 	if (ev->missed_before > 0)
 		s->discarded += (uint64_t)ev->missed_before;
 	out = s->buf + s->len;
@@ -414,7 +654,7 @@ static int encode_event(struct ctf_writer *w, struct ctf_stream *s, const struct
 	put_u64(out + 2, ev->ts);
 	memcpy(out + 10, rec + 4, 4);	/* common_pid */
 	memcpy(out + 14, rec + 2, 2);	/* common_flags, common_preempt_count */
-	out += 16;
+	out += EVENT_HEADER_SIZE;
 	for (int i = 0; i < l->nr; i++)
 		out += encode_field(out, rec, ev->record->size, &l->f[i]);
 	s->len = (size_t)(out - s->buf);
@@ -435,17 +675,102 @@ static const struct layout *layout_get(struct layout_cache *c, const struct tv_e
 	return c->by_id[slot];
 }
 
+/* DOMAIN_cpuN or DOMAIN_cpuN.G: a stream file this writer names. */
+static int is_stream_file_name(const char *name)
+{
+	const char *p = strstr(name, "_cpu"), *next;
+
+	while (p && (next = strstr(p + 1, "_cpu")))
+		p = next;
+	if (!p || p == name)
+		return 0;
+	p += 4;
+	if (*p < '0' || *p > '9')
+		return 0;
+	p += strspn(p, "0123456789");
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+		p += 1 + strspn(p + 1, "0123456789");
+	return !*p;
+}
+
+static int is_our_metadata(const char *path)
+{
+	char buf[8192];
+	size_t n;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return !strncmp(buf, "/* CTF 1.8 */", 13) && strstr(buf, "\ttracer_name = \"tracevisor\";");
+}
+
+/*
+ * Trace Compass (CTFTrace's MetadataFileFilter) and babeltrace2 open every
+ * visible file of the trace directory as a stream file, so a stale one
+ * left by an earlier export of another session (its stream ids, uuid and
+ * events) would make the trace unreadable.  An existing OUT must be empty
+ * or an earlier tracevisor export, whose files are removed; anything else
+ * in it is refused.  Hidden files are left alone: both readers skip them.
+ */
+static int prepare_output(const char *out)
+{
+	char path[4096];
+	struct dirent *de;
+	int ours, pass, ret = 0;
+	DIR *dir;
+
+	if (!mkdir(out, 0755))
+		return 0;
+	if (errno != EEXIST) {
+		tv_err("Cannot create directory: path=\"%s\", errno=%d", out, errno);
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s/metadata", out);
+	ours = is_our_metadata(path);
+	for (pass = 0; pass < 2 && !ret; pass++) {
+		dir = opendir(out);
+		if (!dir) {
+			tv_err("Cannot open output directory: path=\"%s\", errno=%d", out, errno);
+			return -errno;
+		}
+		while (!ret && (de = readdir(dir))) {
+			struct stat sb;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", out, de->d_name);
+			if (pass == 0 && (!ours || lstat(path, &sb) || !S_ISREG(sb.st_mode) ||
+					  (strcmp(de->d_name, "metadata") &&
+					   !is_stream_file_name(de->d_name)))) {
+				tv_err("Output directory holds a file that is not from a tracevisor "
+				       "CTF export, which CTF readers would open as a stream: "
+				       "path=\"%s\"", path);
+				ret = -EEXIST;
+			} else if (pass == 1 && unlink(path)) {
+				tv_err("Cannot remove earlier export file: path=\"%s\", errno=%d",
+				       path, errno);
+				ret = -errno;
+			}
+		}
+		closedir(dir);
+	}
+	return ret;
+}
+
 static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 {
 	size_t nd = tv_reader_nr_domains(w->rd);
-	int fd, base = 0;
+	int fd, ret;
 
-	if (mkdir(w->out, 0755) && errno != EEXIST) {
-		tv_err("Cannot create directory: path=\"%s\", errno=%d", w->out, errno);
-		return -errno;
-	}
+	ret = prepare_output(w->out);
+	if (ret)
+		return ret;
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, w->uuid, 16) != 16) {
+		tv_err("Cannot read /dev/urandom for the trace uuid: errno=%d", errno);
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
@@ -453,36 +778,41 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	close(fd);
 	w->uuid[6] = (w->uuid[6] & 0x0f) | 0x40;	/* RFC 4122 version 4 */
 	w->uuid[8] = (w->uuid[8] & 0x3f) | 0x80;
-	w->stream_base = calloc(nd, sizeof(int));
+	w->doms = calloc(nd, sizeof(*w->doms));
+	w->nr_domains = nd;
 	c->nr_domains = nd;
 	c->by_id = calloc(nd * 65536, sizeof(*c->by_id));
-	if (!w->stream_base || !c->by_id)
+	if (!w->doms || !c->by_id)
 		return -ENOMEM;
-	for (size_t d = 0; d < nd; d++) {
-		w->stream_base[d] = base;
-		base += (int)tv_meta_get_ll(tv_reader_domain(w->rd, d)->meta, "ncpus", 1);
-	}
 	return write_metadata(w);
 }
 
 static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 {
-	for (size_t i = 0; i < MAX_STREAMS; i++) {
-		struct ctf_stream *s = w->streams[i];
+	for (size_t d = 0; w->doms && d < w->nr_domains; d++) {
+		for (size_t i = 0; i < w->doms[d].nr; i++) {
+			struct ctf_stream *s = w->doms[d].cpu[i];
 
-		if (!s)
-			continue;
-		if (!ret)
-			ret = flush_packet(w, s);
-		if (fclose(s->f) && !ret)
-			ret = -EIO;
-		free(s->buf);
-		free(s);
+			if (!s)
+				continue;
+			if (!ret && s->f)
+				ret = flush_packet(w, s);
+			if (s->f && fclose(s->f) && !ret) {
+				tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path,
+				       errno);
+				ret = -EIO;
+			}
+			stream_free(s);
+		}
+		free(w->doms[d].cpu);
 	}
+	free(w->doms);
 	for (size_t i = 0; c->by_id && i < c->nr_domains * 65536; i++)
 		free(c->by_id[i]);
 	free(c->by_id);
-	free(w->stream_base);
+	if (!ret && w->nr_splits)
+		tv_warn("Time went back %llu times in CPU streams: %llu stream files written",
+			(unsigned long long)w->nr_splits, (unsigned long long)w->nr_streams);
 	return ret;
 }
 
@@ -497,10 +827,20 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
 	(void)session_dir;
 	ret = writer_init(&w, &cache);
 	while (!ret && (ret = tv_reader_next(rd, &ev)) > 0) {
-		struct ctf_stream *s = stream_get(&w, &ev);
-		const struct layout *l = ev.format ? layout_get(&cache, &ev) : NULL;
+		struct ctf_stream *s;
+		const struct layout *l;
 
-		ret = s && l ? encode_event(&w, s, &ev, l) : -ENOMEM;
+		if (!ev.format) {
+			tv_err("Event without a format: domain=\"%s\", cpu=%d, ts=%llu",
+			       ev.domain, ev.cpu, (unsigned long long)ev.ts);
+			ret = -EINVAL;
+			break;
+		}
+		ret = stream_get(&w, &ev, &s);
+		if (ret)
+			break;
+		l = layout_get(&cache, &ev);
+		ret = l ? encode_event(&w, s, &ev, l) : -ENOMEM;
 		st->events++;
 	}
 	st->streams = w.nr_streams;

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Export a real host session: CTF read by babeltrace2 with nothing on
-# stderr and exactly report's events in report's order; Perfetto JSON that
+# stderr and exactly report's events in report's order, following Trace
+# Compass's reader rules (tests/ctf_tc_check.py); Perfetto JSON that
 # parses, with host CPU tracks and the VMM's vCPU thread track.
 . "$(dirname "$0")/lib.bash"
 require_root
@@ -15,6 +16,7 @@ S=$TV_TMP/s
 "$TV" export --format ctf -o "$TV_TMP/ctf" "$S" || fail "export ctf"
 babeltrace2 --clock-cycles "$TV_TMP/ctf" > "$TV_TMP/bt.txt" 2> "$TV_TMP/bt.err" || fail "babeltrace2"
 [ ! -s "$TV_TMP/bt.err" ] || { cat "$TV_TMP/bt.err"; fail "babeltrace2 wrote to stderr"; }
+python3 "$TV_ROOT/tests/ctf_tc_check.py" "$TV_TMP/ctf" || fail "CTF breaks Trace Compass's rules"
 python3 -c 'import json,sys; [print(json.loads(l)["ts"]) for l in open(sys.argv[1])]' \
 	"$TV_TMP/report.json" > "$TV_TMP/ts.report"
 sed -E 's/^\[0*([0-9]+)\].*/\1/' "$TV_TMP/bt.txt" > "$TV_TMP/ts.bt"

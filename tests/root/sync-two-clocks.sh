@@ -5,7 +5,8 @@
 # tracefs instances; every kernel event is recorded in both, so the same
 # event seen in both domains must map to within the reported bound.
 # Checks: sync quality accurate, 0 causality violations, report merges
-# both domains in time order, CTF export read by babeltrace2 identically.
+# both domains in time order, CTF export read by babeltrace2 identically
+# and following Trace Compass's reader rules (tests/ctf_tc_check.py).
 # Then the same with both sides on the x86-tsc clock and the guest's TSC
 # relation given (offset 0, ratio 1.0 in 48 fractional bits): method tsc,
 # quality exact, bound 0, and still 0 violations and agreeing events.
@@ -98,6 +99,7 @@ PY
 "$TV" export -q --format ctf -o "$S.ctf" "$S" || fail "export ctf"
 babeltrace2 --clock-cycles "$S.ctf" > "$TV_TMP/bt.txt" 2> "$TV_TMP/bt.err" || fail "babeltrace2"
 [ ! -s "$TV_TMP/bt.err" ] || { cat "$TV_TMP/bt.err"; fail "babeltrace2 wrote to stderr"; }
+python3 "$TV_ROOT/tests/ctf_tc_check.py" "$S.ctf" || fail "CTF breaks Trace Compass's rules"
 python3 -c 'import json,sys; [print(json.loads(l)["ts"]) for l in open(sys.argv[1])]' \
 	"$TV_TMP/report.json" > "$TV_TMP/ts.report"
 sed -E 's/^\[0*([0-9]+)\].*/\1/' "$TV_TMP/bt.txt" > "$TV_TMP/ts.bt"

@@ -582,6 +582,33 @@ static void check_perfetto(void)
 	TV_CHECK(vcpu_tracks == 1, "%zu vCPU tracks named", vcpu_tracks);
 }
 
+/*
+ * The CTF export of this synced four-domain session follows the rules Trace
+ * Compass's reader enforces (tests/ctf_tc_check.py, doc/ctf-export.md) and
+ * babeltrace2, when installed, reads it without a word on stderr.
+ */
+static void check_ctf(void)
+{
+	const char *tv = getenv("TV") ? getenv("TV") : "build/tracevisor";
+	const char *top = getenv("TV_ROOT") ? getenv("TV_ROOT") : ".";
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "%s export -q --format ctf -o %s/ctf %s 2>/dev/null", tv,
+		 root, root);
+	TV_CHECK(system(cmd) == 0, "%s failed", cmd);
+	if (system("command -v python3 >/dev/null") == 0) {
+		snprintf(cmd, sizeof(cmd), "python3 %s/tests/ctf_tc_check.py %s/ctf", top, root);
+		TV_CHECK(system(cmd) == 0, "%s: Trace Compass rules broken", cmd);
+	} else {
+		printf("no python3: CTF export not checked against Trace Compass's rules\n");
+	}
+	if (system("command -v babeltrace2 >/dev/null") == 0) {
+		snprintf(cmd, sizeof(cmd), "babeltrace2 %s/ctf >/dev/null 2>%s/bt.err && "
+			 "test ! -s %s/bt.err", root, root, root);
+		TV_CHECK(system(cmd) == 0, "%s: babeltrace2 failed or warned", cmd);
+	}
+}
+
 static void quiet(enum tv_log_level level, const char *msg, void *ctx)
 {
 	(void)ctx;
@@ -602,6 +629,7 @@ int main(void)
 	check_sync();
 	check_merge();
 	check_perfetto();
+	check_ctf();
 	check_xen(200);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", root, xen_root);
 	if (!tv_test_failed && system(cmd))
