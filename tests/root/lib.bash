@@ -43,3 +43,19 @@ expect_eq() {	# what got want
 	[ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
 	echo "ok: $1 = $3"
 }
+
+# wait_tracing PID...: until the tracefs instance of each recorder is tracing
+# (a fixed sleep was not enough on a loaded machine); fails after 30 s.  A
+# new instance says tracing_on=1 before the recorder turns it off to set it
+# up: tracing counts only once its events are set too.
+wait_tracing() {
+	local pid n i
+	for pid in "$@"; do
+		i=$TRACEFS/instances/tracevisor-$pid
+		for ((n = 0; n < 300; n++)); do
+			[ -n "$(cat "$i/set_event" 2>/dev/null)" ] && [ "$(cat "$i/tracing_on" 2>/dev/null)" = 1 ] && break
+			sleep 0.1
+		done
+		[ $n -lt 300 ] || fail "recorder $pid did not start tracing within 30 s"
+	done
+}

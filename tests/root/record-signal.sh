@@ -6,7 +6,7 @@ on_before=$(cat $TRACEFS/tracing_on)
 for sig in INT TERM; do
 	S=$TV_TMP/s-$sig
 	"$TV" record -q -o "$S" -e kvm:kvm_pio & rec=$!
-	sleep 1
+	wait_tracing $rec
 	"$VMM" --outs 300 --quiet || fail "workload failed"
 	kill -$sig $rec
 	wait $rec || fail "record exited $? on SIG$sig"
@@ -16,7 +16,7 @@ for sig in INT TERM; do
 done
 # A run killed with SIGKILL leaves its instance; the next run removes it.
 "$TV" record -q -o "$TV_TMP/killed" -e kvm:kvm_pio & rec=$!
-sleep 1
+wait_tracing $rec
 kill -KILL $rec; wait $rec 2>/dev/null
 [ -d $TRACEFS/instances/tracevisor-$rec ] || fail "expected a stale instance after SIGKILL"
 [ -e "$TV_TMP/killed/session.meta" ] && fail "killed run looks complete"

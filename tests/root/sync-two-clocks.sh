@@ -19,19 +19,19 @@ B=$TV_BUILD/tests
 run_case() {	# HOST_CLOCK GUEST_CLOCK METHOD QUALITY
 local H=$TV_TMP/host-$1 G=$TV_TMP/guest-$2 S=$TV_TMP/host-$1 A C P ih ig bound probes
 # kvm_write_tsc_offset would be taken as the stand-in guest's TSC offset.
-"$TV" record -q -o "$H" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$1" --duration 6 & A=$!
-"$TV" record -q -o "$G" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$2" --duration 6 & C=$!
+# Both stop on SIGINT once the probes are done: a --duration could end them
+# under the probe writer on a loaded machine.
+"$TV" record -q -o "$H" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$1" & A=$!
+"$TV" record -q -o "$G" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$2" & C=$!
 ih=/sys/kernel/tracing/instances/tracevisor-$A ig=/sys/kernel/tracing/instances/tracevisor-$C
-for _ in $(seq 100); do
-	[ "$(cat "$ih/tracing_on" 2>/dev/null)" = 1 ] && [ "$(cat "$ig/tracing_on" 2>/dev/null)" = 1 ] && break
-	sleep 0.05
-done
+wait_tracing $A $C
 # Probes all along the recording (as the recorder schedules them), workload meanwhile.
 "$B/tv-sync-probe" "$ih" "$ig" 50 1000 0 || fail "probe writer"
 "$B/tv-sync-probe" "$ih" "$ig" 250 10000 50 & P=$!
 "$B/tv-testvmm" --outs 2000 --quiet || fail "tv-testvmm"
 wait $P || fail "probe writer"
 "$B/tv-sync-probe" "$ih" "$ig" 50 1000 300 || fail "probe writer"
+kill -INT $A $C
 wait $A || fail "host recording"
 wait $C || fail "guest recording"
 
