@@ -73,6 +73,9 @@ struct comm_cache {
 	int pid;
 	const char *comm;
 	size_t len;
+	struct tv_strbuf json;		/* comm as a JSON string, "" while stale */
+	const char *domain;
+	struct tv_strbuf json_domain;	/* domain as a JSON string */
 };
 
 static void lookup_comm(struct comm_cache *cc, const struct tv_event *ev)
@@ -85,6 +88,20 @@ static void lookup_comm(struct comm_cache *cc, const struct tv_event *ev)
 	if (!cc->comm)
 		cc->comm = "<...>";
 	cc->len = strlen(cc->comm);
+	tv_strbuf_reset(&cc->json);
+}
+
+/* The event's comm and domain as JSON strings, escaped once per change. */
+static int lookup_json_names(struct comm_cache *cc, const struct tv_event *ev)
+{
+	lookup_comm(cc, ev);
+	if (!cc->json.len && tv_strbuf_append_json_string(&cc->json, cc->comm, cc->len))
+		return -ENOMEM;
+	if (cc->domain == ev->domain && cc->json_domain.len)
+		return 0;
+	cc->domain = ev->domain;
+	tv_strbuf_reset(&cc->json_domain);
+	return tv_strbuf_append_json_string(&cc->json_domain, ev->domain, strlen(ev->domain));
 }
 
 /*
@@ -149,23 +166,20 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 #define APPEND_LIT(sb, lit) tv_strbuf_append_mem(sb, lit, sizeof(lit) - 1)
 
 /* Built from fixed pieces: a format string per event costs more than the rest. */
-static int print_json(const struct tv_event *ev, struct tv_strbuf *sb)
+static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb)
 {
-	const char *comm = tep_data_comm_from_pid(ev->tep, ev->pid);
-	int ret;
+	int ret = lookup_json_names(cc, ev);
 
-	if (!comm)
-		comm = "<...>";
-	ret = APPEND_LIT(sb, "{\"ts\":");
+	ret = ret ?: APPEND_LIT(sb, "{\"ts\":");
 	ret = ret ?: tv_strbuf_append_u64(sb, ev->ts);
 	ret = ret ?: APPEND_LIT(sb, ",\"domain\":");
-	ret = ret ?: tv_strbuf_append_json_string(sb, ev->domain, strlen(ev->domain));
+	ret = ret ?: tv_strbuf_append_mem(sb, cc->json_domain.data, cc->json_domain.len);
 	ret = ret ?: APPEND_LIT(sb, ",\"cpu\":");
 	ret = ret ?: tv_strbuf_append_i64(sb, ev->cpu);
 	ret = ret ?: APPEND_LIT(sb, ",\"pid\":");
 	ret = ret ?: tv_strbuf_append_i64(sb, ev->pid);
 	ret = ret ?: APPEND_LIT(sb, ",\"comm\":");
-	ret = ret ?: tv_strbuf_append_json_string(sb, comm, strlen(comm));
+	ret = ret ?: tv_strbuf_append_mem(sb, cc->json.data, cc->json.len);
 	ret = ret ?: APPEND_LIT(sb, ",\"event\":\"");
 	ret = ret ?: tv_strbuf_append_mem(sb, ev->format->system, strlen(ev->format->system));
 	ret = ret ?: APPEND_LIT(sb, ":");
@@ -213,7 +227,7 @@ int cmd_report(int argc, char **argv)
 	show_domain = tv_reader_nr_domains(rd) > 1;
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
 		if (json)
-			ret = print_json(&ev, &sb);
+			ret = print_json(&ev, &cc, &sb);
 		else
 			ret = print_text(&ev, &cc, &sb, show_domain);
 		if (ret < 0)
@@ -223,6 +237,8 @@ int cmd_report(int argc, char **argv)
 	c = flush_batch(&sb, 1);
 	ret = ret < 0 ? ret : c;
 	tv_strbuf_free(&sb);
+	tv_strbuf_free(&cc.json);
+	tv_strbuf_free(&cc.json_domain);
 	tv_reader_close(rd);
 	return tv_cli_status(ret < 0 ? ret : 0);
 }
