@@ -37,13 +37,24 @@
 #define MAX_EVENT_ID 65536
 #define MAX_SEGMENTS 64
 
+/* Where a field is in a record; for __data_loc/__rel_loc, its descriptor. */
+struct field_loc {
+	unsigned int offset, size;
+	int relative;		/* __rel_loc: offsets from the end of the descriptor */
+};
+
+static struct field_loc loc_of(const struct tep_format_field *field)
+{
+	return (struct field_loc){ (unsigned int)field->offset, (unsigned int)field->size,
+				   !!(field->flags & TEP_FIELD_IS_RELATIVE) };
+}
+
 enum num_kind { NUM_CONST, NUM_FIELD, NUM_DYN_LEN, NUM_MASK, NUM_COND, NUM_UNARY, NUM_BINARY };
 
 struct num_expr {
 	enum num_kind kind;
 	char op[3];			/* NUM_UNARY / NUM_BINARY: the C operator */
-	unsigned int offset, size;	/* NUM_FIELD, NUM_DYN_LEN */
-	int relative;			/* NUM_DYN_LEN: __rel_loc */
+	struct field_loc loc;		/* NUM_FIELD, NUM_DYN_LEN */
 	uint64_t value;			/* NUM_CONST; NUM_MASK: the mask */
 	struct num_expr *a, *b, *c;
 };
@@ -58,8 +69,7 @@ enum str_kind { STR_EMPTY, STR_LITERAL, STR_CHARS, STR_DYN, STR_SYMBOL, STR_FLAG
 struct str_expr {
 	enum str_kind kind;
 	const char *literal;		/* STR_LITERAL; STR_FLAGS: the delimiter */
-	unsigned int offset, size;	/* STR_CHARS (size 0: to the end), STR_DYN */
-	int relative;
+	struct field_loc loc;		/* STR_CHARS (size 0: to the end), STR_DYN */
 	struct num_expr *num;		/* STR_SYMBOL, STR_FLAGS, STR_COND */
 	struct flag_sym *syms;
 	size_t nr_syms;
@@ -210,17 +220,14 @@ static struct num_expr *compile_num(struct tv_info_fmt *f, struct tep_event *eve
 		if (!field)
 			return NULL;
 		e->kind = NUM_FIELD;
-		e->offset = (unsigned int)field->offset;
-		e->size = (unsigned int)field->size;
+		e->loc = loc_of(field);
 		return e;
 	case TEP_PRINT_DYNAMIC_ARRAY_LEN:
 		field = arg->dynarray.field;
 		if (!field)
 			return NULL;
 		e->kind = NUM_DYN_LEN;
-		e->offset = (unsigned int)field->offset;
-		e->size = (unsigned int)field->size;
-		e->relative = !!(field->flags & TEP_FIELD_IS_RELATIVE);
+		e->loc = loc_of(field);
 		return e;
 	case TEP_PRINT_TYPE:
 		e->kind = NUM_MASK;
@@ -283,9 +290,10 @@ static uint64_t read_number(const uint8_t *p, unsigned int size)
 }
 
 /* A __data_loc / __rel_loc field: offset and length of its data, or 0/0. */
-static void dyn_location(const uint8_t *data, unsigned int rec_size, unsigned int field_off,
-			 unsigned int field_size, int relative, unsigned int *off, unsigned int *len)
+static void dyn_location(const uint8_t *data, unsigned int rec_size, struct field_loc loc,
+			 unsigned int *off, unsigned int *len)
 {
+	unsigned int field_off = loc.offset, field_size = loc.size;
 	uint64_t v;
 	unsigned int o, l;
 
@@ -297,7 +305,7 @@ static void dyn_location(const uint8_t *data, unsigned int rec_size, unsigned in
 	l = field_size == 2 ? rec_size - o : (unsigned int)((v >> 16) & 0xffff);
 	*off = o > rec_size ? 0 : o;
 	*len = o + l > rec_size ? 0 : l;
-	if (relative)
+	if (loc.relative)
 		*off += field_off + field_size;
 }
 
@@ -339,9 +347,10 @@ static uint64_t eval_num(const struct num_expr *e, const uint8_t *data, unsigned
 	case NUM_CONST:
 		return e->value;
 	case NUM_FIELD:
-		return e->offset + e->size > size ? 0 : read_number(data + e->offset, e->size);
+		return e->loc.offset + e->loc.size > size ? 0
+							     : read_number(data + e->loc.offset, e->loc.size);
 	case NUM_DYN_LEN:
-		dyn_location(data, size, e->offset, e->size, e->relative, &off, &len);
+		dyn_location(data, size, e->loc, &off, &len);
 		return len;
 	case NUM_MASK:
 		return eval_num(e->a, data, size) & e->value;
@@ -397,8 +406,7 @@ static struct str_expr *compile_str(struct tv_info_fmt *f, struct tep_event *eve
 		if (!field || (!(field->flags & TEP_FIELD_IS_ARRAY) && field->size == long_size))
 			return NULL;
 		s->kind = STR_CHARS;
-		s->offset = (unsigned int)field->offset;
-		s->size = (unsigned int)field->size;
+		s->loc = loc_of(field);
 		return s;
 	case TEP_PRINT_STRING:
 		field = arg->string.field ? arg->string.field
@@ -406,9 +414,7 @@ static struct str_expr *compile_str(struct tv_info_fmt *f, struct tep_event *eve
 		if (!field)
 			return NULL;
 		s->kind = STR_DYN;
-		s->offset = (unsigned int)field->offset;
-		s->size = (unsigned int)field->size;
-		s->relative = !!(field->flags & TEP_FIELD_IS_RELATIVE);
+		s->loc = loc_of(field);
 		return s;
 	case TEP_PRINT_SYMBOL:
 		s->kind = STR_SYMBOL;
@@ -753,13 +759,14 @@ static int append_str(struct tv_strbuf *sb, const struct conv *c,
 	case STR_LITERAL:
 		return append_conv_string(sb, c, s->literal, strlen(s->literal));
 	case STR_CHARS:
-		if (s->offset >= size)
+		if (s->loc.offset >= size)
 			return append_conv_string(sb, c, "", 0);
-		n = s->size && s->offset + s->size <= size ? s->size : size - s->offset;
-		return append_conv_string(sb, c, (const char *)data + s->offset,
-					  strnlen((const char *)data + s->offset, n));
+		n = s->loc.size && s->loc.offset + s->loc.size <= size ? s->loc.size
+								     : size - s->loc.offset;
+		return append_conv_string(sb, c, (const char *)data + s->loc.offset,
+					  strnlen((const char *)data + s->loc.offset, n));
 	case STR_DYN:
-		dyn_location(data, size, s->offset, s->size, s->relative, &off, &n);
+		dyn_location(data, size, s->loc, &off, &n);
 		if (!n || off >= size)
 			return 0;
 		return append_conv_string(sb, c, (const char *)data + off,
