@@ -312,6 +312,7 @@ void tv_domain_unload(struct tv_domain *dom)
 		tv_json_layout_free(dom->bounds[i].json);
 	free(dom->bounds);
 	tv_info_cache_free(dom->info_cache);
+	tv_sync_domain_release(&dom->sync);
 	memset(dom, 0, sizeof(*dom));
 }
 

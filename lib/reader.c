@@ -151,7 +151,7 @@ static int stream_advance(struct tv_cpu_stream *st)
 
 	st->raw_ts = st->rec.ts;
 	if (ret > 0 && st->dom->mapped)
-		st->rec.ts = tv_sync_domain_apply(&st->dom->sync, st->rec.ts);
+		st->rec.ts = tv_sync_domain_apply_cpu(&st->dom->sync, st->cpu, st->rec.ts);
 	return ret;
 }
 
@@ -170,7 +170,12 @@ static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *r
 						tv_sync_quality_name(res->domains[i].est.quality));
 				break;
 			}
-			dom->sync = res->domains[i];
+			tv_sync_domain_release(&dom->sync);
+			if (tv_sync_domain_copy(&dom->sync, &res->domains[i])) {
+				tv_warn("Out of memory for the TSC offsets, its events stay in its own clock: domain=\"%s\"",
+					dom->subdir);
+				break;
+			}
 			dom->mapped = strcmp(dom->sync.method, "reference") != 0;
 		}
 	}

@@ -5,7 +5,10 @@
  * two 64-bit values appear, so results do not depend on floating point.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
@@ -55,45 +58,172 @@ uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_ts
 	return host > UINT64_MAX ? UINT64_MAX : (uint64_t)host;
 }
 
-int tv_tsc_segments_add(struct tv_tsc_segments *s, uint64_t host_ts, uint64_t offset)
+static int segments_push(struct tv_tsc_segments *s, struct tv_tsc_segment seg)
 {
-	if (s->n && s->seg[s->n - 1].offset == offset)
-		return 0;
-	if (s->n == TV_TSC_MAX_SEGMENTS) {
-		s->dropped++;
-		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct tv_tsc_segment *grown = realloc(s->seg, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->seg = grown;
+		s->cap = cap;
 	}
-	s->seg[s->n++] = (struct tv_tsc_segment){ host_ts, offset };
+	s->seg[s->n++] = seg;
 	return 0;
+}
+
+/* The last segment of @vcpu, or NULL (few vCPUs: the scan back is short). */
+static const struct tv_tsc_segment *segments_last(const struct tv_tsc_segments *s,
+						  uint32_t vcpu)
+{
+	for (size_t k = s->n; k-- > 0;)
+		if (s->seg[k].vcpu == vcpu)
+			return &s->seg[k];
+	return NULL;
+}
+
+bool tv_tsc_segments_has(const struct tv_tsc_segments *s, uint32_t vcpu)
+{
+	return segments_last(s, vcpu) != NULL;
+}
+
+int tv_tsc_segments_add(struct tv_tsc_segments *s, uint32_t vcpu, uint64_t host_ts,
+			uint64_t prev, uint64_t offset)
+{
+	const struct tv_tsc_segment *last = segments_last(s, vcpu);
+	int ret;
+
+	if (!last) {
+		ret = segments_push(s, (struct tv_tsc_segment){ 0, prev, vcpu });
+		if (ret)
+			return ret;
+		last = &s->seg[s->n - 1];
+	}
+	if (last->offset == offset)
+		return 0;
+	return segments_push(s, (struct tv_tsc_segment){ host_ts, offset, vcpu });
+}
+
+int tv_tsc_segments_sort(struct tv_tsc_segments *s)
+{
+	struct tv_tsc_segment *sorted;
+	size_t out = 0;
+	uint32_t next = 0;
+
+	if (!s->n)
+		return 0;
+	sorted = malloc(s->n * sizeof(*sorted));
+	if (!sorted)
+		return -ENOMEM;
+	/* One pass per vCPU, lowest id first: keeps each vCPU's time order. */
+	for (bool more = true; more;) {
+		uint32_t v = next, after = UINT32_MAX;
+
+		more = false;
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->seg[k].vcpu == v)
+				sorted[out++] = s->seg[k];
+			else if (s->seg[k].vcpu > v && s->seg[k].vcpu <= after)
+				after = s->seg[k].vcpu, more = true;
+		}
+		next = after;
+	}
+	free(s->seg);
+	s->seg = sorted;
+	s->cap = s->n;
+	return 0;
+}
+
+void tv_tsc_segments_free(struct tv_tsc_segments *s)
+{
+	free(s->seg);
+	memset(s, 0, sizeof(*s));
+}
+
+/* First index in [lo, hi) whose vcpu is >= @vcpu. */
+static size_t vcpu_lower_bound(const struct tv_tsc_segment *s, size_t lo, size_t hi,
+			       uint32_t vcpu)
+{
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (s[m].vcpu < vcpu)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
 }
 
 /*
  * The offset in force is found from the host time it yields: the latest
- * segment whose start the mapped time reaches (offsets only change while
- * the vCPU is stopped, so a guest time never belongs to two segments).
+ * segment of the event's vCPU whose start the mapped time reaches.
+ * Offsets only change while the vCPU is out of guest mode and KVM restarts
+ * the guest TSC at least where it stopped, so a vCPU's guest times never
+ * go back across a change: the test holds for every segment up to the
+ * right one and for none after it, and a binary search finds it.
  */
-static uint64_t tsc_apply(const struct tv_sync_domain *d, uint64_t ts)
+static uint64_t tsc_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts)
 {
+	const struct tv_tsc_segment *s = d->tsc_segments;
 	struct tv_tsc_params p = d->tsc;
+	size_t n = d->nr_tsc_segments, lo, hi;
 
-	for (size_t k = d->nr_tsc_segments; k-- > 0;) {
-		uint64_t host;
+	if (!n)
+		return tv_tsc_host_from_guest(&p, ts);
+	lo = cpu < 0 ? n : vcpu_lower_bound(s, 0, n, (uint32_t)cpu);
+	if (lo == n || s[lo].vcpu != (uint32_t)cpu)
+		lo = 0;	/* no history of its own: the lowest vCPU's */
+	hi = vcpu_lower_bound(s, lo, n, s[lo].vcpu + 1);
+	while (hi - lo > 1) {
+		size_t m = lo + (hi - lo) / 2;
 
-		p.offset = d->tsc_segments[k].offset;
-		host = tv_tsc_host_from_guest(&p, ts);
-		if (k == 0 || host >= d->tsc_segments[k].from_host)
-			return host;
+		p.offset = s[m].offset;
+		if (tv_tsc_host_from_guest(&p, ts) >= s[m].from_host)
+			lo = m;
+		else
+			hi = m;
 	}
+	p.offset = s[lo].offset;
 	return tv_tsc_host_from_guest(&p, ts);
+}
+
+uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts)
+{
+	if (!strcmp(d->method, "tsc"))
+		return tsc_apply(d, cpu, ts);
+	if (!strcmp(d->method, "reference") || !strcmp(d->method, "none"))
+		return ts;
+	return tv_clock_map_apply(&d->est.map, ts);
 }
 
 uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts)
 {
-	if (!strcmp(d->method, "tsc"))
-		return tsc_apply(d, ts);
-	if (!strcmp(d->method, "reference") || !strcmp(d->method, "none"))
-		return ts;
-	return tv_clock_map_apply(&d->est.map, ts);
+	return tv_sync_domain_apply_cpu(d, -1, ts);
+}
+
+int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src)
+{
+	*dst = *src;
+	dst->tsc_segments = NULL;
+	if (!src->nr_tsc_segments)
+		return 0;
+	dst->tsc_segments = malloc(src->nr_tsc_segments * sizeof(*dst->tsc_segments));
+	if (!dst->tsc_segments) {
+		dst->nr_tsc_segments = 0;
+		return -ENOMEM;
+	}
+	memcpy(dst->tsc_segments, src->tsc_segments,
+	       src->nr_tsc_segments * sizeof(*dst->tsc_segments));
+	return 0;
+}
+
+void tv_sync_domain_release(struct tv_sync_domain *d)
+{
+	free(d->tsc_segments);
+	d->tsc_segments = NULL;
+	d->nr_tsc_segments = 0;
 }
 
 bool tv_sync_domain_usable(const struct tv_sync_domain *d)

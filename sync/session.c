@@ -25,6 +25,7 @@ struct probe {
 	uint64_t ts;
 	int guest, peer;
 	int type;
+	int cpu;		/* the CPU that wrote it: a guest's vCPU */
 };
 
 /* A constraint point of one (guest, peer) relation. */
@@ -114,17 +115,18 @@ static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 	if (m.type == TV_SYNC_XEN_BEFORE || m.type == TV_SYNC_XEN_AFTER) {
 		if (sc->xen_dom < 0 || sc->xen_dom == d || sc->dom[d].is_guest)
 			return 0;
-		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type });
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type,
+						     ev->cpu });
 	}
 	if (m.type == TV_SYNC_PING_SEND || m.type == TV_SYNC_PONG_RECV) {
 		guest = scan_guest_domain(sc, m.guest);
 		if (guest < 0 || guest == d)
 			return 0;
-		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, guest, d, m.type });
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, guest, d, m.type, ev->cpu });
 	}
 	if (!sc->dom[d].is_guest)
 		return 0;
-	return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, d, -1, m.type });
+	return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, d, -1, m.type, ev->cpu });
 }
 
 static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
@@ -139,7 +141,8 @@ static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
 	guest = scan_guest_domain(sc, (unsigned int)(a1 & 0xff));
 	if (guest < 0 || guest == d)
 		return 0;
-	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST });
+	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST,
+					     ev->cpu });
 }
 
 /* The u32 at index @i of @ev's data[] array field, or -ENOENT. */
@@ -178,7 +181,8 @@ static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 		return 0;
 	}
 	seq = w[1] | (uint64_t)w[2] << 32;
-	return scan_push(sc, (struct probe){ seq, ev->ts_raw, d, -1, TV_PROBE_XEN_RECORD });
+	return scan_push(sc, (struct probe){ seq, ev->ts_raw, d, -1, TV_PROBE_XEN_RECORD,
+					     ev->cpu });
 }
 
 /* kvm_write_tsc_offset belongs to the guest whose vCPU thread wrote it. */
@@ -186,10 +190,12 @@ static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
 {
 	const struct tv_domain_info *info = tv_reader_domain(sc->rd, (size_t)d);
 	const struct tv_vcpu_thread *t = tv_vcpu_map_find(info->vcpus, ev->pid);
-	uint64_t next;
+	uint64_t prev, next, vcpu;
 	int guest = -1;
 
-	if (tv_event_field_u64(ev, "next_tsc_offset", &next))
+	if (tv_event_field_u64(ev, "next_tsc_offset", &next) ||
+	    tv_event_field_u64(ev, "previous_tsc_offset", &prev) ||
+	    tv_event_field_u64(ev, "vcpu_id", &vcpu))
 		return 0;
 	for (size_t g = 0; g < sc->nr_guests; g++) {
 		const struct tv_domain_info *gi = tv_reader_domain(sc->rd, (size_t)sc->guest_dom[g]);
@@ -199,7 +205,7 @@ static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
 	}
 	if (guest < 0)
 		return 0;
-	return tv_tsc_segments_add(&sc->tsc[guest], ev->ts_raw, next);
+	return tv_tsc_segments_add(&sc->tsc[guest], (uint32_t)vcpu, ev->ts_raw, prev, next);
 }
 
 static int scan_event(struct scan *sc, const struct tv_event *ev)
@@ -255,7 +261,7 @@ static int cmp_probe(const void *a, const void *b)
 
 /* One probe round: the timestamps of each type, -1 when missing. */
 struct round {
-	int guest, peer[TV_PROBE_NR_TYPES];
+	int guest, peer[TV_PROBE_NR_TYPES], cpu[TV_PROBE_NR_TYPES];
 	int64_t ts[TV_PROBE_NR_TYPES];
 };
 
@@ -268,11 +274,13 @@ static void next_round(const struct scan *sc, size_t *i, struct round *r)
 	for (int t = 0; t < TV_PROBE_NR_TYPES; t++) {
 		r->ts[t] = -1;
 		r->peer[t] = -1;
+		r->cpu[t] = -1;
 	}
 	for (; *i < sc->nr_probes && sc->probes[*i].guest == p0->guest &&
 	       sc->probes[*i].seq == p0->seq; (*i)++) {
 		r->ts[sc->probes[*i].type] = (int64_t)sc->probes[*i].ts;
 		r->peer[sc->probes[*i].type] = sc->probes[*i].peer;
+		r->cpu[sc->probes[*i].type] = sc->probes[*i].cpu;
 	}
 }
 
@@ -388,34 +396,70 @@ static int estimate_edges(const struct scan *sc, struct graph *g)
 	return ret;
 }
 
+/*
+ * DIR/guest-NAME/tsc (debugfs at the end of recording): "vcpu offset ratio
+ * frac_bits" lines; ratio and frac_bits are "-" where the host has no TSC
+ * scaling (SVM without TscRateMsr): the guest TSC then runs at the host's.
+ * A vCPU whose offset never changed during the trace has no
+ * kvm_write_tsc_offset: its offset is this file's, from host time 0.
+ * Return: 1 when the file gave anything, 0 if not, -ENOMEM.
+ */
+static int tsc_read_file(const char *dir, struct tv_tsc_segments *s, struct tv_tsc_params *p)
+{
+	char path[4096], line[256];
+	int found = 0, ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tsc", dir);
+	f = fopen(path, "re");
+	while (f && !ret && fgets(line, sizeof(line), f)) {
+		char ratio[32], frac[32];
+		unsigned long long off;
+		unsigned int vcpu;
+
+		if (sscanf(line, "%u %llu %31s %31s", &vcpu, &off, ratio, frac) != 4)
+			continue;
+		if (!found && strcmp(ratio, "-") && strcmp(frac, "-")) {
+			p->ratio = strtoull(ratio, NULL, 10);
+			p->frac_bits = (unsigned int)strtoul(frac, NULL, 10);
+			if (!p->ratio || p->frac_bits >= 64)
+				continue;
+		}
+		found = 1;
+		if (!tv_tsc_segments_has(s, vcpu))
+			ret = tv_tsc_segments_add(s, vcpu, 0, off, off);
+	}
+	if (f)
+		fclose(f);
+	return ret ?: found;
+}
+
 /* Exact TSC relation for @d when both sides trace with the TSC clock. */
-static int tsc_method(const struct scan *sc, int d, int ref, struct tv_sync_domain *out)
+static int tsc_method(struct scan *sc, int d, int ref, struct tv_sync_domain *out)
 {
 	const struct tv_domain_info *gi = tv_reader_domain(sc->rd, (size_t)d);
 	const struct tv_domain_info *ri = tv_reader_domain(sc->rd, (size_t)ref);
 	const char *gc = tv_meta_get(gi->meta, "clock"), *rc = tv_meta_get(ri->meta, "clock");
-	char path[4096];
-	unsigned long long off = 0, ratio = 0;
-	unsigned int frac = 0, vcpu;
-	int have_file = 0;
-	FILE *f;
+	struct tv_tsc_segments *s = &sc->tsc[d];
+	int ret;
 
 	if (!gc || !rc || strcmp(gc, "x86-tsc") || strcmp(rc, "x86-tsc"))
 		return 0;
-	snprintf(path, sizeof(path), "%s/tsc", gi->dir);
-	f = fopen(path, "re");
-	if (f) {
-		have_file = fscanf(f, "%u %llu %llu %u", &vcpu, &off, &ratio, &frac) == 4 &&
-			    frac < 64 && ratio;
-		fclose(f);
-	}
-	if (!have_file && !sc->tsc[d].n)
+	/* No scaling unless the file says otherwise: guest = host + offset. */
+	out->tsc.ratio = 1;
+	out->tsc.frac_bits = 0;
+	ret = tsc_read_file(gi->dir, s, &out->tsc);
+	if (ret < 0)
+		return ret;
+	if (!ret && !s->n)
 		return 0;
-	out->tsc.frac_bits = have_file ? frac : 48;
-	out->tsc.ratio = have_file ? ratio : 1ULL << 48;
-	out->tsc.offset = sc->tsc[d].n ? sc->tsc[d].seg[0].offset : off;
-	memcpy(out->tsc_segments, sc->tsc[d].seg, sizeof(out->tsc_segments));
-	out->nr_tsc_segments = sc->tsc[d].n;
+	ret = tv_tsc_segments_sort(s);
+	if (ret)
+		return ret;
+	out->tsc.offset = s->seg[0].offset;
+	out->tsc_segments = s->seg;	/* the result owns them now */
+	out->nr_tsc_segments = s->n;
+	memset(s, 0, sizeof(*s));
 	snprintf(out->method, sizeof(out->method), "tsc");
 	snprintf(out->via, sizeof(out->via), "%s", ri->subdir);
 	out->est.quality = TV_SYNC_EXACT;
@@ -423,6 +467,8 @@ static int tsc_method(const struct scan *sc, int d, int ref, struct tv_sync_doma
 	out->est.map.slope_q48 = TV_SLOPE_ONE;
 	out->est.span_lo = sc->dom[d].first;
 	out->est.span_hi = sc->dom[d].last;
+	out->hull_tsc_diff = -1;
+	out->hull_bound = -1;
 	return 1;
 }
 
@@ -570,22 +616,68 @@ static void explain_missing(const struct scan *sc, const struct graph *g, size_t
 
 struct causality {
 	struct tv_sync_domain *res;
+	const struct graph *g;
 };
+
+/*
+ * Cross-check of an exact TSC relation: the probes' own convex-hull line
+ * (guest TSC -> host TSC) should put each probe where the TSC relation does,
+ * within the hull's bound.  It only holds where the guest TSC is a line of
+ * the host's: KVM on a host whose TSC is unstable restarts a guest's TSC
+ * where it stopped at every vCPU load, and the hull cannot see that.
+ */
+static void hull_cross_check(const struct causality *c, const struct round *r, int gt,
+			     int pt, struct tv_sync_domain *g, uint64_t gts)
+{
+	int via = r->peer[pt];
+	const struct edge *e;
+	int64_t diff;
+
+	if (strcmp(g->method, "tsc") || via < 0)
+		return;
+	e = &c->g->e[r->guest][via];
+	if (!e->valid || e->est.quality > TV_SYNC_APPROXIMATE || e->est.bound_ns < 0)
+		return;
+	diff = (int64_t)(gts - tv_clock_map_apply(&e->est.map, (uint64_t)r->ts[gt]));
+	if (diff < 0)
+		diff = -diff;
+	if (diff > g->hull_tsc_diff)
+		g->hull_tsc_diff = diff;
+	g->hull_bound = e->est.bound_ns;
+}
 
 static int check_pair(const struct round *r, int gt, int pt, int below, void *ctx)
 {
 	struct causality *c = ctx;
 	struct tv_sync_domain *g = &c->res[r->guest], *p = &c->res[r->peer[pt]];
-	uint64_t gts = tv_sync_domain_apply(g, (uint64_t)r->ts[gt]);
-	uint64_t pts = tv_sync_domain_apply(p, (uint64_t)r->ts[pt]);
+	uint64_t gts = tv_sync_domain_apply_cpu(g, r->cpu[gt], (uint64_t)r->ts[gt]);
+	uint64_t pts = tv_sync_domain_apply_cpu(p, r->cpu[pt], (uint64_t)r->ts[pt]);
 
 	if (!tv_sync_domain_usable(g) || !tv_sync_domain_usable(p))
 		return 0;
 	g->nr_pairs_checked++;
+	hull_cross_check(c, r, gt, pt, g, gts);
 	/* below: the guest received what the peer sent, so it may not be earlier. */
 	if (below ? gts < pts : gts > pts)
 		g->causality_violations++;
 	return 0;
+}
+
+/* Say in the message whether the probes agree with the TSC relation. */
+static void describe_cross_check(struct tv_sync_domain *r)
+{
+	if (strcmp(r->method, "tsc"))
+		return;
+	if (r->hull_tsc_diff < 0)
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "exact TSC relation (%zu offset segments); no probe hull to cross-check it",
+			 r->nr_tsc_segments);
+	else
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "exact TSC relation (%zu offset segments); the probe hull puts probes at most %lld from it, hull bound %lld%s",
+			 r->nr_tsc_segments, (long long)r->hull_tsc_diff, (long long)r->hull_bound,
+			 r->hull_tsc_diff <= r->hull_bound ? ": they agree" :
+			 ": they disagree (the guest TSC is not a line of the host's: offsets changed)");
 }
 
 static int reference_index(const struct scan *sc, const char *dir)
@@ -631,7 +723,8 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 			snprintf(r->via, sizeof(r->via), "%s", r->domain);
 			r->est.map.slope_q48 = TV_SLOPE_ONE;
 		} else {
-			tsc_method(sc, (int)d, ref, r);
+			ret = tsc_method(sc, (int)d, ref, r);
+			ret = ret < 0 ? ret : 0;
 		}
 	}
 	if (!ret) {
@@ -644,7 +737,10 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 				out->domains[d].nr_probes = g->e[d][ref].nr_pairs;
 		}
 		c.res = out->domains;
+		c.g = g;
 		ret = for_each_pair(sc, check_pair, &c);
+		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
+			describe_cross_check(&out->domains[d]);
 	}
 	free(g);
 	return ret;
@@ -666,6 +762,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 	if (ret)
 		tv_sync_result_free(out);
 	tv_reader_close(sc->rd);
+	for (size_t d = 0; d < MAX_DOMAINS; d++)
+		tv_tsc_segments_free(&sc->tsc[d]);
 	free(sc->probes);
 	free(sc);
 	return ret;
@@ -673,6 +771,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 
 void tv_sync_result_free(struct tv_sync_result *res)
 {
+	for (size_t i = 0; res->domains && i < res->nr; i++)
+		tv_sync_domain_release(&res->domains[i]);
 	free(res->domains);
 	memset(res, 0, sizeof(*res));
 }

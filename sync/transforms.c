@@ -32,18 +32,81 @@ static int put(struct tv_meta *m, const char *dom, const char *key, const char *
 
 static int put_tsc(struct tv_meta *m, const struct tv_sync_domain *d)
 {
-	char list[TV_TSC_MAX_SEGMENTS * 44] = "";
-	size_t len = 0;
 	int ret;
 
-	for (size_t i = 0; i < d->nr_tsc_segments; i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%llu:%llu", i ? "," : "",
-					(unsigned long long)d->tsc_segments[i].from_host,
-					(unsigned long long)d->tsc_segments[i].offset);
 	ret = put(m, d->domain, "tsc_offset", "%llu", (unsigned long long)d->tsc.offset);
 	ret = ret ?: put(m, d->domain, "tsc_ratio", "%llu", (unsigned long long)d->tsc.ratio);
 	ret = ret ?: put(m, d->domain, "tsc_frac_bits", "%u", d->tsc.frac_bits);
-	return ret ?: put(m, d->domain, "tsc_segments", "%s", list);
+	ret = ret ?: put(m, d->domain, "tsc_segments", "%zu", d->nr_tsc_segments);
+	ret = ret ?: put(m, d->domain, "hull_tsc_diff", "%lld", (long long)d->hull_tsc_diff);
+	return ret ?: put(m, d->domain, "hull_bound", "%lld", (long long)d->hull_bound);
+}
+
+/*
+ * DIR/sync/DOMAIN.tsc: "vcpu from_host offset" per line, one per offset in
+ * force (thousands when the host's TSC is unstable: too many for a key).
+ */
+static int write_segments(const char *dir, const struct tv_sync_domain *d)
+{
+	char path[4096];
+	FILE *f;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/sync/%s.tsc", dir, d->domain);
+	f = fopen(path, "we");
+	if (!f) {
+		err = errno;
+		tv_err("Cannot create TSC segments file: path=\"%s\", errno=%d", path, err);
+		return -err;
+	}
+	for (size_t i = 0; i < d->nr_tsc_segments; i++)
+		fprintf(f, "%u %llu %llu\n", d->tsc_segments[i].vcpu,
+			(unsigned long long)d->tsc_segments[i].from_host,
+			(unsigned long long)d->tsc_segments[i].offset);
+	if (ferror(f))
+		err = EIO;
+	if (fclose(f) && !err)
+		err = errno;
+	if (err)
+		tv_err("Cannot write TSC segments file: path=\"%s\", errno=%d", path, err);
+	return -err;
+}
+
+static int read_segments(const char *dir, struct tv_sync_domain *d)
+{
+	size_t want = d->nr_tsc_segments, cap = want ? want : 1;
+	char path[4096];
+	FILE *f;
+
+	d->nr_tsc_segments = 0;
+	if (!want)
+		return 0;
+	snprintf(path, sizeof(path), "%s/sync/%s.tsc", dir, d->domain);
+	f = fopen(path, "re");
+	if (!f) {
+		tv_err("Cannot open TSC segments file: path=\"%s\", errno=%d", path, errno);
+		return -errno;
+	}
+	d->tsc_segments = calloc(cap, sizeof(*d->tsc_segments));
+	while (d->tsc_segments && d->nr_tsc_segments < want) {
+		struct tv_tsc_segment *s = &d->tsc_segments[d->nr_tsc_segments];
+		unsigned long long from, off;
+
+		if (fscanf(f, "%u %llu %llu", &s->vcpu, &from, &off) != 3)
+			break;
+		s->from_host = from;
+		s->offset = off;
+		d->nr_tsc_segments++;
+	}
+	fclose(f);
+	if (!d->tsc_segments)
+		return -ENOMEM;
+	if (d->nr_tsc_segments != want) {
+		tv_err("TSC segments file is short: path=\"%s\", segments=%zu, expected=%zu",
+		       path, d->nr_tsc_segments, want);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
@@ -98,6 +161,9 @@ int tv_sync_write(const char *dir, const struct tv_sync_result *res)
 		ret = -errno;
 		tv_err("Cannot create directory: path=\"%s\", errno=%d", path, errno);
 	}
+	for (size_t i = 0; i < res->nr && !ret; i++)
+		if (!strcmp(res->domains[i].method, "tsc"))
+			ret = write_segments(dir, &res->domains[i]);
 	snprintf(path, sizeof(path), "%s/sync/transforms", dir);
 	if (!ret)
 		ret = tv_meta_write(m, path);
@@ -130,19 +196,12 @@ static enum tv_sync_quality quality_from_name(const char *s)
 
 static void get_tsc(const struct tv_meta *m, struct tv_sync_domain *d)
 {
-	char *list = strdup(get(m, d->domain, "tsc_segments")), *save = NULL;
-
 	d->tsc.offset = strtoull(get(m, d->domain, "tsc_offset"), NULL, 10);
 	d->tsc.ratio = strtoull(get(m, d->domain, "tsc_ratio"), NULL, 10);
 	d->tsc.frac_bits = (unsigned int)get_ll(m, d->domain, "tsc_frac_bits") & 63;
-	for (char *t = list ? strtok_r(list, ",", &save) : NULL;
-	     t && d->nr_tsc_segments < TV_TSC_MAX_SEGMENTS; t = strtok_r(NULL, ",", &save)) {
-		struct tv_tsc_segment *s = &d->tsc_segments[d->nr_tsc_segments];
-
-		if (sscanf(t, "%lu:%lu", &s->from_host, &s->offset) == 2)
-			d->nr_tsc_segments++;
-	}
-	free(list);
+	d->nr_tsc_segments = strtoull(get(m, d->domain, "tsc_segments"), NULL, 10);
+	d->hull_tsc_diff = get_ll(m, d->domain, "hull_tsc_diff");
+	d->hull_bound = get_ll(m, d->domain, "hull_bound");
 }
 
 static void get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
@@ -191,10 +250,15 @@ int tv_sync_read(const char *dir, struct tv_sync_result *out)
 	for (char *t = list && out->domains ? strtok_r(list, ",", &save) : NULL;
 	     t && out->nr < 64; t = strtok_r(NULL, ",", &save)) {
 		snprintf(out->domains[out->nr].domain, sizeof(out->domains[0].domain), "%s", t);
-		get_domain(m, &out->domains[out->nr++]);
+		get_domain(m, &out->domains[out->nr]);
+		ret = ret ?: read_segments(dir, &out->domains[out->nr]);
+		out->nr++;
 	}
-	ret = out->domains && list ? 0 : -ENOMEM;
+	if (!ret && (!out->domains || !list))
+		ret = -ENOMEM;
 	free(list);
 	tv_meta_free(m);
+	if (ret)
+		tv_sync_result_free(out);
 	return ret;
 }

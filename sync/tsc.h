@@ -5,13 +5,23 @@
 
 #include "tracevisor/tracevisor.h"
 
+/* Offset changes of one guest's vCPUs, in host time order. */
 struct tv_tsc_segments {
-	struct tv_tsc_segment seg[TV_TSC_MAX_SEGMENTS];
-	size_t n;
-	size_t dropped;		/* changes beyond TV_TSC_MAX_SEGMENTS */
+	struct tv_tsc_segment *seg;
+	size_t n, cap;
 };
 
-/* Record that @offset is in force from host time @host_ts on. */
-int tv_tsc_segments_add(struct tv_tsc_segments *s, uint64_t host_ts, uint64_t offset);
+/*
+ * Record that vCPU @vcpu's offset went from @prev to @offset at host time
+ * @host_ts.  The first change of a vCPU also records @prev from host time
+ * 0: the offset its events carry before the change.
+ */
+int tv_tsc_segments_add(struct tv_tsc_segments *s, uint32_t vcpu, uint64_t host_ts,
+			uint64_t prev, uint64_t offset);
+/* Whether vCPU @vcpu has a history in @s. */
+bool tv_tsc_segments_has(const struct tv_tsc_segments *s, uint32_t vcpu);
+/* Sort @s by vCPU, keeping host time order within each; 0 or -ENOMEM. */
+int tv_tsc_segments_sort(struct tv_tsc_segments *s);
+void tv_tsc_segments_free(struct tv_tsc_segments *s);
 
 #endif

@@ -334,12 +334,16 @@ uint64_t tv_tsc_guest_from_host(const struct tv_tsc_params *p, uint64_t host_tsc
 /* The smallest host TSC whose guest TSC is >= @guest_tsc: an exact inverse. */
 uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_tsc);
 
-#define TV_TSC_MAX_SEGMENTS 16
-
-/* A TSC offset in force from host TSC @from_host on (kvm_write_tsc_offset). */
+/*
+ * A TSC offset of vCPU @vcpu in force from host TSC @from_host on
+ * (kvm_write_tsc_offset; from_host 0: the offset in force when the trace
+ * began).  KVM rewrites a vCPU's offset at every vCPU load when the host's
+ * TSC is unstable, thousands of times a second, so there is no fixed limit.
+ */
 struct tv_tsc_segment {
 	uint64_t from_host;
 	uint64_t offset;
+	uint32_t vcpu;
 };
 
 /* Per-domain result of tv_sync_session(); also what DIR/sync/transforms holds. */
@@ -349,8 +353,10 @@ struct tv_sync_domain {
 	char method[16];		/* reference, tsc, hull, none */
 	struct tv_sync_estimate est;	/* composed to the reference */
 	struct tv_tsc_params tsc;	/* method tsc: ratio, frac_bits, first offset */
-	struct tv_tsc_segment tsc_segments[TV_TSC_MAX_SEGMENTS];
-	size_t nr_tsc_segments;		/* offsets in time order; 0: tsc.offset always */
+	struct tv_tsc_segment *tsc_segments;	/* by vcpu, then from_host (owned) */
+	size_t nr_tsc_segments;		/* 0: tsc.offset always, on every vCPU */
+	int64_t hull_tsc_diff;		/* method tsc: largest |hull - TSC| at a probe, -1: none */
+	int64_t hull_bound;		/* method tsc: the hull's own bound, -1: no hull */
 	size_t nr_probes;		/* matched probe pairs */
 	size_t nr_pairs_checked;	/* send/receive pairs checked for causality */
 	size_t causality_violations;	/* probe pairs + vCPU events below */
@@ -381,6 +387,14 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out);
 int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
 /* @ts of domain @d in the reference clock (map or TSC relation). */
 uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
+/*
+ * The same for an event of guest CPU @cpu: with the TSC relation, each vCPU
+ * has its own offset history (a CPU without one uses the lowest vCPU's).
+ */
+uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts);
+/* Deep copy (the TSC segments); 0 or -ENOMEM.  Release frees the copy's. */
+int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src);
+void tv_sync_domain_release(struct tv_sync_domain *d);
 /* Whether the result is good enough to merge by (exact, accurate, approximate). */
 bool tv_sync_domain_usable(const struct tv_sync_domain *d);
 /* Write @res as DIR/sync/transforms (doc/session-format.md). */
