@@ -7,7 +7,10 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
@@ -212,6 +215,103 @@ static void test_tsc_inverse(void)
 	TV_CHECK(bad_smallest == 0, "%d inverses not the smallest host TSC", bad_smallest);
 }
 
+/*
+ * KVM on a host with an unstable TSC, as in the nested lab: at each vCPU
+ * load the offset makes the guest TSC resume where it stopped (it only
+ * counts while loaded), then the clock update catches it up by some
+ * amount; guest events happen only between entry and exit.  Every event's
+ * guest TSC must map back to exactly the host TSC it happened at, with
+ * each vCPU's own history, found among thousands of segments.
+ */
+#define SEG_VCPUS 2
+#define SEG_ROUNDS 3000
+
+struct tsc_event {
+	int cpu;
+	uint64_t host, guest;
+};
+
+static void simulate_vcpu(uint32_t vcpu, uint64_t host, struct tv_tsc_segment *seg, size_t *nseg,
+			  struct tsc_event *ev, size_t *nev)
+{
+	uint64_t off = (uint64_t)-44770180193LL - vcpu * 977;
+
+	seg[(*nseg)++] = (struct tv_tsc_segment){ 0, off, vcpu };
+	for (int r = 0; r < SEG_ROUNDS; r++) {
+		uint64_t entry = host + 10, exit = entry + 1000 + (uint64_t)(rnd() * 2e6);
+		uint64_t last_guest, load, catchup;
+
+		for (int k = 0; k < 3; k++) {
+			uint64_t h = entry + 1 + (uint64_t)(rnd() * (double)(exit - entry - 2));
+
+			ev[(*nev)++] = (struct tsc_event){ (int)vcpu, h, h + off };
+		}
+		/* Events at the very edges of the run too. */
+		ev[(*nev)++] = (struct tsc_event){ (int)vcpu, entry + 1, entry + 1 + off };
+		ev[(*nev)++] = (struct tsc_event){ (int)vcpu, exit - 1, exit - 1 + off };
+		last_guest = exit + 3 + off;			/* vcpu_put */
+		load = exit + 100 + (uint64_t)(rnd() * 5e6);	/* blocked meanwhile */
+		off = last_guest - load;			/* frozen while out */
+		seg[(*nseg)++] = (struct tv_tsc_segment){ load + 7, off, vcpu };
+		catchup = load + 50 + (uint64_t)(rnd() * 1e5);
+		if (rnd() < 0.7) {
+			off += (uint64_t)(rnd() * (double)(load - exit));
+			seg[(*nseg)++] = (struct tv_tsc_segment){ catchup, off, vcpu };
+		}
+		host = catchup + 5;
+	}
+}
+
+static void test_tsc_segments(void)
+{
+	size_t cap = SEG_VCPUS * (SEG_ROUNDS * 2 + 1), nseg = 0, nev = 0;
+	struct tv_tsc_segment *seg = calloc(cap, sizeof(*seg));
+	struct tsc_event *ev = calloc(SEG_VCPUS * SEG_ROUNDS * 5, sizeof(*ev));
+	struct tv_sync_domain d = { .domain = "guest-x", .method = "tsc" }, back[1];
+	struct tv_sync_result res = { .domains = &d, .nr = 1 }, rd;
+	char dir[] = "/tmp/test_sync.XXXXXX", cmd[64];
+	int wrong = 0, wrong_read = 0, wrong_other = 0;
+
+	if (!seg || !ev) {
+		TV_CHECK(0, "out of memory");
+		return;
+	}
+	for (uint32_t v = 0; v < SEG_VCPUS; v++)
+		simulate_vcpu(v, 1000000000ULL * (v + 1), seg, &nseg, ev, &nev);
+	d.tsc = (struct tv_tsc_params){ seg[0].offset, 1, 0 };
+	d.tsc_segments = seg;
+	d.nr_tsc_segments = nseg;
+	for (size_t i = 0; i < nev; i++)
+		wrong += tv_sync_domain_apply_cpu(&d, ev[i].cpu, ev[i].guest) != ev[i].host;
+	TV_CHECK(wrong == 0, "%d of %zu guest TSCs not mapped to their host TSC (%zu segments)",
+		 wrong, nev, nseg);
+	/* A CPU with no history of its own follows the lowest vCPU's. */
+	for (size_t i = 0; i < nev; i++)
+		if (ev[i].cpu == 0)
+			wrong_other += tv_sync_domain_apply_cpu(&d, 7, ev[i].guest) != ev[i].host ||
+				       tv_sync_domain_apply(&d, ev[i].guest) != ev[i].host;
+	TV_CHECK(wrong_other == 0, "%d vCPU 0 events mapped differently as CPU 7 or -1",
+		 wrong_other);
+	/* The segments survive DIR/sync/ (thousands: not a transforms key). */
+	TV_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	TV_CHECK(tv_sync_write(dir, &res) == 0, "tv_sync_write");
+	TV_CHECK(tv_sync_read(dir, &rd) == 0 && rd.nr == 1, "tv_sync_read");
+	if (rd.nr == 1) {
+		back[0] = rd.domains[0];
+		TV_CHECK(back[0].nr_tsc_segments == nseg, "%zu segments read back, %zu written",
+			 back[0].nr_tsc_segments, nseg);
+		for (size_t i = 0; i < nev; i++)
+			wrong_read += tv_sync_domain_apply_cpu(&back[0], ev[i].cpu, ev[i].guest) !=
+				      ev[i].host;
+		TV_CHECK(wrong_read == 0, "%d events mapped wrong after reading back", wrong_read);
+		tv_sync_result_free(&rd);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	TV_CHECK(system(cmd) == 0, "%s", cmd);
+	free(seg);
+	free(ev);
+}
+
 static void test_compose(void)
 {
 	struct tv_clock_map inner = { 5000000000LL, 7000000000LL, TV_SLOPE_ONE + (TV_SLOPE_ONE >> 15) };
@@ -235,6 +335,7 @@ int main(void)
 	test_no_line_fits();
 	test_insufficient();
 	test_tsc_inverse();
+	test_tsc_segments();
 	test_compose();
 	return tv_test_done("test_sync");
 }
