@@ -162,7 +162,9 @@ static size_t vcpu_lower_bound(const struct tv_tsc_segment *s, size_t lo, size_t
  * Offsets only change while the vCPU is out of guest mode and KVM restarts
  * the guest TSC at least where it stopped, so a vCPU's guest times never
  * go back across a change: the test holds for every segment up to the
- * right one and for none after it, and a binary search finds it.
+ * right one and for none after it, and a binary search finds it.  (A
+ * guest writing its own TSC backwards breaks this; the vCPU residency
+ * check of the events then counts the damage.)
  */
 static uint64_t tsc_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts)
 {
