@@ -663,21 +663,29 @@ static int check_pair(const struct round *r, int gt, int pt, int below, void *ct
 	return 0;
 }
 
-/* Say in the message whether the probes agree with the TSC relation. */
-static void describe_cross_check(struct tv_sync_domain *r)
+/*
+ * Say in the message whether the probes agree with the TSC relation; @e is
+ * the probes' edge to the via domain, when there is one.
+ */
+static void describe_cross_check(struct tv_sync_domain *r, const struct edge *e)
 {
 	if (strcmp(r->method, "tsc"))
 		return;
-	if (r->hull_tsc_diff < 0)
-		snprintf(r->est.message, sizeof(r->est.message),
-			 "exact TSC relation (%zu offset segments); no probe hull to cross-check it",
-			 r->nr_tsc_segments);
-	else
+	if (r->hull_tsc_diff >= 0)
 		snprintf(r->est.message, sizeof(r->est.message),
 			 "exact TSC relation (%zu offset segments); the probe hull puts probes at most %lld from it, hull bound %lld%s",
 			 r->nr_tsc_segments, (long long)r->hull_tsc_diff, (long long)r->hull_bound,
 			 r->hull_tsc_diff <= r->hull_bound ? ": they agree" :
 			 ": they disagree (the guest TSC is not a line of the host's: offsets changed)");
+	else if (e && e->valid)
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "exact TSC relation (%zu offset segments); the probe hull (%zu pairs) is %s, no cross-check: %s",
+			 r->nr_tsc_segments, e->nr_pairs, tv_sync_quality_name(e->est.quality),
+			 e->est.message);
+	else
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "exact TSC relation (%zu offset segments); no probe hull to cross-check it",
+			 r->nr_tsc_segments);
 }
 
 static int reference_index(const struct scan *sc, const char *dir)
@@ -739,8 +747,11 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 		c.res = out->domains;
 		c.g = g;
 		ret = for_each_pair(sc, check_pair, &c);
-		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
-			describe_cross_check(&out->domains[d]);
+		for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
+			int v = domain_index(sc, out->domains[d].via);
+
+			describe_cross_check(&out->domains[d], v >= 0 ? &g->e[d][v] : NULL);
+		}
 	}
 	free(g);
 	return ret;
