@@ -420,10 +420,13 @@ static int tsc_read_file(const char *dir, struct tv_tsc_segments *s, struct tv_t
 		if (sscanf(line, "%u %llu %31s %31s", &vcpu, &off, ratio, frac) != 4)
 			continue;
 		if (!found && strcmp(ratio, "-") && strcmp(frac, "-")) {
-			p->ratio = strtoull(ratio, NULL, 10);
-			p->frac_bits = (unsigned int)strtoul(frac, NULL, 10);
-			if (!p->ratio || p->frac_bits >= 64)
-				continue;
+			uint64_t r = strtoull(ratio, NULL, 10);
+			unsigned long fb = strtoul(frac, NULL, 10);
+
+			if (!r || fb >= 64)
+				continue;	/* not a scaling KVM could use */
+			p->ratio = r;
+			p->frac_bits = (unsigned int)fb;
 		}
 		found = 1;
 		if (!tv_tsc_segments_has(s, vcpu))
