@@ -13,6 +13,12 @@
  * XEN_BEFORE/XEN_AFTER around each xen:xen_guest probe record; with the
  * TSC on the records the xen domain must come out accurate within its
  * bound, without (stock Xen) insufficient with a reason.
+ * A third session traces host and guest with the x86-tsc clock, on a host
+ * whose KVM rewrites the TSC offset at every vCPU load (freeze, then catch
+ * up): guest-t must come out exact (method tsc), every guest event mapped
+ * to the very host TSC it happened at, 0 violations; without the
+ * kvm_write_tsc_offset events (the debugfs offset only), the checks must
+ * see the damage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +39,7 @@
 #define ID_EXIT 103
 #define ID_ENTRY 115
 #define ID_XEN_GUEST 300
+#define ID_WRITE_TSC 120
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -76,6 +83,13 @@ static const char entry_format[] =
 	"\tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\n"
 	"print fmt: \"vcpu %u, rip 0x%lx\", REC->vcpu_id, REC->rip\n";
 
+static const char write_tsc_format[] =
+	"name: kvm_write_tsc_offset\nID: 120\nformat:\n" COMMON_FIELDS
+	"\tfield:unsigned int vcpu_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:__u64 previous_tsc_offset;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:__u64 next_tsc_offset;\toffset:24;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"vcpu=%u prev=%llu next=%llu\", REC->vcpu_id, REC->previous_tsc_offset, REC->next_tsc_offset\n";
+
 /* The layout of xen/decode.c's xen_guest (struct xe_guest). */
 static const char xen_guest_format[] =
 	"name: xen_guest\nID: 300\nformat:\n" COMMON_FIELDS
@@ -101,7 +115,9 @@ struct domain_gen {
 
 static char root[] = "/tmp/tv-sync-session.XXXXXX";
 static char xen_root[] = "/tmp/tv-sync-xen.XXXXXX";
+static char tsc_root[] = "/tmp/tv-sync-tsc.XXXXXX";
 static const char *base = root;	/* the session being written */
+static const char *clock_name = "local";	/* its trace clock */
 
 static void put_file(const char *path, const char *text)
 {
@@ -262,6 +278,10 @@ static void write_domain(struct domain_gen *d, const char *name)
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", base, name);
 	put_file(path, entry_format);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_write_tsc_offset", base, name);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_write_tsc_offset/format", base, name);
+	put_file(path, write_tsc_format);
 	snprintf(path, sizeof(path), "%s/%s/events/xen", base, name);
 	mkdir(path, 0755);
 	snprintf(path, sizeof(path), "%s/%s/events/xen/xen_guest", base, name);
@@ -270,8 +290,9 @@ static void write_domain(struct domain_gen *d, const char *name)
 	put_file(path, xen_guest_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
-	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=local\nncpus=1\n"
-		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n", name);
+	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=1\n"
+		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n", name,
+		 clock_name);
 	snprintf(path, sizeof(path), "%s/%s/meta", base, name);
 	put_file(path, text);
 	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
@@ -609,6 +630,139 @@ static void check_ctf(void)
 	}
 }
 
+static void add_write_tsc(struct domain_gen *d, uint64_t ts, uint64_t prev, uint64_t next)
+{
+	unsigned char r[32] = { 0 };
+	uint16_t id = ID_WRITE_TSC;
+	int32_t pid = 200;
+
+	memcpy(r, &id, 2);
+	memcpy(r + 4, &pid, 4);
+	memcpy(r + 16, &prev, 8);
+	memcpy(r + 24, &next, 8);
+	add(d, ts, r, 32);
+}
+
+#define TSC_ROUNDS 300
+static uint64_t tsc_truth[TSC_ROUNDS * 4];	/* host TSC of each guest marker */
+static size_t tsc_writes;
+
+/*
+ * Host and guest-t in TSC cycles.  Each round the vCPU runs from an entry to
+ * an exit with the guest's probe markers in between (guest = host + offset),
+ * then leaves guest mode: at the next vCPU load KVM freezes its TSC (the
+ * offset makes it resume where it stopped), and in two rounds of three the
+ * clock update catches it up by part of the time it was out.
+ */
+static void generate_tsc(int with_writes)
+{
+	struct domain_gen host = { 0 }, guest = { 0 };
+	uint64_t h = 50000000000ULL, off = (uint64_t)-44770180193LL;
+	size_t k = 0;
+	char path[512], text[128];
+
+	tsc_writes = 0;
+	add_exit(&host, h, 100);
+	for (int i = 0; i < TSC_ROUNDS; i++) {
+		uint64_t t = h + 1000 + delay(), seq = (uint64_t)i, exit, load, next;
+
+		add_marker(&host, t - delay(), 1, seq);
+		add_marker(&guest, t + off, 2, seq);
+		tsc_truth[k++] = t;
+		t += 500;
+		add_marker(&guest, t + off, 3, seq);
+		tsc_truth[k++] = t;
+		add_marker(&host, t + delay(), 4, seq);
+		t += 2000;
+		add_marker(&guest, t + off, 5, seq);
+		tsc_truth[k++] = t;
+		t += delay();
+		add_hypercall(&host, t, seq, 0);
+		t += delay();
+		add_marker(&guest, t + off, 6, seq);
+		tsc_truth[k++] = t;
+		exit = t + 1000 + delay();
+		load = exit + 20000 + 50 * delay();
+		next = exit + 3 + off - load;		/* vcpu_put's guest TSC, resumed */
+		if (with_writes)
+			add_write_tsc(&host, load + 7, off, next);
+		tsc_writes++;
+		off = next;
+		if (i % 3) {
+			next = off + (load - exit) / 2;
+			if (with_writes)
+				add_write_tsc(&host, load + 300, off, next);
+			tsc_writes++;
+			off = next;
+		}
+		h = load + 400;
+		add_exit(&host, h, h - exit);
+	}
+	base = tsc_root;
+	clock_name = "x86-tsc";
+	write_domain(&host, "host");
+	write_domain(&guest, "guest-t");
+	/* debugfs at the end of recording: the last offset, no TSC scaling. */
+	snprintf(path, sizeof(path), "%s/guest-t/tsc", tsc_root);
+	snprintf(text, sizeof(text), "0 %lld - -\n", (long long)off);
+	put_file(path, text);
+	base = root;
+	clock_name = "local";
+	snprintf(path, sizeof(path), "%s/session.meta", tsc_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,guest-t\nreference_domain=host\n");
+	free(host.recs);
+	free(guest.recs);
+}
+
+static void check_tsc(void)
+{
+	struct tv_sync_result res;
+	const struct tv_sync_domain *t;
+	struct tv_reader *rd;
+	struct tv_event ev;
+	size_t k = 0, wrong = 0;
+
+	generate_tsc(1);
+	TV_CHECK(tv_sync_session(tsc_root, &res) == 0 && res.nr == 2, "tsc: tv_sync_session failed");
+	if (res.nr != 2)
+		return;
+	t = &res.domains[1];
+	TV_CHECK(!strcmp(t->method, "tsc") && t->est.quality == TV_SYNC_EXACT && t->est.bound_ns == 0,
+		 "tsc: %s %s bound %lld: %s", t->method, tv_sync_quality_name(t->est.quality),
+		 (long long)t->est.bound_ns, t->est.message);
+	TV_CHECK(t->nr_tsc_segments == 1 + tsc_writes, "tsc: %zu segments for %zu writes",
+		 t->nr_tsc_segments, tsc_writes);
+	TV_CHECK(t->causality_violations == 0 && t->nr_pairs_checked == 4 * TSC_ROUNDS &&
+		 t->vcpu_violations == 0 && t->nr_vcpu_checked == 4 * TSC_ROUNDS,
+		 "tsc: %zu violations, %zu pairs and %zu/%zu vCPU events checked",
+		 t->causality_violations, t->nr_pairs_checked, t->vcpu_violations,
+		 t->nr_vcpu_checked);
+	printf("guest-t (x86-tsc): %zu offset segments, %s\n", t->nr_tsc_segments, t->est.message);
+	TV_CHECK(tv_sync_write(tsc_root, &res) == 0, "tsc: tv_sync_write failed");
+	tv_sync_result_free(&res);
+	/* Merged by report's reader, from sync/: every guest marker at its host TSC. */
+	TV_CHECK(tv_reader_open(tsc_root, &rd) == 0, "tsc: tv_reader_open failed");
+	while (tv_reader_next(rd, &ev) > 0)
+		if (!strcmp(ev.domain, "guest:t"))
+			wrong += k >= 4 * TSC_ROUNDS || ev.ts != tsc_truth[k++];
+	tv_reader_close(rd);
+	TV_CHECK(wrong == 0 && k == 4 * TSC_ROUNDS, "tsc: %zu of %zu guest events not at their host TSC",
+		 wrong, k);
+
+	/* The offset of the end for all: the checks must see it is wrong. */
+	generate_tsc(0);
+	TV_CHECK(tv_sync_session(tsc_root, &res) == 0 && res.nr == 2, "tsc: tv_sync_session failed");
+	if (res.nr != 2)
+		return;
+	t = &res.domains[1];
+	TV_CHECK(!strcmp(t->method, "tsc") && t->nr_tsc_segments == 1 &&
+		 t->vcpu_violations > 4 * TSC_ROUNDS / 2,
+		 "tsc without offset changes: %s, %zu segments, %zu of %zu events outside",
+		 t->method, t->nr_tsc_segments, t->vcpu_violations, t->nr_vcpu_checked);
+	tv_sync_result_free(&res);
+}
+
 static void quiet(enum tv_log_level level, const char *msg, void *ctx)
 {
 	(void)ctx;
@@ -620,7 +774,7 @@ int main(void)
 {
 	char cmd[600];
 
-	if (!mkdtemp(root) || !mkdtemp(xen_root)) {
+	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root)) {
 		perror("mkdtemp");
 		return 2;
 	}
@@ -631,7 +785,8 @@ int main(void)
 	check_perfetto();
 	check_ctf();
 	check_xen(200);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", root, xen_root);
+	check_tsc();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s", root, xen_root, tsc_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
 	return tv_test_done("test_sync_session");
