@@ -194,17 +194,45 @@ static enum tv_sync_quality quality_from_name(const char *s)
 	return TV_SYNC_FAILED;
 }
 
-static void get_tsc(const struct tv_meta *m, struct tv_sync_domain *d)
+/*
+ * Files written before sync/D.tsc existed list the segments inline,
+ * "host_tsc:offset,...", one history for all vCPUs: read them as vCPU 0's.
+ */
+static int get_inline_segments(const char *list, struct tv_sync_domain *d)
 {
+	size_t n = 1;
+
+	for (const char *c = list; *c; c++)
+		n += *c == ',';
+	d->tsc_segments = calloc(n, sizeof(*d->tsc_segments));
+	if (!d->tsc_segments)
+		return -ENOMEM;
+	for (const char *c = list; c && *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL) {
+		unsigned long long from, off;
+
+		if (sscanf(c, "%llu:%llu", &from, &off) == 2)
+			d->tsc_segments[d->nr_tsc_segments++] =
+				(struct tv_tsc_segment){ from, off, 0 };
+	}
+	return 0;
+}
+
+static int get_tsc(const struct tv_meta *m, struct tv_sync_domain *d)
+{
+	const char *segs = get(m, d->domain, "tsc_segments");
+
 	d->tsc.offset = strtoull(get(m, d->domain, "tsc_offset"), NULL, 10);
 	d->tsc.ratio = strtoull(get(m, d->domain, "tsc_ratio"), NULL, 10);
 	d->tsc.frac_bits = (unsigned int)get_ll(m, d->domain, "tsc_frac_bits") & 63;
-	d->nr_tsc_segments = strtoull(get(m, d->domain, "tsc_segments"), NULL, 10);
 	d->hull_tsc_diff = get_ll(m, d->domain, "hull_tsc_diff");
 	d->hull_bound = get_ll(m, d->domain, "hull_bound");
+	if (strchr(segs, ':'))
+		return get_inline_segments(segs, d);
+	d->nr_tsc_segments = strtoull(segs, NULL, 10);
+	return 0;
 }
 
-static void get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
+static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 {
 	struct tv_sync_estimate *e = &d->est;
 
@@ -222,8 +250,7 @@ static void get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	d->nr_vcpu_checked = (size_t)get_ll(m, d->domain, "vcpu_events_checked");
 	d->vcpu_violations = (size_t)get_ll(m, d->domain, "vcpu_violations");
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
-	if (!strcmp(d->method, "tsc"))
-		get_tsc(m, d);
+	return strcmp(d->method, "tsc") ? 0 : get_tsc(m, d);
 }
 
 int tv_sync_read(const char *dir, struct tv_sync_result *out)
@@ -250,8 +277,9 @@ int tv_sync_read(const char *dir, struct tv_sync_result *out)
 	for (char *t = list && out->domains ? strtok_r(list, ",", &save) : NULL;
 	     t && out->nr < 64; t = strtok_r(NULL, ",", &save)) {
 		snprintf(out->domains[out->nr].domain, sizeof(out->domains[0].domain), "%s", t);
-		get_domain(m, &out->domains[out->nr]);
-		ret = ret ?: read_segments(dir, &out->domains[out->nr]);
+		ret = ret ?: get_domain(m, &out->domains[out->nr]);
+		if (!ret && !out->domains[out->nr].tsc_segments)
+			ret = read_segments(dir, &out->domains[out->nr]);
 		out->nr++;
 	}
 	if (!ret && (!out->domains || !list))
