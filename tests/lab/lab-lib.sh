@@ -95,7 +95,16 @@ lib_deps() {
 			esac
 			printf '%s\n' "$line"
 		done
-	done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u
+	done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | while IFS= read -r lib; do
+		printf '%s\n' "$lib"
+		# glibc dlopen()s libgcc_s for the unwinding in pthread_exit() and
+		# pthread_cancel(), which ldd cannot see: without it a threaded
+		# program aborts there (trace-cmd agent: "libgcc_s.so.1 must be
+		# installed for pthread_exit to work")
+		if [ "${lib##*/}" = libc.so.6 ] && [ -e "${lib%/*}/libgcc_s.so.1" ]; then
+			printf '%s\n' "${lib%/*}/libgcc_s.so.1"
+		fi
+	done | sort -u
 }
 
 # Copy libraries into ROOT under their own path, merged-/usr style
