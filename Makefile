@@ -92,7 +92,10 @@ e2e: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@bench/run-bench
-	@bench/guest-bench; rc=$$?; [ $$rc = 0 ] || [ $$rc = 77 ]
+	@for b in report-bench guest-bench sync-bench xen-bench; do \
+		echo "== bench/$$b"; bench/$$b; rc=$$?; \
+		[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc; \
+	done
 
 install: $(TRACEVISOR) $(AGENT)
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
