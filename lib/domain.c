@@ -282,6 +282,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	if (!dom->tep || !dom->bounds)
 		return -ENOMEM;
 	tep_set_long_size(dom->tep, dom->long_size);
+	dom->swap = tep_is_file_bigendian(dom->tep) != tep_is_local_bigendian(dom->tep);
 	tep_set_page_size(dom->tep, (int)dom->subbuf_size);
 	tep_set_flag(dom->tep, TEP_NSEC_OUTPUT);
 	ret = load_header_page(dom);
@@ -361,7 +362,8 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 		*why = "record shorter than the common fields";
 		return NULL;
 	}
-	id = (int)tep_read_number(dom->tep, rec->data, 2);
+	id = (int)(dom->swap ? tep_read_number(dom->tep, rec->data, 2)
+			     : *(const uint16_t *)rec->data);
 	b = &dom->bounds[id];
 	event = b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
@@ -381,8 +383,12 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 		}
 	}
 	/* common_pid is signed: idle is 0, but a swapper-less -1 can happen. */
-	*pid = b->pid_size ? (int)(int32_t)tep_read_number(dom->tep, (char *)rec->data + b->pid_off,
-							    b->pid_size)
-			   : 0;
+	if (b->pid_size == 4 && !dom->swap)	/* the usual int, read in place */
+		memcpy(pid, (const char *)rec->data + b->pid_off, 4);
+	else
+		*pid = b->pid_size ? (int)(int32_t)tep_read_number(dom->tep,
+								    (char *)rec->data + b->pid_off,
+								    b->pid_size)
+				   : 0;
 	return event;
 }

@@ -53,6 +53,7 @@ struct tv_domain {
 	size_t nr_tgids;
 	size_t subbuf_size;
 	int long_size;
+	int swap;		/* the session's byte order is not this machine's */
 	int nr_cpus;
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */

@@ -55,17 +55,19 @@ char *tv_put_u64(char *out, uint64_t v, int min_digits)
 		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
 	static const uint64_t pow10[] = {
-		10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+		1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
 		100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL,
 		1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
 		1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
 		1000000000000000000ULL, 10000000000000000000ULL,
 	};
-	int digits = 1, n;
+	/* log10 from the bit length (1233/4096 ~ log10 2), one compare to round. */
+	int t = ((64 - __builtin_clzll(v | 1)) * 1233) >> 12;
+	int digits = t + (v >= pow10[t]), n;
 	char *p;
 
-	while (digits < 20 && v >= pow10[digits - 1])
-		digits++;
+	if (!digits)
+		digits = 1;
 	if (min_digits > 20)
 		min_digits = 20;
 	n = digits > min_digits ? digits : min_digits;

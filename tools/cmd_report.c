@@ -76,6 +76,8 @@ struct comm_cache {
 	struct tv_strbuf json;		/* comm as a JSON string, "" while stale */
 	const char *domain;
 	struct tv_strbuf json_domain;	/* domain as a JSON string */
+	const struct tep_event *format;	/* the last event type printed, */
+	size_t sys_len, name_len;	/* and its names' lengths */
 };
 
 static void lookup_comm(struct comm_cache *cc, const struct tv_event *ev)
@@ -114,7 +116,7 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 {
 	const char *sys = ev->format ? ev->format->system : "?";
 	const char *name = ev->format ? ev->format->name : "?";
-	size_t dlen = strlen(ev->domain), slen = strlen(sys), nlen = strlen(name);
+	size_t dlen = show_domain ? strlen(ev->domain) : 0, slen, nlen;
 	char num[24], *out;
 	int ret = 0;
 
@@ -126,6 +128,13 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 		ret = ret ?: tv_strbuf_append(sb, "CPU:%d [LOST %lld EVENTS]\n", ev->cpu,
 					      ev->missed_before);
 	lookup_comm(cc, ev);
+	if (cc->format != ev->format || !ev->format) {	/* runs of one event type are common */
+		cc->format = ev->format;
+		cc->sys_len = strlen(sys);
+		cc->name_len = strlen(name);
+	}
+	slen = cc->sys_len;
+	nlen = cc->name_len;
 	if (ret || tv_strbuf_reserve(sb, dlen + cc->len + slen + nlen + 128))
 		return -ENOMEM;
 	out = sb->data + sb->len;
