@@ -1,0 +1,130 @@
+#!/bin/bash
+# shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# Issue 4 with two guests at once on the lab's nested SVM KVM host: two L2
+# guests (vsock CIDs 3 and 4, hostnames l2-a and l2-b) run tracevisor-agent
+# under a workload; L1 records its kvm events and both guests' kernels in
+# one session.  Checked here with this host's tracevisor:
+#   1. both guests recorded to the end: each guest-NAME/ holds its own
+#      guest's events (hostname), host/vcpus and the kernel's saved_tgids put
+#      each VM's vCPU threads in its own qemu process, kvm_exit events on
+#      both, message and hypercall probes matched per guest by its index and
+#      sequence numbers (none mixed), `tracevisor sync` exact/accurate for
+#      both with 0 probe causality violations and the guest events inside
+#      their own VM's vCPU guest-mode intervals;
+#   2. guest b's qemu killed (-9) mid-recording: record still exits 0, b's
+#      stream says truncated, a's stream is complete, and a's vCPUs and
+#      kernel keep being recorded for seconds after b's last exit.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+TV=${TV:-$REPO/build/tracevisor}
+[ -x "$REPO/build/tracevisor-agent" ] || skip "build/tracevisor-agent not built (make)"
+
+run_lab kvm '
+PATH=/opt/tracevisor:$PATH
+cat >/tmp/l2.sh <<"EOF"
+'"$L2_AGENT_SCRIPT"'
+EOF
+for g in a b; do { echo "hostname l2-$g"; cat /tmp/l2.sh; } >/tmp/l2-$g.sh; done
+# Both at once, both on L1 CPU 1: two L2s running on both L1 vCPUs
+# crash L1 now and then under TCG (tests/lab/README.md, known limits).
+Q1=$(taskset -c 1 lab-guest --background --cid 3 --timeout 400 /tmp/l2-a.sh /tmp/l2a) || exit 20
+Q2=$(taskset -c 1 lab-guest --background --cid 4 --timeout 400 /tmp/l2-b.sh /tmp/l2b) || exit 21
+echo "$Q1 $Q2" >/out/qemu.pids
+n=0
+while { [ ! -e /tmp/l2a/agent.started ] || [ ! -e /tmp/l2b/agent.started ]; } && [ $n -lt 240 ]; do
+	sleep 1; n=$((n + 1))
+done
+[ -e /tmp/l2a/agent.started ] && [ -e /tmp/l2b/agent.started ] || { echo "L2 agents did not start"; exit 22; }
+echo "both L2 agents up after ${n}s, qemu pids $Q1 $Q2"
+tracevisor record -o /out/both --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
+	--sync-interval 0.25 --duration 10 >/out/both.log 2>&1
+echo $? >/out/both.status
+tracevisor record -o /out/dies --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
+	--sync-interval 0.25 --duration 14 >/out/dies.log 2>&1 &
+R=$!
+n=0
+while [ ! -e /out/dies/guest-b/header_page ] && [ $n -lt 60 ]; do sleep 1; n=$((n + 1)); done
+sleep 3
+kill -9 $Q2 && echo "killed L2 b (qemu $Q2) $((n + 3)) s into the recording"
+wait $R
+echo $? >/out/dies.status
+touch /tmp/l2a/done
+lab-guest --wait $Q1
+echo $? >/out/l2a.status
+lab-guest --wait $Q2 2>/dev/null
+cp /tmp/l2a/agent.log /out/agent-a.log; cp /tmp/l2b/agent.log /out/agent-b.log
+exit 0' guest-multi LAB_TIMEOUT=900
+expect_rc 0 "L1 script"
+read -r Q1 Q2 <"$OUT/qemu.pids" || fail "no qemu pids written"
+cat "$OUT/both.log" "$OUT/dies.log" >&2
+[ "$(cat "$OUT/both.status")" = 0 ] || fail "two-guest record exited $(cat "$OUT/both.status")"
+[ "$(cat "$OUT/dies.status")" = 0 ] || fail "record exited $(cat "$OUT/dies.status") when guest b died"
+[ "$(cat "$OUT/l2a.status")" = 0 ] || fail "L2 a exited $(cat "$OUT/l2a.status")"
+
+# GUEST QEMU-PID SESSION STATUS MIN-EVENTS MIN-PINGS MIN-HCALLS: figures in FIG
+check_guest() {
+	FIG=$(python3 "$REPO/tests/e2e/guest_check.py" "$TV" "$3" "$1" --status "$4" \
+		--hostname "l2-$1" --qemu-pid "$2" --min-guest-events "$5" --min-pings "$6" \
+		--min-hcalls "$7" --min-vcpu-exits 100) || fail "guest $1 in $3: $FIG"
+	echo "ok: guest $1 in ${3##*/}: $FIG" >&2
+}
+
+# key of sync/transforms of SESSION for guest G
+tkey() { sed -n "s/^guest-$2\\.$3=//p" "$1/sync/transforms"; }
+
+# The synced guest G of SESSION: exact/accurate, no probe pair inverted,
+# its events inside its own VM's vCPU guest-mode intervals (up to 1%, as
+# sync-kvm; streams swapped between the VMs put far more outside).
+check_sync() {
+	local q bound checked viol vviol vchecked
+	q=$(tkey "$1" "$2" quality) bound=$(tkey "$1" "$2" bound_ns)
+	checked=$(tkey "$1" "$2" pairs_checked) viol=$(tkey "$1" "$2" causality_violations)
+	vviol=$(tkey "$1" "$2" vcpu_violations) vchecked=$(tkey "$1" "$2" vcpu_events_checked)
+	case $q in exact|accurate) ;; *) fail "guest $2 sync quality ${q:-none}: $(tkey "$1" "$2" message)" ;; esac
+	[ "${bound:--1}" -ge 0 ] || fail "guest $2: no sync bound"
+	[ "${checked:-0}" -gt 0 ] || fail "guest $2: no probe pairs checked for causality"
+	[ "$((viol - vviol))" = 0 ] || fail "guest $2: $((viol - vviol)) probe causality violations in $checked pairs"
+	[ "${vchecked:-0}" -gt 1000 ] || fail "guest $2: only ${vchecked:-0} events checked against vCPU residency"
+	[ "$((vviol * 100))" -le "$vchecked" ] ||
+		fail "guest $2: $vviol of $vchecked events outside its vCPUs' guest-mode intervals"
+	echo "ok: guest $2 sync $q, bound $bound ns, 0/$checked probe causality violations, $vviol/$vchecked vCPU-residency outliers" >&2
+}
+
+# 1. both guests for the whole recording
+S=$OUT/both
+grep -q "^domains=host,guest-a,guest-b$" "$S/session.meta" ||
+	fail "session.meta: $(grep '^domains=' "$S/session.meta")"
+check_guest a "$Q1" "$S" complete 1000 10 5
+check_guest b "$Q2" "$S" complete 1000 10 5
+"$TV" stat "$S" >"$T/both.stat" || fail "stat"
+for vm in "a[$Q1]" "b[$Q2]"; do
+	grep -qF "$vm" "$T/both.stat" || { cat "$T/both.stat" >&2; fail "stat has no rows for VM $vm"; }
+done
+"$TV" sync "$S" >&2 || fail "tracevisor sync of the two-guest session"
+check_sync "$S" a
+check_sync "$S" b
+
+# 2. b killed: b truncated, a and the host went on
+S=$OUT/dies
+grep -q "guest b: .*truncated" "$OUT/dies.log" || fail "record did not report guest b truncated"
+grep -q "guest a: .*complete" "$OUT/dies.log" || fail "record did not report guest a complete"
+grep -q "^status=truncated: guest channel closed" "$S/guest-b/meta" ||
+	fail "guest b meta: $(grep '^status=' "$S/guest-b/meta")"
+check_guest b "$Q2" "$S" truncated 100 3 0
+fb=$FIG
+"$TV" sync "$S" >&2 || fail "tracevisor sync of the session with a dead guest"
+check_sync "$S" a
+# Re-read a's figures now that its events are mapped to the host clock.
+check_guest a "$Q1" "$S" complete 1000 10 5
+fa=$FIG
+python3 - "$fa" "$fb" <<'PY' || fail "guest a or the host stopped with guest b"
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+b_end = b["last_vcpu_exit_ts"]          # host clock: b's qemu killed
+for what in ("last_vcpu_exit_ts", "last_guest_ts"):
+    gap = (a[what] - b_end) / 1e9
+    print("a's %s: %.1f s after b's last vCPU exit" % (what, gap), file=sys.stderr)
+    assert gap > 3, what
+PY
+"$TV" stat "$S" >"$T/dies.stat" || fail "stat failed on the session with a dead guest"
+echo "PASS: two nested KVM guests recorded at once, each stream its own, both synced; one killed, the other and the host went on" >&2
