@@ -8,9 +8,10 @@
 #      guest's events (hostname), host/vcpus and the kernel's saved_tgids put
 #      each VM's vCPU threads in its own qemu process, kvm_exit events on
 #      both, message and hypercall probes matched per guest by its index and
-#      sequence numbers (none mixed), `tracevisor sync` exact/accurate for
-#      both with 0 probe causality violations and the guest events inside
-#      their own VM's vCPU guest-mode intervals;
+#      sequence numbers (none mixed), `tracevisor sync` exact (x86-tsc trace
+#      clock, each VM's own TSC offsets) for both with 0 probe causality
+#      violations and every guest event inside its own VM's vCPU guest-mode
+#      intervals;
 #   2. guest b's qemu killed (-9) mid-recording: record still exits 0, b's
 #      stream says truncated, a's stream is complete, and a's vCPUs and
 #      kernel keep being recorded for seconds after b's last exit.
@@ -37,10 +38,10 @@ done
 [ -e /tmp/l2a/agent.started ] && [ -e /tmp/l2b/agent.started ] || { echo "L2 agents did not start"; exit 22; }
 echo "both L2 agents up after ${n}s, qemu pids $Q1 $Q2"
 tracevisor record -o /out/both --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
-	--sync-interval 0.1 --duration 10 >/out/both.log 2>&1
+	--clock x86-tsc --sync-interval 0.25 --duration 10 >/out/both.log 2>&1
 echo $? >/out/both.status
 tracevisor record -o /out/dies --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
-	--sync-interval 0.1 --duration 14 >/out/dies.log 2>&1 &
+	--clock x86-tsc --sync-interval 0.25 --duration 14 >/out/dies.log 2>&1 &
 R=$!
 n=0
 while [ ! -e /out/dies/guest-b/header_page ] && [ $n -lt 60 ]; do sleep 1; n=$((n + 1)); done
@@ -54,6 +55,16 @@ echo $? >/out/l2a.status
 lab-guest --wait $Q2 2>/dev/null
 cp /tmp/l2a/agent.log /out/agent-a.log; cp /tmp/l2b/agent.log /out/agent-b.log
 exit 0' guest-multi LAB_TIMEOUT=900
+# L1's own kernel failing under nested TCG with two L2s (tests/lab/README.md,
+# known limits: seen even with both L2s on one L1 CPU, a 45-71 s soft
+# lockup of that CPU once in 11 runs) is the lab's, not tracevisor's:
+# skip, naming it, rather than fail.  L2 consoles are not in this one.
+l1=$(grep -m1 -E 'BUG: |Kernel panic|soft lockup|rcu: INFO: .*stall' "$OUT/console.log" 2>/dev/null)
+[ "$RC" = 125 ] && grep -q "stopped without writing /out/.lab-status" "$STDERR" && l1=${l1:-"L1 stopped without a status (triple fault)"}
+if [ -n "$l1" ]; then
+	tail -n 15 "$OUT/console.log" >&2
+	skip "L1's kernel failed under nested TCG with two L2s (known lab limit, tests/lab/README.md): $l1"
+fi
 expect_rc 0 "L1 script"
 read -r Q1 Q2 <"$OUT/qemu.pids" || fail "no qemu pids written"
 cat "$OUT/both.log" "$OUT/dies.log" >&2
@@ -72,25 +83,28 @@ check_guest() {
 # key of sync/transforms of SESSION for guest G
 tkey() { sed -n "s/^guest-$2\\.$3=//p" "$1/sync/transforms"; }
 
-# The synced guest G of SESSION: exact/accurate, no probe pair inverted,
-# its events inside its own VM's vCPU guest-mode intervals up to 5%.  L1's
-# KVM rewrites the TSC offset and kvm-clock at every vCPU load (TCG's TSC
-# is unstable), so the L2 clock jumps by up to ~2 ms now and then: one such
-# burst put 637 of 30895 events (2%) outside.  Streams attributed to the
-# wrong VM put 98-99% outside (host/vcpus names swapped on that session).
+# The synced guest G of SESSION (recorded with --clock x86-tsc): exact, by
+# the TSC relation made of its own VM's kvm_write_tsc_offset (L1's KVM
+# rewrites the offset at every vCPU load under TCG: hundreds of segments),
+# no probe pair inverted, and not one guest event outside its own VM's
+# vCPU guest-mode intervals.  Offsets or kvm_entry/kvm_exit of the other VM
+# would put its events far outside: the two L2s start about a second
+# apart, so their TSC offsets differ by ~2.6e9 cycles.  (The local clock is no line under
+# nested TCG, doc/sync-probes.md: sync-kvm covers it.)
 check_sync() {
-	local q bound checked viol vviol vchecked
-	q=$(tkey "$1" "$2" quality) bound=$(tkey "$1" "$2" bound_ns)
+	local q method checked viol vviol vchecked segs
+	q=$(tkey "$1" "$2" quality) method=$(tkey "$1" "$2" method)
 	checked=$(tkey "$1" "$2" pairs_checked) viol=$(tkey "$1" "$2" causality_violations)
 	vviol=$(tkey "$1" "$2" vcpu_violations) vchecked=$(tkey "$1" "$2" vcpu_events_checked)
-	case $q in exact|accurate) ;; *) fail "guest $2 sync quality ${q:-none}: $(tkey "$1" "$2" message)" ;; esac
-	[ "${bound:--1}" -ge 0 ] || fail "guest $2: no sync bound"
+	segs=$(tkey "$1" "$2" tsc_segments)
+	[ -s "$1/guest-$2/tsc" ] || fail "guest $2: no guest-$2/tsc (debugfs tsc-offset) in ${1##*/}"
+	[ "$q/$method" = exact/tsc ] || fail "guest $2 in ${1##*/}: sync $q/$method, not exact/tsc: $(tkey "$1" "$2" message)"
 	[ "${checked:-0}" -gt 0 ] || fail "guest $2: no probe pairs checked for causality"
 	[ "$((viol - vviol))" = 0 ] || fail "guest $2: $((viol - vviol)) probe causality violations in $checked pairs"
 	[ "${vchecked:-0}" -gt 1000 ] || fail "guest $2: only ${vchecked:-0} events checked against vCPU residency"
-	[ "$((vviol * 20))" -le "$vchecked" ] ||
-		fail "guest $2: $vviol of $vchecked events outside its vCPUs' guest-mode intervals"
-	echo "ok: guest $2 sync $q, bound $bound ns, 0/$checked probe causality violations, $vviol/$vchecked vCPU-residency outliers" >&2
+	[ "$vviol" = 0 ] || fail "guest $2: $vviol of $vchecked events outside its vCPUs' guest-mode intervals"
+	[ "${segs:-0}" -gt 100 ] || fail "guest $2: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
+	echo "ok: guest $2 in ${1##*/}: sync exact/tsc, $segs TSC offset segments, 0/$checked probe causality violations, 0/$vchecked vCPU-residency outliers" >&2
 }
 
 # 1. both guests for the whole recording
@@ -113,19 +127,24 @@ grep -q "guest b: .*truncated" "$OUT/dies.log" || fail "record did not report gu
 grep -q "guest a: .*complete" "$OUT/dies.log" || fail "record did not report guest a complete"
 grep -q "^status=truncated: guest channel closed" "$S/guest-b/meta" ||
 	fail "guest b meta: $(grep '^status=' "$S/guest-b/meta")"
-check_guest b "$Q2" "$S" truncated 100 3 0
+# b's probe markers may all sit in guest pages not yet sent when it dies
+# (seen: 5207 events, none a marker), so none are required of b here.
+check_guest b "$Q2" "$S" truncated 100 0 0
 fb=$FIG
 "$TV" sync "$S" >&2 || fail "tracevisor sync of the session with a dead guest"
 check_sync "$S" a
 # Re-read a's figures now that its events are mapped to the host clock.
 check_guest a "$Q1" "$S" complete 1000 10 5
 fa=$FIG
-python3 - "$fa" "$fb" <<'PY' || fail "guest a or the host stopped with guest b"
+python3 - "$fa" "$fb" "$S/host/meta" <<'PY' || fail "guest a or the host stopped with guest b"
 import json, sys
 a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+meta = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[3]) if "=" in l)
+# x86-tsc sessions are reported in host TSC cycles
+per_s = int(meta["tsc_khz"]) * 1e3 if meta.get("clock") == "x86-tsc" else 1e9
 b_end = b["last_vcpu_exit_ts"]          # host clock: b's qemu killed
 for what in ("last_vcpu_exit_ts", "last_guest_ts"):
-    gap = (a[what] - b_end) / 1e9
+    gap = (a[what] - b_end) / per_s
     print("a's %s: %.1f s after b's last vCPU exit" % (what, gap), file=sys.stderr)
     assert gap > 3, what
 PY
