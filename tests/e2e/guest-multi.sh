@@ -89,10 +89,12 @@ tkey() { sed -n "s/^guest-$2\\.$3=//p" "$1/sync/transforms"; }
 # no probe pair inverted, and its events inside its own VM's vCPU
 # guest-mode intervals.  Offsets or kvm_entry/kvm_exit of the other VM
 # would put its events far outside (host/vcpus names swapped: 98-99%).
-# Up to 0.1% may fall outside: once 9 of 112819 events, the end of a guest
-# run followed by three offset writes (-839, -193, +864 us) while the vCPU
-# was out, which the exact relation's segment search (sync/clock.c) maps
-# into a later segment.  (The local clock is no line under nested TCG,
+# Up to 0.1% may fall outside (seen: 0-2 per run, once 9 of 112819): in
+# that run the events of one guest run carry guest TSCs up to ~1 ms past
+# the vCPU's kvm_exit under the offset in force (the segment search picked
+# the right one; L1's KVM then wrote -839, -193, +864 us while the vCPU was
+# out): under nested TCG the L2 TSC as traced is not always exactly L1's
+# plus the offset.  (The local clock is no line under nested TCG,
 # doc/sync-probes.md: sync-kvm covers it.)
 check_sync() {
 	local q method checked viol vviol vchecked segs
