@@ -7,10 +7,14 @@
 # kernel and initramfs, whose script runs tracevisor-agent under a
 # workload.  record gets everything from libvirt (no vsock/pid hints): the
 # CID from the domain XML, the QEMU pid and vCPU threads from QMP
-# query-cpus-fast.  Checked here: the guest stream (complete, transport
-# vsock, decoded, message and hypercall probes), host kvm_exit events
-# attributed to the vCPU threads QMP names (which /proc in L1 calls
-# "CPU N/KVM"), and sync giving the guest exact/accurate quality.
+# query-cpus-fast.  Recorded twice (one boot), with the local clock and
+# with --clock x86-tsc.  Checked here: the guest stream (complete,
+# transport vsock:3, decoded, message and hypercall probes), every host
+# kvm_exit on the vCPU thread QMP names (which /proc in L1 calls
+# "CPU 0/KVM") and attributed to the domain, sync without probe causality
+# violations, and the x86-tsc session exact (method tsc: libvirt's QEMU pid
+# found the debugfs TSC offsets).  About 3-4 min at load 2-10, a third of
+# it libvirt probing QEMU's capabilities under TCG.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
@@ -54,6 +58,13 @@ security_driver = "none"
 namespaces = [ ]
 stdio_handler = "file"
 EOF
+# Two lab runs stopped with L1 still running L2 but nothing more written
+# to /out: a console line every 20 s says what is blocked (D state).
+(while sleep 20; do
+	echo "l1-tick: $(date +%T) $(ps -o pid,stat,args | awk '"'"'$2 ~ /D/'"'"' | tr "\n" ";")"
+	for p in $(ps -o pid,stat | awk '"'"'$2 ~ /D/ {print $1}'"'"'); do cat /proc/$p/stack; done
+done) >/dev/console 2>&1 &
+TICK=$!
 libvirtd >/out/libvirtd.log 2>&1 &
 LVPID=$!
 t0=$(date +%s)
@@ -113,8 +124,10 @@ cat /run/libvirt/qemu/$DOM.pid >/out/qemu.pid
 QPID=$(cat /out/qemu.pid)
 virsh -q -c qemu:///system qemu-monitor-command $DOM "{\"execute\":\"query-cpus-fast\"}" >/out/qmp.json
 for t in /proc/$QPID/task/*; do echo "${t##*/} $(cat $t/comm)"; done >/out/qemu-tasks
-tracevisor record -o /out/s --guest $DOM --sync-interval 0.25 --duration 10 >/out/record.log 2>&1
+tracevisor record -o /out/s --guest $DOM --sync-interval 0.25 --duration 8 >/out/record.log 2>&1
 echo $? >/out/record.status
+tracevisor record -o /out/s-tsc --clock x86-tsc --guest $DOM --sync-interval 0.25 --duration 8 >/out/record-tsc.log 2>&1
+echo $? >/out/record-tsc.status
 touch /tmp/l2/done
 n=0
 while [ ! -e /tmp/l2/.lab-status ] && [ $n -lt 120 ]; do sleep 1; n=$((n + 1)); done
@@ -123,11 +136,13 @@ cp /tmp/l2/agent.log /out/l2-agent.log 2>/dev/null
 cp /tmp/l2/console.log /out/l2-console.log 2>/dev/null
 cp /var/log/libvirt/qemu/$DOM.log /out/qemu.log 2>/dev/null
 virsh -q -c qemu:///system destroy $DOM >/dev/null 2>&1
-kill $LVPID
+kill $LVPID $TICK
 exit 0' guest-libvirt-vsock LAB_TIMEOUT=900 LAB_MEM=2048 LAB_EXTRA="$LIBVIRT_FILES"
 expect_rc 0 "L1 script"
-cat "$OUT/record.log" >&2
-[ "$(cat "$OUT/record.status")" = 0 ] || fail "record --guest $DOM exited $(cat "$OUT/record.status")"
+cat "$OUT/record.log" "$OUT/record-tsc.log" >&2
+for r in record record-tsc; do
+	[ "$(cat "$OUT/$r.status")" = 0 ] || fail "$r --guest $DOM exited $(cat "$OUT/$r.status")"
+done
 [ "$(cat "$OUT/l2.status" 2>/dev/null)" = 0 ] || fail "L2 status $(cat "$OUT/l2.status" 2>/dev/null) (none: it did not finish)"
 S=$OUT/s
 G=$S/guest-$DOM
@@ -157,18 +172,52 @@ fig=$(python3 "$REPO/tests/e2e/guest_check.py" "$TV" "$S" "$DOM" --status comple
 	--min-guest-events 1000 --min-pings 10 --min-hcalls 5 --min-vcpu-exits 100) ||
 	fail "session check: $fig"
 echo "ok: $fig" >&2
-"$TV" sync "$S" >&2 || fail "tracevisor sync"
-tr=$S/sync/transforms
-q=$(sed -n "s/^guest-$DOM\.quality=//p" "$tr")
-bound=$(sed -n "s/^guest-$DOM\.bound_ns=//p" "$tr")
-case $q in exact|accurate) ;; *) fail "guest quality ${q:-none}: $(sed -n "s/^guest-$DOM\.message=//p" "$tr")" ;; esac
-[ "${bound:--1}" -ge 0 ] || fail "no sync bound for guest-$DOM"
-viol=$(sed -n "s/^guest-$DOM\.causality_violations=//p" "$tr")
-vviol=$(sed -n "s/^guest-$DOM\.vcpu_violations=//p" "$tr")
-vchecked=$(sed -n "s/^guest-$DOM\.vcpu_events_checked=//p" "$tr")
-# As in sync-kvm.sh: probe pairs never invert; guest events outside their
-# vCPU's guest-mode intervals stay under 1% (nested TCG kvm-clock).
-[ "$((viol - vviol))" = 0 ] || fail "$((viol - vviol)) probe causality violations"
-[ "${vchecked:-0}" -gt 1000 ] || fail "only ${vchecked:-0} guest events checked against vCPU residency"
+# Only this domain runs in L1, so every host kvm_exit is its vCPU's: all on
+# the thread QMP named, and stat attributes them to $DOM.
+read -r _ tid0 <<<"${TIDS[0]}"
+exits=$("$TV" report --json "$S" | python3 -c '
+import collections, json, sys
+n = collections.Counter(e["pid"] for e in map(json.loads, sys.stdin)
+                        if e["domain"] == "host" and e["event"] == "kvm:kvm_exit")
+print(n[int(sys.argv[1])], sum(n.values()))' "$tid0") || fail "report --json"
+read -r on_tid total <<<"$exits"
+{ [ "$total" -ge 100 ] && [ "$on_tid" = "$total" ]; } ||
+	fail "$on_tid of $total host kvm_exit events on QMP vCPU thread $tid0"
+"$TV" stat "$S" >"$T/stat" || fail "stat failed"
+grep -q "^$DOM\[" "$T/stat" || { cat "$T/stat" >&2; fail "stat has no row for $DOM"; }
+# get SESSION KEY: guest-$DOM.KEY of SESSION's sync/transforms
+get() { sed -n "s/^guest-$DOM\.$2=//p" "$1/sync/transforms"; }
+# sync_checks SESSION: sync, then probe pairs (message and hypercall) never
+# invert and enough guest events are checked against their vCPU's runs.
+sync_checks() {
+	"$TV" sync "$1" >&2 || fail "tracevisor sync $1"
+	q=$(get "$1" quality) bound=$(get "$1" bound_ns) viol=$(get "$1" causality_violations)
+	checked=$(get "$1" pairs_checked) vviol=$(get "$1" vcpu_violations)
+	vchecked=$(get "$1" vcpu_events_checked)
+	[ "${bound:--1}" -ge 0 ] || fail "$1: no sync bound for guest-$DOM"
+	[ "${checked:-0}" -gt 0 ] || fail "$1: no probe pairs checked for causality"
+	[ "$((viol - vviol))" = 0 ] || fail "$1: $((viol - vviol)) probe causality violations in $checked pairs"
+	[ "${vchecked:-0}" -gt 1000 ] || fail "$1: only ${vchecked:-0} guest events checked against vCPU residency"
+}
+# Local clock: the probe hull.  Its bound here was 92-116 us in three runs (accurate is
+# <= 100 us): this pc-machine L2 under nested TCG sits on the line, so the
+# quality is reported, not required; a wrong transform breaks the
+# causality checks instead.  Outliers under 1%, as in sync-kvm.sh.
+sync_checks "$S"
+case $q in exact|accurate|approximate) ;; *) fail "local clock: guest quality ${q:-none}: $(get "$S" message)" ;; esac
 [ "$((vviol * 100))" -le "$vchecked" ] || fail "$vviol of $vchecked guest events outside their vCPU's guest-mode intervals"
-echo "PASS: record --guest $DOM (libvirt KVM domain in L1, vsock CID 3 from its XML, qemu pid $QPID, vCPU thread ${TIDS[*]#* }): guest $q, bound $bound ns, $vviol/$vchecked vCPU-residency outliers" >&2
+echo "ok: local clock: guest-$DOM $q, bound $bound ns, 0/$checked probe violations, $vviol/$vchecked vCPU-residency outliers" >&2
+lq=$q lbound=$bound
+# x86-tsc: the exact TSC relation needs what libvirt told record: the QEMU
+# pid (debugfs kvm/PID-*/vcpu*/tsc-offset) and the vCPU threads whose
+# kvm_write_tsc_offset events it follows.
+ST=$OUT/s-tsc
+[ -s "$ST/guest-$DOM/tsc" ] || fail "no guest-$DOM/tsc (debugfs kvm/$QPID-*/vcpu*/tsc-offset) in the TSC session"
+sync_checks "$ST"
+[ "$q/$(get "$ST" method)" = exact/tsc ] ||
+	fail "x86-tsc: guest-$DOM is $q/$(get "$ST" method), not exact/tsc: $(get "$ST" message)"
+[ "$vviol" = 0 ] || fail "x86-tsc: $vviol of $vchecked guest events outside their vCPU's kvm_entry..kvm_exit"
+segs=$(get "$ST" tsc_segments)
+[ "${segs:-0}" -gt 100 ] || fail "x86-tsc: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
+echo "ok: x86-tsc: guest-$DOM exact/tsc, $segs TSC offset segments, 0/$checked probe violations, 0/$vchecked vCPU-residency outliers" >&2
+echo "PASS: record --guest $DOM (libvirt KVM domain in L1, vsock CID 3 from its XML, qemu pid $QPID, vCPU thread $tid0 with $total kvm_exits): local clock $lq (bound $lbound ns), x86-tsc exact" >&2
