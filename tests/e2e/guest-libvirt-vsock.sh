@@ -199,7 +199,7 @@ sync_checks() {
 	[ "$((viol - vviol))" = 0 ] || fail "$1: $((viol - vviol)) probe causality violations in $checked pairs"
 	[ "${vchecked:-0}" -gt 1000 ] || fail "$1: only ${vchecked:-0} guest events checked against vCPU residency"
 }
-# Local clock: the probe hull.  Its bound here was 26-116 us in seven runs
+# Local clock: the probe hull.  Its bound here was 26-116 us in six runs
 # (accurate is <= 100 us): this pc-machine L2 under nested TCG sits near
 # the line, so the quality is reported, not required; a wrong transform
 # breaks the causality checks instead.  vCPU-residency outliers (up to
