@@ -313,8 +313,27 @@ static void test_libvirt_xml(void)
 		"      <source mode='bind' path='/run/libvirt/qemu/channel/4-vm2/org.tracevisor.0'/>\n"
 		"      <target type='virtio' name='org.tracevisor.0' state='disconnected'/>\n"
 		"    </channel>\n  </devices>\n</domain>\n";
+	/*
+	 * libvirt 9.0's live XML of the lab's KVM domain (tests/e2e/
+	 * guest-libvirt-vsock.sh): a fixed CID, then the PCI <address> whose
+	 * attributes must not be taken for the CID's.
+	 */
+	static const char lab_xml[] =
+		"<domain type='kvm' id='1'>\n  <name>tvvsock</name>\n  <devices>\n"
+		"    <emulator>/usr/bin/qemu-system-x86_64</emulator>\n"
+		"    <filesystem type='mount' accessmode='squash'>\n"
+		"      <source dir='/tmp/l2'/>\n      <target dir='out'/>\n"
+		"      <address type='pci' domain='0x0000' bus='0x00' slot='0x02' function='0x0'/>\n"
+		"    </filesystem>\n"
+		"    <vsock model='virtio'>\n      <cid auto='no' address='3'/>\n"
+		"      <alias name='vsock0'/>\n"
+		"      <address type='pci' domain='0x0000' bus='0x00' slot='0x03' function='0x0'/>\n"
+		"    </vsock>\n  </devices>\n</domain>\n";
 	struct tv_guest_spec s = { 0 };
 
+	tv_guest_spec_from_libvirt_xml(&s, lab_xml);
+	TV_CHECK(s.vsock_cid == 3 && !s.serial[0], "vsock CID from the lab's live XML: %u", s.vsock_cid);
+	memset(&s, 0, sizeof(s));
 	tv_guest_spec_from_libvirt_xml(&s, vsock_xml);
 	TV_CHECK(s.vsock_cid == 7 && !s.serial[0], "vsock CID from XML: %u", s.vsock_cid);
 	memset(&s, 0, sizeof(s));
