@@ -4,9 +4,13 @@
 #define TV_LIB_INTERNAL_H
 
 #include <limits.h>
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
 
@@ -58,6 +62,28 @@ struct tv_domain {
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
+
+/*
+ * Room for one more element in the array whose address is @arrp (a T **
+ * holding @n of @cap elements of @size bytes), doubling from @first.
+ * Return 0, or -ENOMEM with the array and *@cap unchanged.
+ */
+static inline int tv_array_grow(void *arrp, size_t *cap, size_t n, size_t size, size_t first)
+{
+	void *old, *grown;
+	size_t want;
+
+	if (n < *cap)
+		return 0;
+	want = *cap ? *cap * 2 : first;
+	memcpy(&old, arrp, sizeof(old));
+	grown = realloc(old, want * size);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(arrp, &grown, sizeof(grown));
+	*cap = want;
+	return 0;
+}
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))

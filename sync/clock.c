@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
+#include "internal.h"
 #include "tsc.h"
 
 typedef __int128 i128;
@@ -60,15 +61,8 @@ uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_ts
 
 static int segments_push(struct tv_tsc_segments *s, struct tv_tsc_segment seg)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct tv_tsc_segment *grown = realloc(s->seg, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		s->seg = grown;
-		s->cap = cap;
-	}
+	if (tv_array_grow(&s->seg, &s->cap, s->n, sizeof(*s->seg), 256))
+		return -ENOMEM;
 	s->seg[s->n++] = seg;
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
+#include "internal.h"
 
 #define COORD_LIMIT ((int64_t)1 << 62)
 #define SLOPE_LIMIT_Q48 ((int64_t)1 << 62)	/* slopes below 2^14 */
@@ -89,15 +90,8 @@ static int chain_push(struct chain *c, struct pt p, int upper)
 			break;
 		c->n--;
 	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct pt *grown = realloc(c->p, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		c->p = grown;
-		c->cap = cap;
-	}
+	if (tv_array_grow(&c->p, &c->cap, c->n, sizeof(*c->p), 64))
+		return -ENOMEM;
 	c->p[c->n++] = p;
 	return 0;
 }

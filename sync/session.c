@@ -14,6 +14,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "internal.h"
 #include "probes.h"
 #include "tsc.h"
 
@@ -56,15 +57,8 @@ struct scan {
 
 static int scan_push(struct scan *sc, struct probe p)
 {
-	if (sc->nr_probes == sc->cap_probes) {
-		size_t cap = sc->cap_probes ? sc->cap_probes * 2 : 1024;
-		struct probe *grown = realloc(sc->probes, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		sc->probes = grown;
-		sc->cap_probes = cap;
-	}
+	if (tv_array_grow(&sc->probes, &sc->cap_probes, sc->nr_probes, sizeof(*sc->probes), 1024))
+		return -ENOMEM;
 	sc->probes[sc->nr_probes++] = p;
 	return 0;
 }
