@@ -126,6 +126,18 @@ virsh -q -c qemu:///system qemu-monitor-command $DOM "{\"execute\":\"query-cpus-
 for t in /proc/$QPID/task/*; do echo "${t##*/} $(cat $t/comm)"; done >/out/qemu-tasks
 tracevisor record -o /out/s --guest $DOM --sync-interval 0.25 --duration 8 >/out/record.log 2>&1
 echo $? >/out/record.status
+# Once in a CI run, L2 did not answer a vsock connect for 30 s right after
+# its agent said Ready (the next recording connected at once): a nested-TCG
+# stall like the two this test has logged.  Discovery is what is tested
+# here, so that case alone gets one more recording; its evidence stays.
+if grep -q "cannot connect to the agent" /out/record.log; then
+	say "first recording could not connect to the agent; L2 console tail:"
+	tail -n 5 /tmp/l2/console.log
+	mv /out/s /out/s.noconnect
+	mv /out/record.log /out/record-noconnect.log
+	tracevisor record -o /out/s --guest $DOM --sync-interval 0.25 --duration 8 >/out/record.log 2>&1
+	echo $? >/out/record.status
+fi
 tracevisor record -o /out/s-tsc --clock x86-tsc --guest $DOM --sync-interval 0.25 --duration 8 >/out/record-tsc.log 2>&1
 echo $? >/out/record-tsc.status
 touch /tmp/l2/done
