@@ -250,44 +250,34 @@ static void write_stream(const char *path, struct rec *r, size_t n)
 	fclose(f);
 }
 
+/* DOMAIN/events/SYSTEM/EVENT/format of the session under base. */
+static void put_format(const char *domain, const char *system, const char *event,
+		       const char *text)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s/events", base, domain);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/%s", base, domain, system);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/%s/%s", base, domain, system, event);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/events/%s/%s/format", base, domain, system, event);
+	put_file(path, text);
+}
+
 static void write_domain(struct domain_gen *d, const char *name)
 {
 	char path[512], text[512];
 
 	snprintf(path, sizeof(path), "%s/%s", base, name);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/ftrace/raw_data/format", base, name);
-	put_file(path, raw_data_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_hypercall/format", base, name);
-	put_file(path, hypercall_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_exit/format", base, name);
-	put_file(path, exit_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_entry/format", base, name);
-	put_file(path, entry_format);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_write_tsc_offset", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/kvm/kvm_write_tsc_offset/format", base, name);
-	put_file(path, write_tsc_format);
-	snprintf(path, sizeof(path), "%s/%s/events/xen", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/xen/xen_guest", base, name);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/xen/xen_guest/format", base, name);
-	put_file(path, xen_guest_format);
+	put_format(name, "ftrace", "raw_data", raw_data_format);
+	put_format(name, "kvm", "kvm_hypercall", hypercall_format);
+	put_format(name, "kvm", "kvm_exit", exit_format);
+	put_format(name, "kvm", "kvm_entry", entry_format);
+	put_format(name, "kvm", "kvm_write_tsc_offset", write_tsc_format);
+	put_format(name, "xen", "xen_guest", xen_guest_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
 	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=1\n"
