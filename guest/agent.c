@@ -99,9 +99,20 @@ static int wait_writable(int fd)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 
-	/* A host that reads nothing for this long is gone. */
-	if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
-		return -ETIMEDOUT;
+	/* A host that reads nothing for SEND_TIMEOUT_MS is gone. */
+	int r = poll(&pfd, 1, SEND_TIMEOUT_MS / 5);
+
+	if (r == 0) {
+		/* Said on the guest console: tells a stalled channel from a stalled guest. */
+		if (verbose)
+			say("Host channel full for %d ms: waiting for the host to read",
+			    SEND_TIMEOUT_MS / 5);
+		r = poll(&pfd, 1, SEND_TIMEOUT_MS - SEND_TIMEOUT_MS / 5);
+	}
+	if (r < 0 && errno == EINTR)
+		return 0;	/* the caller writes again, and waits again if full */
+	if (r <= 0)
+		return r < 0 ? -errno : -ETIMEDOUT;
 	/* virtio-serial: POLLHUP while no host is connected. */
 	return (pfd.revents & POLLOUT) ? 0 : -EPIPE;
 }

@@ -21,6 +21,19 @@ T=$TV_TMP
 skip() { echo "$*" >&2; exit 77; }
 fail() {
 	echo "FAIL: $*" >&2
+	# Give the agent its 10 s send timeout: a guest that is alive says on
+	# its console what it waits for; one that says nothing was stalled.
+	if [ -n "${QPID:-}" ] && [ -d "/proc/$QPID" ]; then
+		sleep 12
+		echo "--- QEMU $QPID threads (tid state CPU-ticks name)" >&2
+		local t st
+		for t in /proc/"$QPID"/task/*; do
+			st=$(cat "$t/stat" 2>/dev/null) || continue
+			# shellcheck disable=SC2086	# the fields after "(comm) "
+			set -- ${st##*) }
+			echo "${t##*/} $1 $((${12} + ${13})) $(cat "$t/comm" 2>/dev/null)"
+		done >&2
+	fi
 	[ -s "$T/console.log" ] && { echo "--- guest console (tail)" >&2; tail -n 20 "$T/console.log" >&2; }
 	exit 1
 }
@@ -150,6 +163,7 @@ virsh -q -c $URI create "$T/dom.xml" >"$T/create.log" 2>&1 || { cat "$T/create.l
 for _ in $(seq 120); do grep -q "tv-guest: agent started" "$T/console.log" 2>/dev/null && break; sleep 0.5; done
 grep -q "tv-guest: agent started" "$T/console.log" || fail "the guest did not start its agent"
 echo "guest $DOM up after $((SECONDS - t0)) s" >&2
+QPID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
 
 # ------------------------------------------------------------ record
 S=$T/s
@@ -160,7 +174,6 @@ cat "$T/record.log" >&2
 # What libvirt says (QMP) and what /proc says about the vCPU threads.
 virsh -q -c $URI qemu-monitor-command "$DOM" '{"execute":"query-cpus-fast"}' >"$T/qmp.json" ||
 	fail "QMP query-cpus-fast failed"
-QPID=$(cat "/run/libvirt/qemu/$DOM.pid" 2>/dev/null)
 [ -n "$QPID" ] || fail "no QEMU pid file for $DOM"
 mapfile -t TIDS < <(python3 -c '
 import json, sys
