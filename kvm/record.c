@@ -29,6 +29,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "capture.h"
+#include "proto.h"
 #include "events.h"
 #include "session_files.h"
 
@@ -351,6 +352,24 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 	return 0;
 }
 
+/*
+ * The trace clock beside the wall clock: a marker carrying CLOCK_REALTIME
+ * as read just before the write (the trace stamps it a microsecond or so
+ * later).  Lets an export show the trace clock as dates; optional.
+ */
+static void recorder_mark_realtime(struct tv_recorder *rec, uint64_t seq)
+{
+	unsigned char m[TV_SYNC_MARKER_SIZE];
+	struct timespec now;
+
+	if (rec->marker_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	tv_sync_marker_encode(m, TV_SYNC_CLOCK_REALTIME, 0, seq,
+			      (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec);
+	tv_recorder_write_marker(rec, m, sizeof(m));
+}
+
 static inline uint64_t read_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -376,6 +395,8 @@ int tv_recorder_start(struct tv_recorder *rec)
 		ret = -errno;
 	}
 	rec->started = 1;
+	if (!ret)
+		recorder_mark_realtime(rec, 0);
 	return ret;
 }
 
@@ -495,6 +516,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	if (!rec->started || rec->stopped)
 		return 0;
 	rec->stopped = 1;
+	recorder_mark_realtime(rec, 1);
 	tracefs_trace_off(rec->instance);
 	rec->stop_tsc = read_tsc();
 	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->stop_raw);

@@ -10,10 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <event-parse.h>
 #include <trace-seq.h>
 
 #include "internal.h"
+#include "proto.h"
 
 #define MAX_EVENT_ID 65536
 #define MAX_FORMAT_BYTES (1 << 20)
@@ -157,6 +159,54 @@ int tv_domain_print_userspace_exit(struct trace_seq *s, struct tep_record *recor
 	return 0;	/* non-zero would make libtraceevent print the format too */
 }
 
+static const char *const marker_names[] = {
+	[TV_SYNC_PING_SEND] = "ping_send",	[TV_SYNC_PING_RECV] = "ping_recv",
+	[TV_SYNC_PONG_SEND] = "pong_send",	[TV_SYNC_PONG_RECV] = "pong_recv",
+	[TV_SYNC_HCALL_BEFORE] = "hcall_before", [TV_SYNC_HCALL_AFTER] = "hcall_after",
+	[TV_SYNC_XEN_BEFORE] = "xen_before",	[TV_SYNC_XEN_AFTER] = "xen_after",
+	[TV_SYNC_CLOCK_REALTIME] = "clock_realtime",
+};
+
+/*
+ * Our sync markers (doc/sync-probes.md) by name instead of ftrace's hex
+ * id; any other raw_data record as its format says (return 1).
+ */
+static int print_sync_marker(struct trace_seq *s, struct tep_record *record,
+			     struct tep_event *event, void *context)
+{
+	unsigned char m[TV_SYNC_MARKER_SIZE];
+	uint16_t type, guest;
+	uint64_t seq, aux;
+	time_t secs;
+	struct tm tm;
+
+	(void)event;
+	(void)context;
+	if (record->size < 8 + TV_SYNC_MARKER_SIZE)
+		return 1;
+	memcpy(m, (const unsigned char *)record->data + 8, sizeof(m));
+	type = (uint16_t)(m[4] | m[5] << 8);
+	guest = (uint16_t)(m[6] | m[7] << 8);
+	seq = tv_proto_get_u64(m + 8);
+	aux = tv_proto_get_u64(m + 16);
+	if (tv_proto_get_u32(m) != TV_SYNC_MAGIC || type >= sizeof(marker_names) / sizeof(marker_names[0]) ||
+	    !marker_names[type])
+		return 1;
+	if (type != TV_SYNC_CLOCK_REALTIME) {
+		trace_seq_printf(s, "tracevisor %s guest=%u seq=%llu", marker_names[type], guest,
+				 (unsigned long long)seq);
+		return 0;
+	}
+	secs = (time_t)(aux / 1000000000u);
+	if (!gmtime_r(&secs, &tm))
+		return 1;
+	trace_seq_printf(s, "tracevisor clock_realtime seq=%llu %04d-%02d-%02dT%02d:%02d:%02d.%09lluZ",
+			 (unsigned long long)seq, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+			 tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 (unsigned long long)(aux % 1000000000u));
+	return 0;
+}
+
 static void register_printers(struct tv_domain *dom)
 {
 	struct tep_event *ev = tep_find_event_by_name(dom->tep, "kvm", "kvm_userspace_exit");
@@ -164,6 +214,9 @@ static void register_printers(struct tv_domain *dom)
 	if (ev && tep_find_field(ev, "errno"))
 		tep_register_event_handler(dom->tep, -1, "kvm", "kvm_userspace_exit",
 					   tv_domain_print_userspace_exit, NULL);
+	if (tep_find_event_by_name(dom->tep, "ftrace", "raw_data"))
+		tep_register_event_handler(dom->tep, -1, "ftrace", "raw_data", print_sync_marker,
+					   NULL);
 }
 
 static int cmp_tid(const void *a, const void *b)

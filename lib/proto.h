@@ -60,6 +60,12 @@ enum tv_sync_type {
 	TV_SYNC_HCALL_AFTER = 6,
 	TV_SYNC_XEN_BEFORE = 7,
 	TV_SYNC_XEN_AFTER = 8,
+	/*
+	 * Not a probe: the recorder's wall-clock pair, aux = CLOCK_REALTIME in
+	 * ns when it wrote the marker (seq 0 at the start, 1 at the end), so
+	 * the trace clock can be shown as a date (the CTF clock offset).
+	 */
+	TV_SYNC_CLOCK_REALTIME = 16,
 };
 
 /* TRC_GUEST | TV_SYNC_XEN_EVENT, data { magic, seq low, seq high }. */

@@ -21,6 +21,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "probes.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)
@@ -56,6 +57,10 @@ struct ctf_writer {
 	size_t nr_domains;
 	uint64_t nr_streams;	/* stream files written, and the next instance id */
 	uint64_t nr_splits;
+	struct tep_event *ref_raw_data;	/* the reference's ftrace:raw_data, or NULL */
+	int have_realtime;		/* the recorder's CLOCK_REALTIME marker seen */
+	uint64_t realtime_ts;		/* its time stamp in the reference clock */
+	uint64_t realtime_ns;		/* and the wall clock it carries */
 };
 
 /*
@@ -266,6 +271,37 @@ static const char *meta_str(const struct tv_domain_info *d, const char *key)
 	return v && *v ? v : "unknown";
 }
 
+/*
+ * The clock offset, in cycles, that makes the reference clock read as the
+ * wall clock (ns since 1970): from the recorder's CLOCK_REALTIME marker.
+ * 0 without one, or when it would not fit Trace Compass's signed 64 bits.
+ */
+static uint64_t reference_offset(const struct ctf_writer *w, uint64_t freq)
+{
+	unsigned __int128 wall;
+
+	if (!w->have_realtime)
+		return 0;
+	wall = (unsigned __int128)w->realtime_ns * freq / 1000000000u;
+	if (wall < w->realtime_ts || wall - w->realtime_ts > INT64_MAX)
+		return 0;
+	return (uint64_t)(wall - w->realtime_ts);
+}
+
+/* Keep the first wall-clock pair the reference's recorder left. */
+static void note_realtime(struct ctf_writer *w, const struct tv_event *ev)
+{
+	struct tv_sync_marker m;
+
+	if (w->have_realtime || ev->domain_index != 0 || !w->ref_raw_data ||
+	    ev->format != w->ref_raw_data || tv_sync_marker_of_event(ev, &m) ||
+	    m.type != TV_SYNC_CLOCK_REALTIME)
+		return;
+	w->have_realtime = 1;
+	w->realtime_ts = ev->ts;
+	w->realtime_ns = m.aux;
+}
+
 static void tsdl_env_str(FILE *m, const char *key, const char *value)
 {
 	fprintf(m, "\t%s = \"", key);
@@ -276,6 +312,7 @@ static void tsdl_env_str(FILE *m, const char *key, const char *value)
 static void tsdl_header(struct ctf_writer *w, FILE *m)
 {
 	const struct tv_domain_info *ref = tv_reader_domain(w->rd, 0);
+	uint64_t freq = reference_freq(ref);
 	char uuid[40], key[32];
 
 	uuid_string(w->uuid, uuid);
@@ -312,17 +349,18 @@ static void tsdl_header(struct ctf_writer *w, FILE *m)
 	 * Trace Compass's CTFClock applies freq and offset (in cycles) only,
 	 * not offset_s, and ClockParser reads them as decimal literals: both
 	 * decimal, offset_s 0.  Exactly one clock: CTFTrace.getClock() is null
-	 * with several, and then no timestamp is scaled to nanoseconds.
+	 * with several, and then no timestamp is scaled to nanoseconds.  The
+	 * offset makes it the wall clock where the recorder left a marker of it.
 	 */
 	fprintf(m, "clock {\n\tname = tracevisor_reference;\n\tuuid = \"%s\";\n"
 		   "\tdescription = \"reference domain ", uuid);
 	tsdl_str(m, ref->subdir);
 	fprintf(m, ", trace clock ");
 	tsdl_str(m, meta_str(ref, "clock"));
-	fprintf(m, "\";\n\tfreq = %llu;\n\toffset_s = 0;\n\toffset = 0;\n\tabsolute = FALSE;\n};\n\n"
+	fprintf(m, "\";\n\tfreq = %llu;\n\toffset_s = 0;\n\toffset = %llu;\n\tabsolute = FALSE;\n};\n\n"
 		   "typealias integer { size = 64; align = 8; signed = false; "
 		   "map = clock.tracevisor_reference.value; } := uint64_clock_t;\n\n",
-		(unsigned long long)reference_freq(ref));
+		(unsigned long long)freq, (unsigned long long)reference_offset(w, freq));
 }
 
 static int tsdl_streams(struct ctf_writer *w, FILE *m)
@@ -784,6 +822,8 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	c->by_id = calloc(nd * 65536, sizeof(*c->by_id));
 	if (!w->doms || !c->by_id)
 		return -ENOMEM;
+	w->ref_raw_data = tep_find_event_by_name(tv_reader_domain(w->rd, 0)->tep, "ftrace",
+						 "raw_data");
 	return write_metadata(w);
 }
 
@@ -842,7 +882,11 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
 		l = layout_get(&cache, &ev);
 		ret = l ? encode_event(&w, s, &ev, l) : -ENOMEM;
 		st->events++;
+		note_realtime(&w, &ev);
 	}
+	/* Written first so that a failed export is still readable; now with the offset. */
+	if (ret >= 0 && w.have_realtime)
+		ret = write_metadata(&w);
 	st->streams = w.nr_streams;
 	return writer_finish(&w, &cache, ret < 0 ? ret : 0);
 }

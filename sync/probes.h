@@ -30,4 +30,13 @@ struct tv_sync_marker {
 
 _Static_assert(sizeof(struct tv_sync_marker) == TV_SYNC_MARKER_SIZE, "marker layout");
 
+struct tv_event;
+
+/*
+ * The sync marker an ftrace:raw_data event carries, when it is one (its
+ * "id" field holds the magic, "buf" the rest).
+ * Return: 0 with *m set, or -ENOMSG (too short or not our magic).
+ */
+int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
+
 #endif

@@ -93,16 +93,21 @@ static int scan_guest_domain(const struct scan *sc, unsigned int g)
 	return g < sc->nr_guests ? sc->guest_dom[g] : -1;
 }
 
+int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m)
+{
+	/* After the 8-byte common header: the marker fills id and buf. */
+	if (ev->record->size < 8 + (int)sizeof(*m))
+		return -ENOMSG;
+	memcpy(m, (const unsigned char *)ev->record->data + 8, sizeof(*m));
+	return m->magic == TV_SYNC_MAGIC ? 0 : -ENOMSG;
+}
+
 static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 {
-	const unsigned char *data = ev->record->data;
 	struct tv_sync_marker m;
 	int guest;
 
-	if (ev->record->size < 8 + (int)sizeof(m))
-		return 0;
-	memcpy(&m, data + 8, sizeof(m));
-	if (m.magic != TV_SYNC_MAGIC || m.type < TV_SYNC_PING_SEND ||
+	if (tv_sync_marker_of_event(ev, &m) || m.type < TV_SYNC_PING_SEND ||
 	    m.type > TV_SYNC_XEN_AFTER)
 		return 0;
 	/* dom0 brackets a record it injects into Xen: Xen is the probed side. */

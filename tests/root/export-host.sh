@@ -27,6 +27,33 @@ grep -q 'kvm:kvm_pio: .*{ .*port = ' "$TV_TMP/bt.txt" || fail "kvm_pio fields no
 grep -q 'sched:sched_switch: .*prev_comm = "' "$TV_TMP/bt.txt" || fail "char arrays not strings"
 echo "babeltrace2: $n events, same timestamps in the same order, no warnings"
 
+# Wall-clock dates: the recorder's CLOCK_REALTIME markers make the CTF clock
+# offset; babeltrace2's first and last events must fall within the
+# recording's wall-clock span (session meta start_realtime_ns + duration).
+"$TV" report "$S" > "$TV_TMP/report.txt" || fail "report"
+grep -qE 'ftrace:raw_data tracevisor clock_realtime seq=0 20[0-9-]{8}T' "$TV_TMP/report.txt" ||
+	fail "report shows no clock_realtime marker at the start"
+babeltrace2 --clock-date --clock-gmt "$TV_TMP/ctf" > "$TV_TMP/bt-date.txt" || fail "babeltrace2 --clock-date"
+python3 - "$TV_TMP/bt-date.txt" "$S/host/meta" <<'PY' || fail "CTF wall-clock dates"
+import calendar, re, sys
+meta = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[2]) if "=" in l)
+start = int(meta["start_realtime_ns"]) / 1e9
+end = start + int(meta["duration_ns"]) / 1e9
+lines = open(sys.argv[1]).read().splitlines()
+def wall(line):
+    m = re.match(r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{9})\]", line)
+    assert m, line[:80]
+    y, mo, d, h, mi, s, ns = (int(x) for x in m.groups())
+    return calendar.timegm((y, mo, d, h, mi, s)) + ns / 1e9
+first, last = wall(lines[0]), wall(lines[-1])
+# The marker follows tracing_on by microseconds; events before it (a
+# fraction of a second at most) are from the same instant of starting.
+assert start - 1 <= first <= start + 1, (first, start)
+assert first <= last <= end + 1, (last, end)
+print("CTF dates: first event %.6f s after start_realtime, last %.3f s before the end" %
+      (first - start, end - last))
+PY
+
 "$TV" export --format perfetto -o "$TV_TMP/p.json" "$S" || fail "export perfetto"
 python3 -m json.tool "$TV_TMP/p.json" > /dev/null || fail "perfetto output is not JSON"
 python3 - "$TV_TMP/p.json" "$n" <<'PY' || fail "perfetto tracks"
