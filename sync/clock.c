@@ -185,12 +185,31 @@ static uint64_t tsc_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts)
 	return tv_tsc_host_from_guest(&p, ts);
 }
 
+/* The piece whose range holds @ts: the last one starting at or before it. */
+static const struct tv_sync_piece *piece_of(const struct tv_sync_domain *d, uint64_t ts)
+{
+	size_t lo = 0, hi = d->nr_pieces;
+	int64_t t = ts > INT64_MAX ? INT64_MAX : (int64_t)ts;
+
+	while (hi - lo > 1) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (d->pieces[m].from_dom <= t)
+			lo = m;
+		else
+			hi = m;
+	}
+	return &d->pieces[lo];
+}
+
 uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts)
 {
 	if (!strcmp(d->method, "tsc"))
 		return tsc_apply(d, cpu, ts);
 	if (!strcmp(d->method, "reference") || !strcmp(d->method, "none"))
 		return ts;
+	if (d->nr_pieces)
+		return tv_clock_map_apply(&piece_of(d, ts)->map, ts);
 	return tv_clock_map_apply(&d->est.map, ts);
 }
 
@@ -199,19 +218,26 @@ uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts)
 	return tv_sync_domain_apply_cpu(d, -1, ts);
 }
 
+/* A malloc'ed copy of @n elements of @size at @src; NULL for none or no memory. */
+static void *copy_array(const void *src, size_t n, size_t size)
+{
+	void *dst = n ? malloc(n * size) : NULL;
+
+	if (dst)
+		memcpy(dst, src, n * size);
+	return dst;
+}
+
 int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src)
 {
 	*dst = *src;
-	dst->tsc_segments = NULL;
-	if (!src->nr_tsc_segments)
-		return 0;
-	dst->tsc_segments = malloc(src->nr_tsc_segments * sizeof(*dst->tsc_segments));
-	if (!dst->tsc_segments) {
-		dst->nr_tsc_segments = 0;
+	dst->tsc_segments = copy_array(src->tsc_segments, src->nr_tsc_segments,
+				       sizeof(*src->tsc_segments));
+	dst->pieces = copy_array(src->pieces, src->nr_pieces, sizeof(*src->pieces));
+	if ((src->nr_tsc_segments && !dst->tsc_segments) || (src->nr_pieces && !dst->pieces)) {
+		tv_sync_domain_release(dst);
 		return -ENOMEM;
 	}
-	memcpy(dst->tsc_segments, src->tsc_segments,
-	       src->nr_tsc_segments * sizeof(*dst->tsc_segments));
 	return 0;
 }
 
@@ -220,6 +246,9 @@ void tv_sync_domain_release(struct tv_sync_domain *d)
 	free(d->tsc_segments);
 	d->tsc_segments = NULL;
 	d->nr_tsc_segments = 0;
+	free(d->pieces);
+	d->pieces = NULL;
+	d->nr_pieces = 0;
 }
 
 bool tv_sync_domain_usable(const struct tv_sync_domain *d)

@@ -350,30 +350,201 @@ static int cmp_point(const void *a, const void *b)
 struct edge {
 	int valid;
 	size_t nr_pairs;
-	struct tv_sync_estimate est;
+	struct tv_sync_estimate est;	/* with pieces: the worst piece's quality and bound */
+	struct tv_sync_piece *pieces;	/* no line fits the whole trace, but these do */
+	size_t nr_pieces;
 };
 
 struct graph {
 	struct edge e[MAX_DOMAINS][MAX_DOMAINS];	/* [guest][peer] */
 };
 
+static int hull_add_point(struct tv_sync_hull *h, const struct point *p)
+{
+	return p->below ? tv_sync_hull_add_below(h, p->x, p->y)
+			: tv_sync_hull_add_above(h, p->x, p->y);
+}
+
+/* The estimate over [lo, hi] of the points [from, to) of @p. */
+static int estimate_points(const struct point *p, size_t from, size_t to, int64_t lo,
+			   int64_t hi, struct tv_sync_estimate *est)
+{
+	struct tv_sync_hull *h = tv_sync_hull_new();
+	int ret = h ? 0 : -ENOMEM;
+
+	for (size_t i = from; i < to && !ret; i++)
+		ret = hull_add_point(h, &p[i]);
+	if (!ret)
+		ret = tv_sync_hull_estimate(h, lo, hi, est);
+	tv_sync_hull_free(h);
+	return ret;
+}
+
+static int cmp_point_x(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	return (x->x > y->x) - (x->x < y->x);
+}
+
+/* Pieces a clock may jump into (a suspended VM, a clock step) before we call it noise. */
+#define MAX_PIECES 16
+
+/*
+ * Where no line fits the whole trace, the clock may still be linear in
+ * pieces: in time order, a new piece starts at each probe that no line
+ * through the current piece's probes admits.  Return: the number of
+ * pieces, with their first probes in @start, or 0 when there are more
+ * than MAX_PIECES; -errno.
+ */
+static int split_pieces(const struct point *p, size_t n, size_t start[MAX_PIECES])
+{
+	struct tv_sync_hull *h = tv_sync_hull_new();
+	struct tv_sync_estimate est;
+	int nr = 1, ret = h ? 0 : -ENOMEM;
+
+	start[0] = 0;
+	for (size_t i = 0; i < n && !ret && nr; i++) {
+		ret = hull_add_point(h, &p[i]);
+		if (!ret)
+			ret = tv_sync_hull_estimate(h, p[start[nr - 1]].x, p[i].x, &est);
+		if (ret || est.quality != TV_SYNC_FAILED)
+			continue;
+		tv_sync_hull_free(h);
+		h = tv_sync_hull_new();
+		if (!h || nr == MAX_PIECES) {
+			ret = h ? 0 : -ENOMEM;
+			nr = 0;
+			break;
+		}
+		start[nr++] = i;
+		ret = hull_add_point(h, &p[i]);
+	}
+	tv_sync_hull_free(h);
+	return ret ? ret : nr;
+}
+
+/* How far back a piece's start is moved, at most (probes). */
+#define PIECE_BACKTRACK 64
+
+/*
+ * A piece starts at the first probe its predecessor's lines cannot take,
+ * but the clock may have jumped a few probes before: probes that both
+ * admit (a forward jump shows only in probes sent from the domain).  Move
+ * each start back over the probes the later piece admits too, so that
+ * only the inside of one probe round stays ambiguous.
+ */
+static int backtrack_pieces(const struct point *p, size_t n, size_t *start, int nr)
+{
+	for (int k = 1; k < nr; k++) {
+		size_t to = k + 1 < nr ? start[k + 1] : n, floor = start[k - 1] + 1;
+
+		for (size_t j = start[k]; j > floor && start[k] - j < PIECE_BACKTRACK; j--) {
+			struct tv_sync_estimate est;
+			int ret = estimate_points(p, j - 1, to, p[j - 1].x, p[to - 1].x, &est);
+
+			if (ret)
+				return ret;
+			if (est.quality == TV_SYNC_FAILED)
+				break;
+			start[k] = j - 1;
+		}
+	}
+	return 0;
+}
+
+/* Each piece's own estimate, over its stretch of the domain's time. */
+static int estimate_pieces(const struct dom_scan *ds, const struct point *p, size_t n,
+			   const size_t *start, int nr, struct tv_sync_piece *pc)
+{
+	for (int k = 0; k < nr; k++) {
+		size_t to = k + 1 < nr ? start[k + 1] : n;
+		int64_t lo = k ? p[start[k]].x : ds->first;
+		int64_t hi = k + 1 < nr ? p[start[k + 1]].x : ds->last;
+		struct tv_sync_estimate est;
+		int ret = estimate_points(p, start[k], to, lo, hi, &est);
+
+		if (ret)
+			return ret;
+		pc[k] = (struct tv_sync_piece){ lo, est.map, est.bound_ns, est.quality };
+	}
+	return 0;
+}
+
+/* Summary of usable pieces in @e->est: the worst quality and bound, the breaks. */
+static void describe_pieces(struct edge *e)
+{
+	struct tv_sync_estimate *est = &e->est;
+	size_t off;
+
+	est->quality = TV_SYNC_EXACT;
+	est->bound_ns = 0;
+	est->map = e->pieces[0].map;
+	for (size_t k = 0; k < e->nr_pieces; k++) {
+		if (e->pieces[k].quality > est->quality)
+			est->quality = e->pieces[k].quality;
+		if (e->pieces[k].bound_ns < 0 || est->bound_ns < 0)
+			est->bound_ns = -1;
+		else if (e->pieces[k].bound_ns > est->bound_ns)
+			est->bound_ns = e->pieces[k].bound_ns;
+	}
+	off = (size_t)snprintf(est->message, sizeof(est->message),
+			       "no line fits the whole trace; %zu linear pieces, each bounded, from x=",
+			       e->nr_pieces);
+	for (size_t k = 1; k < e->nr_pieces && off < sizeof(est->message); k++)
+		off += (size_t)snprintf(est->message + off, sizeof(est->message) - off, "%s%lld",
+					k > 1 ? "," : "", (long long)e->pieces[k].from_dom);
+}
+
+/*
+ * Pieces for an edge whose probes no line fits: kept only when there are at
+ * most MAX_PIECES and each is approximate or better; else the edge stays
+ * failed, with its first message.
+ */
+static int try_pieces(const struct dom_scan *ds, const struct point *sorted, size_t n,
+		      struct edge *e)
+{
+	struct point *p = malloc(n * sizeof(*p));
+	size_t start[MAX_PIECES];
+	int nr, ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, sorted, n * sizeof(*p));
+	qsort(p, n, sizeof(*p), cmp_point_x);
+	nr = split_pieces(p, n, start);
+	if (nr > 1)
+		ret = backtrack_pieces(p, n, start, nr);
+	if (nr > 1 && !ret)
+		e->pieces = calloc((size_t)nr, sizeof(*e->pieces));
+	if (nr > 1 && !ret && !e->pieces)
+		nr = -ENOMEM;
+	if (nr > 1 && !ret)
+		ret = estimate_pieces(ds, p, n, start, nr, e->pieces);
+	for (int k = 0; nr > 1 && !ret && k < nr; k++)
+		if (e->pieces[k].quality > TV_SYNC_APPROXIMATE)
+			nr = 0;
+	if (nr > 1 && !ret) {
+		e->nr_pieces = (size_t)nr;
+		describe_pieces(e);
+	} else {
+		free(e->pieces);
+		e->pieces = NULL;
+	}
+	free(p);
+	return nr < 0 ? nr : ret;
+}
+
 static int estimate_edge(const struct scan *sc, const struct point *p, size_t n,
 			 struct edge *e)
 {
-	struct tv_sync_hull *h = tv_sync_hull_new();
 	const struct dom_scan *ds = &sc->dom[p[0].guest];
-	int ret = 0;
+	int ret = estimate_points(p, 0, n, ds->first, ds->last, &e->est);
 
-	if (!h)
-		return -ENOMEM;
-	for (size_t i = 0; i < n && !ret; i++)
-		ret = p[i].below ? tv_sync_hull_add_below(h, p[i].x, p[i].y)
-				 : tv_sync_hull_add_above(h, p[i].x, p[i].y);
-	if (!ret)
-		ret = tv_sync_hull_estimate(h, ds->first, ds->last, &e->est);
+	if (!ret && e->est.quality == TV_SYNC_FAILED)
+		ret = try_pieces(ds, p, n, e);
 	e->valid = !ret;
 	e->nr_pairs = n;
-	tv_sync_hull_free(h);
 	return ret;
 }
 
@@ -564,12 +735,49 @@ static void compose_one(const struct scan *sc, struct tv_sync_domain *res, int r
 		state[d] = 2;
 		return;
 	}
+	if (res[v].nr_pieces) {
+		/* Pieces of pieces would need the middle clock's breaks mapped: not done. */
+		snprintf(r->method, sizeof(r->method), "none");
+		snprintf(r->est.message, sizeof(r->est.message),
+			 "synchronised only against %s, whose clock is linear only in pieces",
+			 r->via);
+		r->est.quality = TV_SYNC_INSUFFICIENT;
+		state[d] = 2;
+		return;
+	}
 	tv_clock_map_compose(&res[v].est.map, &r->est.map, &r->est.map);
 	r->est.bound_ns = compose_bound(r->est.bound_ns, res[v].est.bound_ns,
 					res[v].est.map.slope_q48);
 	if (res[v].est.quality > r->est.quality)
 		r->est.quality = res[v].est.quality;
+	for (size_t k = 0; k < r->nr_pieces; k++) {
+		struct tv_sync_piece *pc = &r->pieces[k];
+
+		tv_clock_map_compose(&res[v].est.map, &pc->map, &pc->map);
+		pc->bound_ns = compose_bound(pc->bound_ns, res[v].est.bound_ns,
+					     res[v].est.map.slope_q48);
+		if (res[v].est.quality > pc->quality)
+			pc->quality = res[v].est.quality;
+	}
 	state[d] = 2;
+}
+
+/* A hull result takes its edge's pieces, if it has any (before composing). */
+static int attach_pieces(const struct scan *sc, const struct graph *g, struct tv_sync_domain *res)
+{
+	for (size_t d = 0; d < sc->nr_domains; d++) {
+		int v = domain_index(sc, res[d].via);
+		const struct edge *e = v >= 0 ? &g->e[d][v] : NULL;
+
+		if (strcmp(res[d].method, "hull") || !e || !e->nr_pieces)
+			continue;
+		res[d].pieces = malloc(e->nr_pieces * sizeof(*e->pieces));
+		if (!res[d].pieces)
+			return -ENOMEM;
+		memcpy(res[d].pieces, e->pieces, e->nr_pieces * sizeof(*e->pieces));
+		res[d].nr_pieces = e->nr_pieces;
+	}
+	return 0;
 }
 
 /*
@@ -638,7 +846,8 @@ static void hull_cross_check(const struct causality *c, const struct round *r, i
 	if (strcmp(g->method, "tsc") || via < 0)
 		return;
 	e = &c->g->e[r->guest][via];
-	if (!e->valid || e->est.quality > TV_SYNC_APPROXIMATE || e->est.bound_ns < 0)
+	if (!e->valid || e->est.quality > TV_SYNC_APPROXIMATE || e->est.bound_ns < 0 ||
+	    e->nr_pieces)
 		return;
 	diff = (int64_t)(gts - tv_clock_map_apply(&e->est.map, (uint64_t)r->ts[gt]));
 	if (diff < 0)
@@ -739,6 +948,9 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 	}
 	if (!ret) {
 		resolve_paths(sc, g, ref, out->domains);
+		ret = attach_pieces(sc, g, out->domains);
+	}
+	if (!ret) {
 		compose_paths(sc, out->domains, ref);
 		for (size_t d = 0; d < sc->nr_domains; d++) {
 			if (!out->domains[d].method[0])
@@ -755,6 +967,9 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 			describe_cross_check(&out->domains[d], v >= 0 ? &g->e[d][v] : NULL);
 		}
 	}
+	for (size_t d = 0; d < MAX_DOMAINS; d++)
+		for (size_t p = 0; p < MAX_DOMAINS; p++)
+			free(g->e[d][p].pieces);
 	free(g);
 	return ret;
 }

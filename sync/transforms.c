@@ -109,6 +109,24 @@ static int read_segments(const char *dir, struct tv_sync_domain *d)
 	return 0;
 }
 
+/* Few (MAX_PIECES): one key each, "from_dom base_dom base_ref slope_q48 bound_ns quality". */
+static int put_pieces(struct tv_meta *m, const struct tv_sync_domain *d)
+{
+	int ret = put(m, d->domain, "pieces", "%zu", d->nr_pieces);
+
+	for (size_t k = 0; k < d->nr_pieces && !ret; k++) {
+		const struct tv_sync_piece *pc = &d->pieces[k];
+		char key[32];
+
+		snprintf(key, sizeof(key), "piece%zu", k);
+		ret = put(m, d->domain, key, "%lld %lld %lld %lld %lld %s", (long long)pc->from_dom,
+			  (long long)pc->map.base_dom, (long long)pc->map.base_ref,
+			  (long long)pc->map.slope_q48, (long long)pc->bound_ns,
+			  tv_sync_quality_name(pc->quality));
+	}
+	return ret;
+}
+
 static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 {
 	const struct tv_sync_estimate *e = &d->est;
@@ -135,6 +153,8 @@ static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
 	if (!ret && !strcmp(d->method, "tsc"))
 		ret = put_tsc(m, d);
+	if (!ret && d->nr_pieces)
+		ret = put_pieces(m, d);
 	return ret;
 }
 
@@ -232,6 +252,35 @@ static int get_tsc(const struct tv_meta *m, struct tv_sync_domain *d)
 	return 0;
 }
 
+static int get_pieces(const struct tv_meta *m, struct tv_sync_domain *d)
+{
+	long long n = get_ll(m, d->domain, "pieces");
+
+	if (n <= 0)
+		return 0;
+	if (n > 1024)
+		return -EINVAL;
+	d->pieces = calloc((size_t)n, sizeof(*d->pieces));
+	if (!d->pieces)
+		return -ENOMEM;
+	for (long long k = 0; k < n; k++) {
+		struct tv_sync_piece *pc = &d->pieces[k];
+		long long v[5];
+		char key[32], q[16];
+
+		snprintf(key, sizeof(key), "piece%lld", k);
+		if (sscanf(get(m, d->domain, key), "%lld %lld %lld %lld %lld %15s", &v[0], &v[1],
+			   &v[2], &v[3], &v[4], q) != 6 ||
+		    (k && v[0] < pc[-1].from_dom)) {
+			tv_err("Invalid sync piece: domain=\"%s\", key=%s", d->domain, key);
+			return -EINVAL;
+		}
+		*pc = (struct tv_sync_piece){ v[0], { v[1], v[2], v[3] }, v[4], quality_from_name(q) };
+		d->nr_pieces++;
+	}
+	return 0;
+}
+
 static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 {
 	struct tv_sync_estimate *e = &d->est;
@@ -250,6 +299,8 @@ static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	d->nr_vcpu_checked = (size_t)get_ll(m, d->domain, "vcpu_events_checked");
 	d->vcpu_violations = (size_t)get_ll(m, d->domain, "vcpu_violations");
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
+	if (!strcmp(d->method, "hull"))
+		return get_pieces(m, d);
 	return strcmp(d->method, "tsc") ? 0 : get_tsc(m, d);
 }
 

@@ -37,6 +37,20 @@ static void print_domain(const struct tv_sync_domain *d)
 	       tv_sync_quality_name(e->quality), viol);
 }
 
+/* A clock linear only in pieces: each piece's own line and bound. */
+static void print_piece(const struct tv_sync_domain *d, size_t k)
+{
+	const struct tv_sync_piece *pc = &d->pieces[k];
+	char from[32] = "start";
+
+	if (k)
+		snprintf(from, sizeof(from), "%lld", (long long)pc->from_dom);
+	printf("%s: piece %zu from %s: offset %lld ns, drift %.6f ppm, bound %lld ns, %s\n",
+	       d->domain, k, from, (long long)(pc->map.base_ref - pc->map.base_dom),
+	       ((double)pc->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, (long long)pc->bound_ns,
+	       tv_sync_quality_name(pc->quality));
+}
+
 static void print_result(const struct tv_sync_result *res)
 {
 	int missing = 0;
@@ -50,6 +64,8 @@ static void print_result(const struct tv_sync_result *res)
 
 		if (d->est.message[0])
 			printf("%s: %s\n", d->domain, d->est.message);
+		for (size_t k = 0; k < d->nr_pieces; k++)
+			print_piece(d, k);
 		missing += !tv_sync_domain_usable(d);
 	}
 	if (res->nr == 1)
@@ -61,7 +77,8 @@ static void print_result(const struct tv_sync_result *res)
 		       "Sync probes come from `tracevisor record --guest NAME ...` (guest agent).\n",
 		       missing);
 	printf("offset: reference minus domain clock at the domain's first probe; bound: guaranteed\n"
-	       "|error| over the domain's trace if its clock is linear to the reference;\n"
+	       "|error| over the domain's trace if its clock is linear to the reference\n"
+	       "(in pieces where it jumped: each piece's own line and bound);\n"
 	       "causality: violations/checks after the transform: probe receives before their\n"
 	       "sends, and guest events while their vCPU was out of guest mode (kvm_exit..kvm_entry).\n");
 }

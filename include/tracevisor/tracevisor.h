@@ -346,6 +346,18 @@ struct tv_tsc_segment {
 	uint32_t vcpu;
 };
 
+/*
+ * One piece of a clock that is linear only piecewise (it jumped, or changed
+ * rate): the map and bound from domain time @from_dom on, until the next
+ * piece's.  The first piece also maps anything before its @from_dom.
+ */
+struct tv_sync_piece {
+	int64_t from_dom;
+	struct tv_clock_map map;	/* to the reference */
+	int64_t bound_ns;		/* guaranteed |error| inside the piece */
+	enum tv_sync_quality quality;
+};
+
 /* Per-domain result of tv_sync_session(); also what DIR/sync/transforms holds. */
 struct tv_sync_domain {
 	char domain[80];		/* subdirectory name: guest-vm1 */
@@ -355,6 +367,8 @@ struct tv_sync_domain {
 	struct tv_tsc_params tsc;	/* method tsc: ratio, frac_bits, first offset */
 	struct tv_tsc_segment *tsc_segments;	/* by vcpu, then from_host (owned) */
 	size_t nr_tsc_segments;		/* 0: tsc.offset always, on every vCPU */
+	struct tv_sync_piece *pieces;	/* method hull, no line over the whole trace (owned) */
+	size_t nr_pieces;		/* 0: est.map everywhere */
 	int64_t hull_tsc_diff;		/* method tsc: largest |hull - TSC| at a probe, -1: none */
 	int64_t hull_bound;		/* method tsc: the hull's own bound, -1: no hull */
 	size_t nr_probes;		/* matched probe pairs */
@@ -392,7 +406,7 @@ uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
  * has its own offset history (a CPU without one uses the lowest vCPU's).
  */
 uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts);
-/* Deep copy (the TSC segments); 0 or -ENOMEM.  Release frees the copy's. */
+/* Deep copy (TSC segments, pieces); 0 or -ENOMEM.  Release frees the copy's. */
 int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src);
 void tv_sync_domain_release(struct tv_sync_domain *d);
 /* Whether the result is good enough to merge by (exact, accurate, approximate). */
