@@ -121,6 +121,7 @@ struct tv_cpu_stream {
 	struct tep_event *event;	/* its format, from tv_domain_checked_event() */
 	int pid;		/* its common_pid */
 	uint64_t raw_ts;	/* its ts in the domain's own clock */
+	uint64_t raw_from, raw_to;	/* events outside [raw_from, raw_to) are another cursor's */
 	long long missed;	/* events lost before the current one */
 	int done;
 	struct tv_xen_stream *xen;	/* kind xen-trace only */

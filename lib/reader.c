@@ -144,15 +144,47 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 	return ret;
 }
 
-/* Map the stream's current event to the reference clock, keeping the raw one. */
+/*
+ * The next event of the stream's piece of time (all of it but for a clock
+ * synchronised in pieces), mapped to the reference clock, the raw time kept.
+ */
 static int stream_advance(struct tv_cpu_stream *st)
 {
-	int ret = stream_next(st);
+	int ret;
 
-	st->raw_ts = st->rec.ts;
+	do {
+		ret = stream_next(st);
+		st->raw_ts = st->rec.ts;
+	} while (ret > 0 && (st->raw_ts < st->raw_from || st->raw_ts >= st->raw_to));
 	if (ret > 0 && st->dom->mapped)
 		st->rec.ts = tv_sync_domain_apply_cpu(&st->dom->sync, st->cpu, st->rec.ts);
 	return ret;
+}
+
+/*
+ * Cursors per CPU file: one, or one per piece of a clock synchronised in
+ * pieces.  A piece's map is increasing, so each cursor's events come out
+ * in reference-clock order even where the clock jumped back at a piece's
+ * start, and the merge stays exact.  Each cursor reads the whole file (a
+ * CPU's raw times are not strictly ordered), skipping other pieces' events.
+ */
+static size_t stream_cursors(const struct tv_domain *dom)
+{
+	return dom->mapped && dom->sync.nr_pieces > 1 ? dom->sync.nr_pieces : 1;
+}
+
+static void stream_set_piece(struct tv_cpu_stream *st, size_t k)
+{
+	const struct tv_sync_domain *s = &st->dom->sync;
+
+	st->raw_from = 0;
+	st->raw_to = UINT64_MAX;
+	if (stream_cursors(st->dom) == 1)
+		return;
+	if (k)
+		st->raw_from = (uint64_t)(s->pieces[k].from_dom > 0 ? s->pieces[k].from_dom : 0);
+	if (k + 1 < s->nr_pieces)
+		st->raw_to = (uint64_t)(s->pieces[k + 1].from_dom > 0 ? s->pieces[k + 1].from_dom : 0);
 }
 
 static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *res, int warn)
@@ -197,18 +229,22 @@ static int reader_open_streams(struct tv_reader *rd)
 	int ret = 0;
 
 	for (size_t d = 0; d < rd->nr_domains; d++)
-		total += (size_t)rd->domains[d].nr_cpus;
+		total += (size_t)rd->domains[d].nr_cpus * stream_cursors(&rd->domains[d]);
 	rd->streams = calloc(total, sizeof(*rd->streams));
 	rd->heap = calloc(total, sizeof(*rd->heap));
 	if (!rd->streams || !rd->heap)
 		return -ENOMEM;
 	for (size_t d = 0; d < rd->nr_domains && !ret; d++) {
-		for (int cpu = 0; cpu < rd->domains[d].nr_cpus && !ret; cpu++) {
+		size_t cursors = stream_cursors(&rd->domains[d]);
+
+		for (size_t i = 0; i < (size_t)rd->domains[d].nr_cpus * cursors && !ret; i++) {
 			struct tv_cpu_stream *st = &rd->streams[rd->nr_streams++];
 
-			ret = stream_open(st, &rd->domains[d], cpu);
-			if (!ret)
+			ret = stream_open(st, &rd->domains[d], (int)(i / cursors));
+			if (!ret) {
+				stream_set_piece(st, i % cursors);
 				ret = stream_advance(st);
+			}
 			if (ret > 0) {
 				rd->heap[rd->heap_len] = st;
 				heap_sift_up(rd, rd->heap_len++);
