@@ -216,9 +216,15 @@ static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *r
 static void reader_apply_sync(struct tv_reader *rd, const char *dir)
 {
 	struct tv_sync_result res;
+	int ret = tv_sync_read(dir, &res);
 
-	if (tv_sync_read(dir, &res))
+	if (ret == -ENOENT)
+		return;	/* never synchronised */
+	if (ret) {
+		tv_warn("Cannot use the sync transforms, every domain stays in its own clock: path=\"%s/sync/transforms\", errno=%d",
+			dir, -ret);
 		return;
+	}
 	reader_use_sync(rd, &res, 1);
 	tv_sync_result_free(&res);
 }

@@ -143,7 +143,7 @@ static i128 div_round(i128 n, i128 d, int up)
 
 static int64_t frac_to_q48(struct frac f)
 {
-	return (int64_t)div_round((i128)f.num << 48, f.den, 0);
+	return (int64_t)div_round((i128)f.num * TV_SLOPE_ONE, f.den, 0);
 }
 
 /*
@@ -268,13 +268,13 @@ static i128 middle_intercept(const struct tv_sync_hull *h, int64_t s)
 	i128 bmin = 0, bmax = 0;
 
 	for (size_t i = 0; i < h->below.n; i++) {
-		i128 v = ((i128)h->below.p[i].y << 48) - (i128)s * h->below.p[i].x;
+		i128 v = (i128)h->below.p[i].y * TV_SLOPE_ONE - (i128)s * h->below.p[i].x;
 
 		if (i == 0 || v > bmin)
 			bmin = v;
 	}
 	for (size_t i = 0; i < h->above.n; i++) {
-		i128 v = ((i128)h->above.p[i].y << 48) - (i128)s * h->above.p[i].x;
+		i128 v = (i128)h->above.p[i].y * TV_SLOPE_ONE - (i128)s * h->above.p[i].x;
 
 		if (i == 0 || v < bmax)
 			bmax = v;

@@ -258,8 +258,10 @@ static int get_pieces(const struct tv_meta *m, struct tv_sync_domain *d)
 
 	if (n <= 0)
 		return 0;
-	if (n > 1024)
+	if (n > 1024) {
+		tv_err("Invalid sync pieces: domain=\"%s\", pieces=%lld", d->domain, n);
 		return -EINVAL;
+	}
 	d->pieces = calloc((size_t)n, sizeof(*d->pieces));
 	if (!d->pieces)
 		return -ENOMEM;

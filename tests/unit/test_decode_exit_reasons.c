@@ -40,7 +40,7 @@ static int each_symbol(const char *fmt, const char *after,
 		return 0;
 	end = strstr(p + strlen(after), "__print_");
 	while ((p = strstr(p, "{ ")) && (!end || p < end)) {
-		char name[64], *q;
+		char name[64], more[64], *q;
 		unsigned long long code;
 		long long add = 0;
 
@@ -54,8 +54,9 @@ static int each_symbol(const char *fmt, const char *after,
 		if (!q || sscanf(q, "\"%63[^\"]\"", name) != 1)
 			break;
 		/* "KVM_EXIT_" "IO": adjacent literals */
-		if (!strncmp(q + strlen(name) + 2, " \"", 2))
-			sscanf(q + strlen(name) + 4, "%63[^\"]", name + strlen(name));
+		if (!strncmp(q + strlen(name) + 2, " \"", 2) &&
+		    sscanf(q + strlen(name) + 4, "%63[^\"]", more) == 1)
+			strncat(name, more, sizeof(name) - 1 - strlen(name));
 		check(code + (unsigned long long)add, name, ctx);
 		n++;
 		p = q;

@@ -115,7 +115,7 @@ int main(void)
 	task(1000, 1003, "IO mon_iothread\n");
 	/* a single-threaded VMM with one vCPU: its only thread runs vCPU 0 */
 	mkdirs("2000");
-	put("2000/cmdline", "tv-testvmm\0--outs\0003\0", 22);
+	put("2000/cmdline", "tv-testvmm\0--outs\0" "3", 20);
 	put("2000/comm", "tv-testvmm\n", 11);
 	fd(2000, 3, "/dev/kvm");
 	fd(2000, 4, "anon_inode:kvm-vm");

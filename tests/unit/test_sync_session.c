@@ -559,6 +559,39 @@ static void check_jump(const struct tv_sync_domain *jump)
 	       worst[1]);
 }
 
+/* guest-jump's pieces read back as written; a corrupt piece is refused. */
+static void check_pieces_file(const struct tv_sync_domain *jump)
+{
+	struct tv_sync_result back;
+	char path[600], saved[620], cmd[1400];
+
+	TV_CHECK(tv_sync_read(root, &back) == 0 && back.nr == 4, "tv_sync_read");
+	if (back.nr == 4) {
+		const struct tv_sync_domain *b = &back.domains[2];
+
+		int same = b->nr_pieces == jump->nr_pieces;
+
+		for (size_t k = 0; same && k < b->nr_pieces; k++) {
+			const struct tv_sync_piece *x = &b->pieces[k], *y = &jump->pieces[k];
+
+			same = x->from_dom == y->from_dom && x->bound_ns == y->bound_ns &&
+			       x->quality == y->quality && x->map.base_dom == y->map.base_dom &&
+			       x->map.base_ref == y->map.base_ref &&
+			       x->map.slope_q48 == y->map.slope_q48;
+		}
+		TV_CHECK(same, "guest-jump: %zu pieces read back, %zu written, or they differ",
+			 b->nr_pieces, jump->nr_pieces);
+		tv_sync_result_free(&back);
+	}
+	snprintf(path, sizeof(path), "%s/sync/transforms", root);
+	snprintf(saved, sizeof(saved), "%s.saved", path);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && sed -i 's/^guest-jump.piece1=.*/guest-jump.piece1=1 2/' %s",
+		 path, saved, path);
+	TV_CHECK(system(cmd) == 0, "%s", cmd);
+	TV_CHECK(tv_sync_read(root, &back) == -EINVAL, "a corrupt piece was accepted");
+	TV_CHECK(rename(saved, path) == 0, "rename %s", saved);
+}
+
 static void check_sync(void)
 {
 	struct tv_sync_result res;
@@ -598,6 +631,7 @@ static void check_sync(void)
 	check_jump(jump);
 	check_nested(&res.domains[3]);
 	TV_CHECK(tv_sync_write(root, &res) == 0, "tv_sync_write failed");
+	check_pieces_file(jump);
 	tv_sync_result_free(&res);
 }
 
