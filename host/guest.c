@@ -39,11 +39,14 @@
 #define PING_TIMEOUT_S 2.0
 #define END_PROBES_TIMEOUT_S 3.0
 #define END_TIMEOUT_S 10.0
+#define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
 #define PROBE_BURST 5
 #define READ_CHUNK (256 * 1024)
 
-enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DONE };
+/* PHASE_DRAIN: a send failed; what the agent sent before is still read. */
+enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DRAIN,
+		   PHASE_DONE };
 
 struct tv_guest {
 	struct tv_recorder *rec;
@@ -67,6 +70,7 @@ struct tv_guest {
 	int ping_outstanding;
 	double ping_sent_at;
 	unsigned pings, pongs, hcalls_asked, hcalls_done, hcall_pending;
+	int send_err;			/* PHASE_DRAIN: the failed send's errno */
 	char status[300];
 	int listed;
 };
@@ -483,8 +487,13 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 		g->phase = PHASE_STOPPED;
 		g->deadline = now + END_TIMEOUT_S;
 	}
-	if (ret)
-		guest_end(g, "truncated: cannot send to the agent: errno=%d", -ret);
+	if (ret && g->phase != PHASE_DRAIN) {
+		/* A dead guest often shows first as a failed send: keep what it sent. */
+		g->send_err = -ret;
+		g->phase = PHASE_DRAIN;
+		g->deadline = now + DRAIN_TIMEOUT_S;
+	} else if (g->phase == PHASE_DRAIN && now > g->deadline)
+		guest_end(g, "truncated: cannot send to the agent: errno=%d", g->send_err);
 	else if (g->phase == PHASE_STOPPED && g->gs.ended)
 		guest_end(g, "complete");
 	else if (g->phase == PHASE_STOPPED && now > g->deadline)

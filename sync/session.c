@@ -472,7 +472,7 @@ static int estimate_pieces(const struct dom_scan *ds, const struct point *p, siz
 }
 
 /* Summary of usable pieces in @e->est: the worst quality and bound, the breaks. */
-static void describe_pieces(struct edge *e)
+static void describe_pieces(struct edge *e, const struct dom_scan *ds)
 {
 	struct tv_sync_estimate *est = &e->est;
 	size_t off;
@@ -480,6 +480,8 @@ static void describe_pieces(struct edge *e)
 	est->quality = TV_SYNC_EXACT;
 	est->bound_ns = 0;
 	est->map = e->pieces[0].map;
+	est->span_lo = ds->first;
+	est->span_hi = ds->last;
 	for (size_t k = 0; k < e->nr_pieces; k++) {
 		if (e->pieces[k].quality > est->quality)
 			est->quality = e->pieces[k].quality;
@@ -526,7 +528,7 @@ static int try_pieces(const struct dom_scan *ds, const struct point *sorted, siz
 			nr = 0;
 	if (nr > 1 && !ret) {
 		e->nr_pieces = (size_t)nr;
-		describe_pieces(e);
+		describe_pieces(e, ds);
 	} else {
 		free(e->pieces);
 		e->pieces = NULL;
