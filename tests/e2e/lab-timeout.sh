@@ -1,7 +1,8 @@
 #!/bin/bash
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # A hanging guest is killed after LAB_TIMEOUT: lab exits 124 with a one-line
-# error on stderr and keeps the console log.
+# error on stderr and keeps the console log.  A kernel in a long soft lockup
+# is stopped after LAB_LOCKUP_S: lab exits 125 and says so.
 # shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
@@ -15,4 +16,14 @@ grep -q "timed out after 25s" "$STDERR" || fail "no timeout message on stderr"
 grep -q "about to hang" "$OUT/console.log" || fail "console.log of the hung guest not kept"
 [ -f "$OUT/hang.txt" ] || fail "/out file of the hung guest lost"
 pgrep -f "$T/hang" >/dev/null && fail "qemu still running after the timeout"
-echo "PASS: hanging guest killed after ${el}s and reported" >&2
+
+# A kernel stuck in a soft lockup for LAB_LOCKUP_S is stopped then, not at
+# LAB_TIMEOUT.  The kernel's watchdog line is written to its log here, after
+# the watcher has seen a console without one a few times.
+start=$SECONDS
+run_lab guest 'sleep 12; echo "<0>watchdog: BUG: soft lockup - CPU#0 stuck for 30s! [qemu-system-x86:281]" >/dev/kmsg; sleep 100000' lockup LAB_TIMEOUT=300 LAB_LOCKUP_S=20
+expect_rc 125 "locked-up guest"
+el2=$((SECONDS - start))
+[ "$el2" -lt 90 ] || fail "soft lockup of 30 s (limit 20 s) stopped after ${el2}s"
+grep -q "stuck in a soft lockup for 30 s" "$STDERR" || fail "no soft lockup message on stderr: $(tail -n 2 "$STDERR")"
+echo "PASS: hanging guest killed after ${el}s and reported; soft lockup stopped after ${el2}s" >&2
