@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <event-parse.h>
 #include <trace-seq.h>
 
@@ -175,10 +174,9 @@ static int print_sync_marker(struct trace_seq *s, struct tep_record *record,
 			     struct tep_event *event, void *context)
 {
 	unsigned char m[TV_SYNC_MARKER_SIZE];
+	char date[TV_WALL_CLOCK_LEN];
 	uint16_t type, guest;
 	uint64_t seq, aux;
-	time_t secs;
-	struct tm tm;
 
 	(void)event;
 	(void)context;
@@ -197,13 +195,8 @@ static int print_sync_marker(struct trace_seq *s, struct tep_record *record,
 				 (unsigned long long)seq);
 		return 0;
 	}
-	secs = (time_t)(aux / 1000000000u);
-	if (!gmtime_r(&secs, &tm))
-		return 1;
-	trace_seq_printf(s, "tracevisor clock_realtime seq=%llu %04d-%02d-%02dT%02d:%02d:%02d.%09lluZ",
-			 (unsigned long long)seq, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			 tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 (unsigned long long)(aux % 1000000000u));
+	trace_seq_printf(s, "tracevisor clock_realtime seq=%llu %s", (unsigned long long)seq,
+			 tv_wall_clock_format(aux, date));
 	return 0;
 }
 

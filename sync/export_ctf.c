@@ -21,7 +21,6 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
-#include "probes.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)
@@ -57,10 +56,8 @@ struct ctf_writer {
 	size_t nr_domains;
 	uint64_t nr_streams;	/* stream files written, and the next instance id */
 	uint64_t nr_splits;
-	struct tep_event *ref_raw_data;	/* the reference's ftrace:raw_data, or NULL */
-	int have_realtime;		/* the recorder's CLOCK_REALTIME marker seen */
-	uint64_t realtime_ts;		/* its time stamp in the reference clock */
-	uint64_t realtime_ns;		/* and the wall clock it carries */
+	int have_wall_clock;		/* the recorder's CLOCK_REALTIME marker seen */
+	struct tv_wall_clock wall;
 };
 
 /*
@@ -256,14 +253,6 @@ static void uuid_string(const unsigned char *u, char *s)
 		u[13], u[14], u[15]);
 }
 
-static uint64_t reference_freq(const struct tv_domain_info *ref)
-{
-	const char *clock = tv_meta_get(ref->meta, "clock");
-	long long khz = tv_meta_get_ll(ref->meta, "tsc_khz", 0);
-
-	return clock && !strcmp(clock, "x86-tsc") && khz > 0 ? (uint64_t)khz * 1000 : 1000000000;
-}
-
 static const char *meta_str(const struct tv_domain_info *d, const char *key)
 {
 	const char *v = tv_meta_get(d->meta, key);
@@ -280,26 +269,12 @@ static uint64_t reference_offset(const struct ctf_writer *w, uint64_t freq)
 {
 	unsigned __int128 wall;
 
-	if (!w->have_realtime)
+	if (!w->have_wall_clock)
 		return 0;
-	wall = (unsigned __int128)w->realtime_ns * freq / 1000000000u;
-	if (wall < w->realtime_ts || wall - w->realtime_ts > INT64_MAX)
+	wall = (unsigned __int128)w->wall.realtime_ns * freq / 1000000000u;
+	if (wall < w->wall.ref_ts || wall - w->wall.ref_ts > INT64_MAX)
 		return 0;
-	return (uint64_t)(wall - w->realtime_ts);
-}
-
-/* Keep the first wall-clock pair the reference's recorder left. */
-static void note_realtime(struct ctf_writer *w, const struct tv_event *ev)
-{
-	struct tv_sync_marker m;
-
-	if (w->have_realtime || ev->domain_index != 0 || !w->ref_raw_data ||
-	    ev->format != w->ref_raw_data || tv_sync_marker_of_event(ev, &m) ||
-	    m.type != TV_SYNC_CLOCK_REALTIME)
-		return;
-	w->have_realtime = 1;
-	w->realtime_ts = ev->ts;
-	w->realtime_ns = m.aux;
+	return (uint64_t)(wall - w->wall.ref_ts);
 }
 
 static void tsdl_env_str(FILE *m, const char *key, const char *value)
@@ -312,7 +287,7 @@ static void tsdl_env_str(FILE *m, const char *key, const char *value)
 static void tsdl_header(struct ctf_writer *w, FILE *m)
 {
 	const struct tv_domain_info *ref = tv_reader_domain(w->rd, 0);
-	uint64_t freq = reference_freq(ref);
+	uint64_t freq = tv_reference_clock_hz(ref);
 	char uuid[40], key[32];
 
 	uuid_string(w->uuid, uuid);
@@ -822,8 +797,6 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	c->by_id = calloc(nd * 65536, sizeof(*c->by_id));
 	if (!w->doms || !c->by_id)
 		return -ENOMEM;
-	w->ref_raw_data = tep_find_event_by_name(tv_reader_domain(w->rd, 0)->tep, "ftrace",
-						 "raw_data");
 	return write_metadata(w);
 }
 
@@ -882,10 +855,11 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
 		l = layout_get(&cache, &ev);
 		ret = l ? encode_event(&w, s, &ev, l) : -ENOMEM;
 		st->events++;
-		note_realtime(&w, &ev);
+		if (!w.have_wall_clock)
+			w.have_wall_clock = !tv_wall_clock_of_event(&ev, &w.wall);
 	}
 	/* Written first so that a failed export is still readable; now with the offset. */
-	if (ret >= 0 && w.have_realtime)
+	if (ret >= 0 && w.have_wall_clock)
 		ret = write_metadata(&w);
 	st->streams = w.nr_streams;
 	return writer_finish(&w, &cache, ret < 0 ? ret : 0);

@@ -16,10 +16,12 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor report [--json] DIR\n\n"
+		"usage: tracevisor report [--json] [--date] DIR\n\n"
 		"Prints every event of the session DIR in time order, one per line:\n"
 		"time, CPU, task, system:event and its fields.\n\n"
 		"  --json      JSON lines: ts (ns), domain, cpu, pid, comm, event, fields\n"
+		"  --date      the wall-clock time (UTC) instead of the trace clock's seconds;\n"
+		"              with --json, a \"date\" key beside ts\n"
 		"  -h, --help  this help\n");
 }
 
@@ -111,8 +113,20 @@ static int lookup_json_names(struct comm_cache *cc, const struct tv_event *ev)
  * prefix is assembled by hand in one go and the info is compiled
  * (tv_event_append_info): printf's format parsing cost more than the rest.
  */
+/* The event's time: trace-clock seconds, or with --date (@wall) the wall clock. */
+static char *put_time(char *out, const struct tv_event *ev, const struct tv_wall_clock *wall)
+{
+	if (wall) {
+		tv_wall_clock_format(tv_wall_clock_ns(wall, ev->ts), out);
+		return out + strlen(out);
+	}
+	out = tv_put_u64(out, ev->ts / 1000000000ULL, 1);
+	*out++ = '.';
+	return tv_put_u64(out, ev->ts % 1000000000ULL, 9);
+}
+
 static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb,
-		      int show_domain)
+		      int show_domain, const struct tv_wall_clock *wall)
 {
 	const char *sys = ev->format ? ev->format->system : "?";
 	const char *name = ev->format ? ev->format->name : "?";
@@ -155,9 +169,7 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 	out = tv_put_u64(out, (uint64_t)ev->cpu, 3);
 	*out++ = ']';
 	*out++ = ' ';
-	out = tv_put_u64(out, ev->ts / 1000000000ULL, 1);
-	*out++ = '.';
-	out = tv_put_u64(out, ev->ts % 1000000000ULL, 9);
+	out = put_time(out, ev, wall);
 	*out++ = ':';
 	*out++ = ' ';
 	memcpy(out, sys, slen);
@@ -175,12 +187,20 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 #define APPEND_LIT(sb, lit) tv_strbuf_append_mem(sb, lit, sizeof(lit) - 1)
 
 /* Built from fixed pieces: a format string per event costs more than the rest. */
-static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb)
+static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb,
+		      const struct tv_wall_clock *wall)
 {
+	char date[TV_WALL_CLOCK_LEN];
 	int ret = lookup_json_names(cc, ev);
 
 	ret = ret ?: APPEND_LIT(sb, "{\"ts\":");
 	ret = ret ?: tv_strbuf_append_u64(sb, ev->ts);
+	if (wall) {
+		tv_wall_clock_format(tv_wall_clock_ns(wall, ev->ts), date);
+		ret = ret ?: APPEND_LIT(sb, ",\"date\":\"");
+		ret = ret ?: tv_strbuf_append_mem(sb, date, strlen(date));
+		ret = ret ?: APPEND_LIT(sb, "\"");
+	}
 	ret = ret ?: APPEND_LIT(sb, ",\"domain\":");
 	ret = ret ?: tv_strbuf_append_mem(sb, cc->json_domain.data, cc->json_domain.len);
 	ret = ret ?: APPEND_LIT(sb, ",\"cpu\":");
@@ -206,6 +226,7 @@ int cmd_report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "date", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -213,11 +234,14 @@ int cmd_report(int argc, char **argv)
 	struct comm_cache cc = { 0 };
 	struct tv_reader *rd;
 	struct tv_event ev;
-	int json = 0, c, ret, show_domain;
+	struct tv_wall_clock wall_clock, *wall = NULL;
+	int json = 0, date = 0, c, ret, show_domain;
 
-	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jdh", longopts, NULL)) != -1) {
 		if (c == 'j') {
 			json = 1;
+		} else if (c == 'd') {
+			date = 1;
 		} else if (c == 'h') {
 			report_usage(stdout);
 			return 0;
@@ -230,15 +254,21 @@ int cmd_report(int argc, char **argv)
 		report_usage(stderr);
 		return 2;
 	}
+	if (date) {
+		ret = tv_wall_clock_find(argv[optind], &wall_clock);
+		if (ret)
+			return tv_cli_status(ret);
+		wall = &wall_clock;
+	}
 	ret = tv_reader_open(argv[optind], &rd);
 	if (ret)
 		return tv_cli_status(ret);
 	show_domain = tv_reader_nr_domains(rd) > 1;
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
 		if (json)
-			ret = print_json(&ev, &cc, &sb);
+			ret = print_json(&ev, &cc, &sb, wall);
 		else
-			ret = print_text(&ev, &cc, &sb, show_domain);
+			ret = print_text(&ev, &cc, &sb, show_domain, wall);
 		if (ret < 0)
 			break;
 	}

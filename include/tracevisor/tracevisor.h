@@ -660,6 +660,35 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 
+/* --------------------------------------------------------- wall clock */
+
+/*
+ * The reference clock tied to the wall clock by the recorder's
+ * CLOCK_REALTIME marker (doc/sync-probes.md, type 16).
+ */
+struct tv_wall_clock {
+	uint64_t ref_ts;	/* the marker's time stamp, reference clock */
+	uint64_t realtime_ns;	/* CLOCK_REALTIME it carries, ns since 1970 */
+	uint64_t hz;		/* reference clock ticks per second */
+};
+
+#define TV_WALL_CLOCK_LEN 32	/* "2026-11-22T21:39:16.186612899Z" and NUL */
+
+/* Ticks per second of a reference domain's trace clock: 1e9, or the TSC's. */
+uint64_t tv_reference_clock_hz(const struct tv_domain_info *ref);
+/* @ev is the reference domain's CLOCK_REALTIME marker: 0 with @wc set, else -ENOMSG. */
+int tv_wall_clock_of_event(const struct tv_event *ev, struct tv_wall_clock *wc);
+/**
+ * tv_wall_clock_find - the wall-clock marker at the start of session @dir
+ * Reads the session's first events (its own reader).
+ * Return: 0, -ENOENT (logged) when there is none, or -errno.
+ */
+int tv_wall_clock_find(const char *dir, struct tv_wall_clock *wc);
+/* Reference time stamp @ts as ns since 1970. */
+uint64_t tv_wall_clock_ns(const struct tv_wall_clock *wc, uint64_t ts);
+/* @ns as "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" (UTC) in @out[TV_WALL_CLOCK_LEN]. */
+char *tv_wall_clock_format(uint64_t ns, char *out);
+
 /* ------------------------------------------------------------- export */
 
 struct tv_export_stats {

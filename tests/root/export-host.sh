@@ -53,6 +53,23 @@ assert first <= last <= end + 1, (last, end)
 print("CTF dates: first event %.6f s after start_realtime, last %.3f s before the end" %
       (first - start, end - last))
 PY
+# report --date: the same wall clock, first and last line, text and JSON.
+"$TV" report --date "$S" > "$TV_TMP/report-date.txt" || fail "report --date"
+"$TV" report --json --date "$S" > "$TV_TMP/report-date.json" || fail "report --json --date"
+python3 - "$TV_TMP/report-date.txt" "$TV_TMP/report-date.json" "$TV_TMP/bt-date.txt" <<'PY' || fail "report --date"
+import json, re, sys
+text = [re.search(r"\] (\S+Z): ", l).group(1) for l in open(sys.argv[1])]
+js = [json.loads(l)["date"] for l in open(sys.argv[2])]
+bt = [l[1:30] for l in open(sys.argv[3])]
+assert text == js, "text and JSON dates differ"
+# babeltrace2: "[2026-11-22 21:39:16.186612899]"; ours: "2026-11-22T21:39:16.186612899Z"
+ours = [t.replace("T", " ")[:-1] for t in (text[0], text[-1])]
+assert ours == [bt[0], bt[-1]], (ours, bt[0], bt[-1])
+print("report --date: %d events, %s .. %s, as babeltrace2 --clock-date" % (len(text), text[0], text[-1]))
+PY
+out=$("$TV" report --date "$TV_ROOT/tests/samples/abs-ts" 2>&1 >/dev/null) && fail "report --date without a marker: exit 0"
+echo "$out" | grep -q "No wall-clock marker at the start of the session: path=" ||
+	fail "report --date without a marker: $out"
 
 "$TV" export --format perfetto -o "$TV_TMP/p.json" "$S" || fail "export perfetto"
 python3 -m json.tool "$TV_TMP/p.json" > /dev/null || fail "perfetto output is not JSON"
