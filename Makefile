@@ -6,7 +6,7 @@ DESTDIR ?=
 BUILD   := build
 CC      ?= cc
 
-PKGS    := libtracefs libtraceevent xencontrol xenforeignmemory xenevtchn xentoollog xencall
+PKGS    := libtracefs libtraceevent libzstd xencontrol xenforeignmemory xenevtchn xentoollog xencall
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -Iinclude -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -45,27 +45,54 @@ static int stream_corrupt(struct tv_cpu_stream *st, uint64_t off, const char *wh
 	return -EBADMSG;
 }
 
+/* cpuN.raw.zst instead of cpuN.raw (tv_session_compress): its size is inside. */
+static int stream_open_compressed(struct tv_cpu_stream *st)
+{
+	int ret;
+
+	strcat(st->path, ".zst");
+	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
+	if (st->fd < 0 && errno == ENOENT) {
+		st->path[strlen(st->path) - 4] = '\0';
+		st->done = 1;	/* neither file: that CPU had no events */
+		return 0;
+	}
+	if (st->fd < 0) {
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
+		return -errno;
+	}
+	ret = tv_zstream_open(st->fd, &st->zs, &st->file_size);
+	if (ret == -EBADMSG)
+		tv_err("Corrupt stream file: path=\"%s\", offset=0: not a zstd frame with its size",
+		       st->path);
+	else if (ret)
+		tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, -ret);
+	return ret;
+}
+
 int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 {
 	struct stat sb;
+	int ret;
 
 	memset(st, 0, sizeof(*st));
 	st->dom = dom;
 	st->cpu = cpu;
 	st->fd = -1;
-	snprintf(st->path, sizeof(st->path), "%s/cpu%d.raw", dom->dir, cpu);
+	snprintf(st->path, sizeof(st->path) - 4, "%s/cpu%d.raw", dom->dir, cpu);
 	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
-	if (st->fd < 0) {
-		if (errno == ENOENT) {	/* a CPU with no file had no events */
-			st->done = 1;
-			return 0;
-		}
+	if (st->fd < 0 && errno == ENOENT) {
+		ret = stream_open_compressed(st);
+		if (ret || st->done)
+			return ret;
+	} else if (st->fd < 0) {
 		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
 		return -errno;
-	}
-	if (fstat(st->fd, &sb))
+	} else if (fstat(st->fd, &sb)) {
 		return -errno;
-	st->file_size = (uint64_t)sb.st_size;
+	} else {
+		st->file_size = (uint64_t)sb.st_size;
+	}
 	st->page = calloc(1, dom->subbuf_size + PAGE_SLACK);
 	if (!st->page)
 		return -ENOMEM;
@@ -167,6 +194,31 @@ static int page_missed(struct tv_cpu_stream *st, uint64_t commit, size_t header)
 	return 0;
 }
 
+/*
+ * The sub-buffer at @off into st->page: pread, or the next one out of the
+ * decompressor (sub-buffers are read in file order).  Return: bytes read,
+ * -EBADMSG (said) for bad compressed data, or -errno.
+ */
+static ssize_t stream_read_page(struct tv_cpu_stream *st, uint64_t off)
+{
+	size_t size = st->dom->subbuf_size;
+	const char *why = "";
+	char msg[160];
+	ssize_t n;
+
+	if (!st->zs) {
+		n = pread(st->fd, st->page, size, (off_t)off);
+		return n < 0 ? -errno : n;
+	}
+	if (off != tv_zstream_pos(st->zs))
+		return stream_corrupt(st, off, "compressed stream read out of order");
+	n = tv_zstream_read(st->zs, st->page, size, &why);
+	if (n != -EBADMSG)
+		return n;
+	snprintf(msg, sizeof(msg), "compressed data is corrupt (%s)", why);
+	return stream_corrupt(st, off, msg);
+}
+
 /* Read and validate the sub-buffer at @off. Return 1 loaded, 0 empty, <0 bad. */
 static int stream_load_page(struct tv_cpu_stream *st, uint64_t off)
 {
@@ -178,11 +230,13 @@ static int stream_load_page(struct tv_cpu_stream *st, uint64_t off)
 	ssize_t n;
 	int ret;
 
-	n = pread(st->fd, st->page, size, (off_t)off);
+	n = stream_read_page(st, off);
+	if (n == -EBADMSG)
+		return -EBADMSG;
 	if (n < 0) {
 		tv_err("Cannot read stream file: path=\"%s\", offset=%llu, errno=%d", st->path,
-		       (unsigned long long)off, errno);
-		return -errno;
+		       (unsigned long long)off, (int)-n);
+		return (int)n;
 	}
 	if ((size_t)n < size)
 		return stream_corrupt(st, off, "truncated sub-buffer");
@@ -342,6 +396,8 @@ int tv_cpu_stream_next(struct tv_cpu_stream *st)
 
 void tv_cpu_stream_close(struct tv_cpu_stream *st)
 {
+	tv_zstream_close(st->zs);
+	st->zs = NULL;
 	if (st->fd >= 0)
 		close(st->fd);
 	free(st->page);

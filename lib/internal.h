@@ -125,7 +125,17 @@ struct tv_cpu_stream {
 	long long missed;	/* events lost before the current one */
 	int done;
 	struct tv_xen_stream *xen;	/* kind xen-trace only */
+	struct tv_zstream *zs;		/* cpuN.raw.zst: decompressed in order */
 };
+
+/* Sequential reading of a cpuN.raw.zst (lib/compress.c). */
+struct tv_zstream;
+/* Return: 0 with the frame's content size, -EBADMSG (not one sized zstd frame), -errno. */
+int tv_zstream_open(int fd, struct tv_zstream **out, uint64_t *content_size);
+/* Up to @len bytes (fewer only at the end); -EBADMSG with *why for bad data. */
+ssize_t tv_zstream_read(struct tv_zstream *z, void *buf, size_t len, const char **why);
+uint64_t tv_zstream_pos(const struct tv_zstream *z);
+void tv_zstream_close(struct tv_zstream *z);
 
 int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 /* Return: 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */

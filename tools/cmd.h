@@ -12,6 +12,10 @@ int cmd_import(int argc, char **argv);
 int cmd_xen_mark(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+
+/* Compress session @dir's stream files and say how much (tracevisor compress). */
+int tv_cli_compress(const char *dir);
 
 /* Print "tracevisor CMD: MESSAGE" on stderr. */
 void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -33,6 +33,7 @@ enum {
 	OPT_GUEST_BUFFER,
 	OPT_GUEST_LIMIT,
 	OPT_SYNC_INTERVAL,
+	OPT_COMPRESS,
 };
 
 struct record_cli {
@@ -41,6 +42,7 @@ struct record_cli {
 	double duration;
 	char **command;
 	int quiet;
+	int compress;			/* --compress: cpuN.raw -> .zst once recorded */
 	const char *guest_specs[MAX_GUESTS];
 	size_t nr_guests;
 	struct tv_guest_opts guest_opts;
@@ -57,7 +59,7 @@ static void record_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor record [-o DIR] [-e EVENT]... [-f FILTER] [-b KB_PER_CPU]\n"
-		"                         [--clock CLOCK] [--duration SECONDS] [-q]\n"
+		"                         [--clock CLOCK] [--duration SECONDS] [-q] [--compress]\n"
 		"                         [--guest SPEC]... [--guest-events LIST] [--guest-buffer KB]\n"
 		"                         [--guest-limit MB] [--sync-interval SECONDS] [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
@@ -70,6 +72,8 @@ static void record_usage(FILE *out)
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
 		"      --duration SECONDS  stop after SECONDS\n"
 		"  -q, --quiet             no progress or summary\n"
+		"      --compress          compress the stream files (zstd) once recorded, as\n"
+		"                          `tracevisor compress DIR` does\n"
 		"      --xen               (in a Xen dom0) record the hypervisor's trace buffers into\n"
 		"                          DIR/xen/; without -e only Xen is recorded, with -e dom0's\n"
 		"                          kernel events too (DIR/host/), with dom0/Xen clock-sync\n"
@@ -121,6 +125,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "guest-buffer", required_argument, NULL, OPT_GUEST_BUFFER },
 		{ "guest-limit", required_argument, NULL, OPT_GUEST_LIMIT },
 		{ "sync-interval", required_argument, NULL, OPT_SYNC_INTERVAL },
+		{ "compress", no_argument, NULL, OPT_COMPRESS },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -205,6 +210,9 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid sync interval: '%s' (seconds, 0.01 or more)", optarg);
 				return -1;
 			}
+			break;
+		case OPT_COMPRESS:
+			cli->compress = 1;
 			break;
 		case 'X':
 			cli->xen = 1;
@@ -651,6 +659,8 @@ int cmd_record(int argc, char **argv)
 	tv_xen_recorder_destroy(xrec);
 	tv_recorder_destroy(rec);
 	close(sfd);
+	if (!ret && cli.compress)
+		ret = tv_cli_compress(cli.opts.outdir);
 	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		fprintf(stderr, "tracevisor record: warning: command '%s' %s %d\n", cli.command[0],
 			WIFSIGNALED(status) ? "was killed by signal" : "exited with status",

@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
 	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
 	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },
+	{ "compress", cmd_compress, "compress a session's stream files (zstd); every command reads them" },
 };
 
 static const char *current_cmd = "tracevisor";

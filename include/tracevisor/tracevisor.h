@@ -660,6 +660,25 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 
+/* ---------------------------------------------------------- compress */
+
+struct tv_compress_stats {
+	uint64_t files;		/* stream files compressed */
+	uint64_t bytes_in;	/* their raw size */
+	uint64_t bytes_out;	/* and compressed */
+};
+
+/**
+ * tv_session_compress - compress every cpuN.raw of session @dir to cpuN.raw.zst
+ * @dir: a complete session (its session.meta lists the domains)
+ * @st: what was compressed
+ *
+ * Each file is written aside, synced and renamed before its raw file is
+ * removed: an interrupted run leaves every stream readable, once.  Readers
+ * take either form.  Return: 0 or -errno (logged).
+ */
+int tv_session_compress(const char *dir, struct tv_compress_stats *st);
+
 /* --------------------------------------------------------- wall clock */
 
 /*
