@@ -213,10 +213,11 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 	snprintf(tmp, sizeof(tmp), "%s.tmp", dst);
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0 || fstat(in, &sb)) {
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", src, errno);
+		ret = -errno;
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d", src, -ret);
 		if (in >= 0)
 			close(in);
-		return -errno;
+		return ret;
 	}
 	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (out < 0) {
@@ -245,36 +246,38 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 	return unlink(src) ? -errno : 0;
 }
 
-static int is_raw_stream(const char *name)
+static int is_raw_stream(const struct dirent *de)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(de->d_name);
 
-	return !strncmp(name, "cpu", 3) && n > 7 && !strcmp(name + n - 4, ".raw");
+	return !strncmp(de->d_name, "cpu", 3) && n > 7 && !strcmp(de->d_name + n - 4, ".raw");
 }
 
-/* Every cpuN.raw of one domain directory. */
+/*
+ * Every cpuN.raw of one domain directory, listed before any is replaced:
+ * readdir() over a directory that changes may skip or repeat entries.
+ */
 static int compress_domain(const char *dir, struct tv_compress_stats *st)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int ret = 0;
+	struct dirent **names;
+	int n = scandir(dir, &names, is_raw_stream, alphasort), ret = 0;
 
-	if (!d) {
+	if (n < 0) {
 		tv_err("Cannot open domain directory: path=\"%s\", errno=%d", dir, errno);
 		return -errno;
 	}
-	while (!ret && (de = readdir(d))) {
+	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX + 300];
 		struct stat sb;
 
-		if (!is_raw_stream(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &sb) == 0)
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		if (!ret && stat(path, &sb) == 0)
 			st->bytes_in += (uint64_t)sb.st_size;
-		ret = compress_file(dir, de->d_name, st);
+		if (!ret)
+			ret = compress_file(dir, names[i]->d_name, st);
+		free(names[i]);
 	}
-	closedir(d);
+	free(names);
 	return ret;
 }
 
