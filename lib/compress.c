@@ -96,19 +96,20 @@ static int zstream_next_window(struct tv_zstream *z, const char **why)
 	ZSTD_outBuffer outb = { z->win, ZSTREAM_WINDOW, 0 };
 
 	while (outb.pos < outb.size && !z->frame_done) {
-		size_t r;
+		size_t before = outb.pos, r;
 		int ret = zstream_fill(z);
 
 		if (ret)
 			return ret;
-		if (z->eof)
-			break;	/* cut short: the caller sees a short read */
+		/* At the end of the file too: zstd may still hold output to flush. */
 		r = ZSTD_decompressStream(z->ds, &outb, &z->inb);
 		if (ZSTD_isError(r)) {
 			*why = ZSTD_getErrorName(r);
 			return -EBADMSG;
 		}
 		z->frame_done = r == 0;
+		if (z->eof && outb.pos == before)
+			break;	/* cut short: the caller sees a short read */
 	}
 	z->win_pos = 0;
 	z->win_len = outb.pos;
