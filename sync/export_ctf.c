@@ -56,6 +56,7 @@ struct ctf_writer {
 	size_t nr_domains;
 	uint64_t nr_streams;	/* stream files written, and the next instance id */
 	uint64_t nr_splits;
+	struct tep_event *ref_raw_data;	/* the reference's ftrace:raw_data, or NULL */
 	int have_wall_clock;		/* the recorder's CLOCK_REALTIME marker seen */
 	struct tv_wall_clock wall;
 };
@@ -797,6 +798,9 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	c->by_id = calloc(nd * 65536, sizeof(*c->by_id));
 	if (!w->doms || !c->by_id)
 		return -ENOMEM;
+	/* Markers are looked for by format pointer: no name compare per event. */
+	w->ref_raw_data = tep_find_event_by_name(tv_reader_domain(w->rd, 0)->tep, "ftrace",
+						 "raw_data");
 	return write_metadata(w);
 }
 
@@ -855,7 +859,7 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
 		l = layout_get(&cache, &ev);
 		ret = l ? encode_event(&w, s, &ev, l) : -ENOMEM;
 		st->events++;
-		if (!w.have_wall_clock)
+		if (!w.have_wall_clock && ev.format == w.ref_raw_data && ev.domain_index == 0)
 			w.have_wall_clock = !tv_wall_clock_of_event(&ev, &w.wall);
 	}
 	/* Written first so that a failed export is still readable; now with the offset. */

@@ -727,22 +727,15 @@ static void compose_one(const struct scan *sc, struct tv_sync_domain *res, int r
 		return;
 	}
 	compose_one(sc, res, ref, v, state);
-	if (state[v] != 2 || strcmp(res[v].method, "hull")) {
-		/* A cycle, or a TSC-exact middle domain whose relation is not a line. */
+	/*
+	 * A cycle, or a TSC-exact middle domain whose relation is not a line;
+	 * or a middle clock in pieces (its breaks would need mapping: not done).
+	 */
+	if (state[v] != 2 || strcmp(res[v].method, "hull") || res[v].nr_pieces) {
 		snprintf(r->method, sizeof(r->method), "none");
-		snprintf(r->est.message, sizeof(r->est.message),
-			 "synchronised only against %s, which has no linear path to the reference",
-			 r->via);
-		r->est.quality = TV_SYNC_INSUFFICIENT;
-		state[d] = 2;
-		return;
-	}
-	if (res[v].nr_pieces) {
-		/* Pieces of pieces would need the middle clock's breaks mapped: not done. */
-		snprintf(r->method, sizeof(r->method), "none");
-		snprintf(r->est.message, sizeof(r->est.message),
-			 "synchronised only against %s, whose clock is linear only in pieces",
-			 r->via);
+		snprintf(r->est.message, sizeof(r->est.message), "synchronised only against %s, %s",
+			 r->via, res[v].nr_pieces ? "whose clock is linear only in pieces"
+						  : "which has no linear path to the reference");
 		r->est.quality = TV_SYNC_INSUFFICIENT;
 		state[d] = 2;
 		return;

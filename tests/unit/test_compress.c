@@ -28,28 +28,6 @@ static const char *const samples[] = {
 static char tmpdir[] = "/tmp/tv-compress.XXXXXX";
 static const char *tv;
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-
-	if (!f)
-		return NULL;
-	do {
-		if (len + 4096 + 1 > cap) {
-			cap = (cap + 4096) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
 
 /* @text with every @from replaced by @to (a new string). */
 static char *replace_all(const char *text, const char *from, const char *to)
@@ -120,15 +98,15 @@ static void check_sample(const char *name)
 		 "%s: zstd -d does not give cpu0.raw back", name);
 	rc = report(dir, name);
 	snprintf(path, sizeof(path), SAMPLES "/%s/expected.txt", name);
-	want = slurp(path);
+	want = tv_test_slurp(path);
 	snprintf(path, sizeof(path), "%s/%s.out", tmpdir, name);
-	got = slurp(path);
+	got = tv_test_slurp(path);
 	TV_CHECK(want && got && !strcmp(want, got), "%s: report of the compressed session differs",
 		 name);
 	snprintf(path, sizeof(path), SAMPLES "/%s/expected.stderr", name);
-	want_err = slurp(path);
+	want_err = tv_test_slurp(path);
 	snprintf(path, sizeof(path), "%s/%s.err", tmpdir, name);
-	err = slurp(path);
+	err = tv_test_slurp(path);
 	if (want_err) {
 		/* The same errors, naming the compressed file ("raw.zst"). */
 		snprintf(raw_prefix, sizeof(raw_prefix), SAMPLES "/%s/", name);
@@ -164,7 +142,7 @@ static void check_damage(const char *tag, const char *damage, const char *want)
 	TV_CHECK(system(cmd) == 0, "%s", cmd);
 	TV_CHECK(report(dir, tag) == 1, "%s: report did not exit 1", tag);
 	snprintf(path, sizeof(path), "%s/%s.err", tmpdir, tag);
-	err = slurp(path);
+	err = tv_test_slurp(path);
 	TV_CHECK(err && strstr(err, "Corrupt stream file: path=\"") && strstr(err, "cpu0.raw.zst") &&
 		 strstr(err, want) && strchr(err, '\n') == err + strlen(err) - 1,
 		 "%s: stderr: %s", tag, err ? err : "(none)");
@@ -182,9 +160,9 @@ static void check_interrupted(void)
 	TV_CHECK(run("head -c 100 /dev/urandom >%s/host/cpu0.raw.zst.tmp%s", dir, "") == 0, "tmp");
 	TV_CHECK(report(dir, "interrupted") == 0, "interrupted: report failed");
 	snprintf(path, sizeof(path), SAMPLES "/vmx-exits/expected.txt");
-	want = slurp(path);
+	want = tv_test_slurp(path);
 	snprintf(path, sizeof(path), "%s/interrupted.out", tmpdir);
-	got = slurp(path);
+	got = tv_test_slurp(path);
 	TV_CHECK(want && got && !strcmp(want, got), "interrupted: report differs");
 	free(want);
 	free(got);

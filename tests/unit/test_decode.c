@@ -32,35 +32,13 @@
 
 static char tmpdir[] = "/tmp/tv-decode.XXXXXX";
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t cap = 0, len = 0, n;
-
-	if (!f)
-		return NULL;
-	do {
-		if (len + 4096 + 1 > cap) {
-			cap = (cap + 4096) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-	} while (n > 0);
-	fclose(f);
-	buf[len] = '\0';
-	return buf;
-}
 
 static char *expected(const char *sample, const char *file)
 {
 	char path[512];
 
 	snprintf(path, sizeof(path), SAMPLES "/%s/%s", sample, file);
-	return slurp(path);
+	return tv_test_slurp(path);
 }
 
 /* Equal, or say where they part. */
@@ -106,8 +84,8 @@ static int run_tv(char *const args[], char **out, char **err)
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		abort();
-	*out = slurp(opath);
-	*err = slurp(epath);
+	*out = tv_test_slurp(opath);
+	*err = tv_test_slurp(epath);
 	if (!*out || !*err)
 		abort();
 	return status;

@@ -24,6 +24,30 @@ static int tv_test_passed, tv_test_failed;
 		}                                                                \
 	} while (0)
 
+/* The whole file @path as a malloc'ed string, or NULL when it cannot be opened. */
+static inline char *tv_test_slurp(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (len + 4096 + 1 > cap) {
+			cap = (cap + 4096) * 2;
+			buf = realloc(buf, cap);
+			if (!buf)
+				abort();
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = '\0';
+	return buf;
+}
+
 static inline int tv_test_done(const char *name)
 {
 	printf("%s: %d checks passed, %d failed\n", name, tv_test_passed, tv_test_failed);
