@@ -173,30 +173,20 @@ static const char *const marker_names[] = {
 static int print_sync_marker(struct trace_seq *s, struct tep_record *record,
 			     struct tep_event *event, void *context)
 {
-	unsigned char m[TV_SYNC_MARKER_SIZE];
 	char date[TV_WALL_CLOCK_LEN];
-	uint16_t type, guest;
-	uint64_t seq, aux;
+	struct tv_sync_marker m;
 
 	(void)event;
 	(void)context;
-	if (record->size < 8 + TV_SYNC_MARKER_SIZE)
+	if (record->size < 0 || tv_sync_marker_decode(record->data, (size_t)record->size, &m) ||
+	    m.type >= sizeof(marker_names) / sizeof(marker_names[0]) || !marker_names[m.type])
 		return 1;
-	memcpy(m, (const unsigned char *)record->data + 8, sizeof(m));
-	type = (uint16_t)(m[4] | m[5] << 8);
-	guest = (uint16_t)(m[6] | m[7] << 8);
-	seq = tv_proto_get_u64(m + 8);
-	aux = tv_proto_get_u64(m + 16);
-	if (tv_proto_get_u32(m) != TV_SYNC_MAGIC || type >= sizeof(marker_names) / sizeof(marker_names[0]) ||
-	    !marker_names[type])
-		return 1;
-	if (type != TV_SYNC_CLOCK_REALTIME) {
-		trace_seq_printf(s, "tracevisor %s guest=%u seq=%llu", marker_names[type], guest,
-				 (unsigned long long)seq);
-		return 0;
-	}
-	trace_seq_printf(s, "tracevisor clock_realtime seq=%llu %s", (unsigned long long)seq,
-			 tv_wall_clock_format(aux, date));
+	if (m.type != TV_SYNC_CLOCK_REALTIME)
+		trace_seq_printf(s, "tracevisor %s guest=%u seq=%llu", marker_names[m.type], m.guest,
+				 (unsigned long long)m.seq);
+	else
+		trace_seq_printf(s, "tracevisor clock_realtime seq=%llu %s",
+				 (unsigned long long)m.seq, tv_wall_clock_format(m.aux, date));
 	return 0;
 }
 

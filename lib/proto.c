@@ -91,6 +91,20 @@ void tv_sync_marker_encode(unsigned char out[TV_SYNC_MARKER_SIZE], uint16_t type
 	tv_proto_put_u64(out + 16, aux);
 }
 
+int tv_sync_marker_decode(const void *record, size_t size, struct tv_sync_marker *m)
+{
+	const unsigned char *p = (const unsigned char *)record + 8;
+
+	if (size < 8 + TV_SYNC_MARKER_SIZE)
+		return -ENOMSG;
+	m->magic = tv_proto_get_u32(p);
+	m->type = (uint16_t)(p[4] | p[5] << 8);
+	m->guest = (uint16_t)(p[6] | p[7] << 8);
+	m->seq = tv_proto_get_u64(p + 8);
+	m->aux = tv_proto_get_u64(p + 16);
+	return m->magic == TV_SYNC_MAGIC ? 0 : -ENOMSG;
+}
+
 static int name_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -85,6 +85,22 @@ uint32_t tv_proto_get_u32(const unsigned char *p);
 void tv_sync_marker_encode(unsigned char out[TV_SYNC_MARKER_SIZE], uint16_t type,
 			   uint16_t guest, uint64_t seq, uint64_t aux);
 
+/* A sync marker as read back (doc/sync-probes.md). */
+struct tv_sync_marker {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t guest;
+	uint64_t seq;
+	uint64_t aux;
+};
+
+/*
+ * The marker in an ftrace:raw_data record of @size bytes: after its 8-byte
+ * common header, the "id" field holds the magic and "buf" the rest.
+ * Return: 0 with *m set, or -ENOMSG (too short or not our magic).
+ */
+int tv_sync_marker_decode(const void *record, size_t size, struct tv_sync_marker *m);
+
 /*
  * A session-relative path a guest may name in a FILE frame: header_page,
  * header_event, saved_cmdlines, saved_tgids or events/SYS/EVENT/format,

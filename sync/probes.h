@@ -20,23 +20,9 @@ enum tv_sync_probe_internal {
 	TV_PROBE_NR_TYPES = 11,
 };
 
-struct tv_sync_marker {
-	uint32_t magic;
-	uint16_t type;
-	uint16_t guest;
-	uint64_t seq;
-	uint64_t aux;
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct tv_sync_marker) == TV_SYNC_MARKER_SIZE, "marker layout");
-
 struct tv_event;
 
-/*
- * The sync marker an ftrace:raw_data event carries, when it is one (its
- * "id" field holds the magic, "buf" the rest).
- * Return: 0 with *m set, or -ENOMSG (too short or not our magic).
- */
+/* tv_sync_marker_decode() of an ftrace:raw_data event's record. */
 int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
 
 #endif

@@ -95,11 +95,9 @@ static int scan_guest_domain(const struct scan *sc, unsigned int g)
 
 int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m)
 {
-	/* After the 8-byte common header: the marker fills id and buf. */
-	if (ev->record->size < 8 + (int)sizeof(*m))
+	if (ev->record->size < 0)
 		return -ENOMSG;
-	memcpy(m, (const unsigned char *)ev->record->data + 8, sizeof(*m));
-	return m->magic == TV_SYNC_MAGIC ? 0 : -ENOMSG;
+	return tv_sync_marker_decode(ev->record->data, (size_t)ev->record->size, m);
 }
 
 static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
