@@ -1,16 +1,19 @@
 #!/bin/bash
 # build-patched-xen.sh: Debian's Xen 4.17 source (apt-get source xen) with
 # xen/patches/*.patch applied, built once and cached under
-# .cache/xen-build/KEY/xen (KEY: hash of the patches and the source version).
-# Prints the hypervisor's path.  Exit 77 when it cannot be built here
-# (no deb-src entry, no flex/bison): callers skip.
+# $(scripts/cache-dir)/xen-build/KEY/xen (KEY: hash of the patches and the
+# source version), outside the clone and under a lock (two runs build once).
+# Prints the hypervisor's path.  Exits non-zero, saying what is missing,
+# when it cannot be built (no deb-src entry, no flex/bison: `make deps`
+# provides both).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=$REPO/.cache/xen-build
-ver=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
-[ -n "$ver" ] || { echo "no deb-src entry for xen (add 'deb-src http://deb.debian.org/debian bookworm main')" >&2; exit 77; }
+CACHE=$("$REPO/scripts/cache-dir")/xen-build
+# apt-cache exits 100 without a deb-src entry: say so (set -e would not)
+ver=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1) || true
+[ -n "$ver" ] || { echo "build-patched-xen: apt-cache showsrc xen: no source entry for xen (run 'make deps': it adds deb-src entries)" >&2; exit 2; }
 for t in flex bison python3 make gcc; do
-	command -v $t >/dev/null || { echo "$t missing (apt-get install $t)" >&2; exit 77; }
+	command -v $t >/dev/null || { echo "build-patched-xen: $t missing (run 'make deps')" >&2; exit 2; }
 done
 key=$( (echo "$ver"; cat "$REPO"/xen/patches/*.patch) | sha256sum | cut -c1-16)
 out=$CACHE/$key
@@ -19,6 +22,13 @@ if [ -s "$out/xen" ]; then
 	exit 0
 fi
 mkdir -p "$CACHE"
+exec 9>"$CACHE/$key.lock"
+flock 9 # a concurrent run may be building the same key: wait for it
+if [ -s "$out/xen" ]; then
+	echo "$out/xen"
+	exit 0
+fi
+echo "build-patched-xen: building Xen $ver with xen/patches (about 1-2 min, once per machine)" >&2
 work=$(mktemp -d "$CACHE/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && apt-get source -q "xen=$ver" >build.log 2>&1) ||

@@ -92,9 +92,9 @@ if ! virsh -q -c $URI uri >/dev/null 2>&1; then
 fi
 
 # ------------------------------------------------------------ guest image
-# The lab's kernel and busybox (tests/lab/lab-lib.sh, cached in .cache/lab).
+# The lab's kernel and busybox (tests/lab/lab-lib.sh, cached in $(scripts/cache-dir)/lab).
 LAB_DIR=$TV_ROOT/tests/lab
-CACHE=${LAB_CACHE:-$TV_ROOT/.cache/lab}
+CACHE=${LAB_CACHE:-$("$TV_ROOT/scripts/cache-dir")/lab}
 # shellcheck source-path=SCRIPTDIR source=../lab/lab-lib.sh
 . "$LAB_DIR/lab-lib.sh"
 KPKG=$(kernel_pkg)

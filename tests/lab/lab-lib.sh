@@ -55,10 +55,18 @@ pkg_tree() {
 	local pkg=$1 ver=${VER[$1]} dir deb
 	dir=$CACHE/x/${pkg}_${ver//:/%3a}
 	if [ ! -e "$dir/.done" ]; then
-		deb=$(fetch_deb "$pkg" "$ver") || exit 125
-		rm -rf "$dir" && mkdir -p "$dir"
-		dpkg-deb -x "$deb" "$dir" || die "cannot extract $deb"
-		touch "$dir/.done"
+		# one lock per package and version: two lab runs (CI and a
+		# developer, two clones) sharing the cache download it once
+		mkdir -p "$CACHE/x"
+		exec 8>"$dir.lock"
+		flock 8
+		if [ ! -e "$dir/.done" ]; then
+			deb=$(fetch_deb "$pkg" "$ver") || exit 125
+			rm -rf "$dir" && mkdir -p "$dir"
+			dpkg-deb -x "$deb" "$dir" || die "cannot extract $deb"
+			touch "$dir/.done"
+		fi
+		exec 8>&-
 	fi
 	printf '%s\n' "$dir"
 }
@@ -68,9 +76,13 @@ fetch_deb() {
 	f=$(ls "$CACHE/debs/${pkg}_${ver//:/%3a}"_*.deb 2>/dev/null | head -n1)
 	if [ -z "$f" ]; then
 		log "downloading $pkg $ver"
-		mkdir -p "$CACHE/debs"
-		(cd "$CACHE/debs" && apt-get download -q -o APT::Sandbox::User=root \
-			"$pkg=$ver" >/dev/null 2>&1) || die "apt-get download $pkg=$ver failed"
+		mkdir -p "$CACHE/debs/tmp"
+		# into a private directory first: a reader never sees a partial .deb
+		local tmp
+		tmp=$(mktemp -d "$CACHE/debs/tmp/dl.XXXXXX")
+		(cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root \
+			"$pkg=$ver" >/dev/null 2>&1) || { rm -rf "$tmp"; die "apt-get download $pkg=$ver failed"; }
+		mv "$tmp"/*.deb "$CACHE/debs/" && rm -rf "$tmp"
 		f=$(ls "$CACHE/debs/${pkg}_${ver//:/%3a}"_*.deb 2>/dev/null | head -n1)
 	fi
 	[ -n "$f" ] || die "downloaded $pkg but cannot find its .deb"
