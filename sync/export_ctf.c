@@ -21,6 +21,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)

@@ -14,6 +14,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define MAX_OPEN_EXITS 4096

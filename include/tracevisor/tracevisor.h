@@ -49,13 +49,6 @@ typedef void (*tv_log_fn)(enum tv_log_level level, const char *msg, void *ctx);
  */
 void tv_log_set_callback(tv_log_fn fn, void *ctx);
 void tv_log_set_level(enum tv_log_level max_level);
-void tv_log(enum tv_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-#define tv_err(...)   tv_log(TV_LOG_ERROR, __VA_ARGS__)
-#define tv_warn(...)  tv_log(TV_LOG_WARN, __VA_ARGS__)
-#define tv_info(...)  tv_log(TV_LOG_INFO, __VA_ARGS__)
-#define tv_debug(...) tv_log(TV_LOG_DEBUG, __VA_ARGS__)
 
 /* --------------------------------------------------------- session meta */
 
