@@ -31,6 +31,13 @@ struct tep_handle;
 struct tep_event;
 struct tep_record;
 
+/*
+ * Everything declared below is libtracevisor's exported API; the library is
+ * built with -fvisibility=hidden, so what no public declaration names stays
+ * inside it (lib/libtracevisor.map lists the same set, with a version).
+ */
+#pragma GCC visibility push(default)
+
 /* ------------------------------------------------------------------ log */
 
 enum tv_log_level {
@@ -723,5 +730,7 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
  * CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices
  */
 int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
+
+#pragma GCC visibility pop
 
 #endif /* TRACEVISOR_H */
