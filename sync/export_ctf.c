@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1
 /*
  * CTF 1.8 writer: one trace in the reference clock, a stream class per
  * domain (event ids are only unique within a domain), a stream per domain

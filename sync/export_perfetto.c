@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1
 /*
  * Chrome/Perfetto trace-event JSON, written as events stream by: every
  * event is an instant on its domain's CPU track; VM exits are complete
