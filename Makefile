@@ -84,12 +84,16 @@ $(TRACEVISOR): $(CLI_OBJS) $(LIBTV_SO)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--as-needed $(LIBTV_SO) $(LDLIBS) \
 		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib'
 
-$(BUILD)/libtracevisor.pc: Makefile
-	@mkdir -p $(dir $@)
+# pkg-config file for PREFIX (written again by install, whose PREFIX may differ).
+define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: libtracevisor' 'Description: Tracing virtualised systems: host, hypervisor and guests' \
 		'Version: 0.1' 'Requires.private: $(PKGS)' \
-		'Libs: -L$${libdir} -ltracevisor' 'Cflags: -I$${includedir}' >$@
+		'Libs: -L$${libdir} -ltracevisor' 'Cflags: -I$${includedir}' >$(1)
+endef
+$(BUILD)/libtracevisor.pc: Makefile
+	@mkdir -p $(dir $@)
+	$(call write_pc,$@)
 
 # Static: it also runs inside the lab's minimal nested KVM host.
 $(TESTVMM): tests/vmm/tv-testvmm.c
@@ -145,7 +149,8 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT)
 	install -D -m 0755 $(LIBTV_SO) $(DESTDIR)$(LIBDIR)/libtracevisor.so.$(SOVERSION)
 	ln -sf libtracevisor.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracevisor.so
 	install -D -m 0644 include/tracevisor/tracevisor.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/tracevisor.h
-	install -D -m 0644 $(BUILD)/libtracevisor.pc $(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc
+	mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
 
