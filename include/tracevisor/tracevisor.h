@@ -867,10 +867,17 @@ int tv_event_fields_json(const struct tv_event *ev, struct tv_strbuf *buf);
 
 /* -------------------------------------------------------- string buffer */
 
+/*
+ * A growable text buffer the caller owns (zero-initialise it; free with
+ * tv_strbuf_free()).  Its fields are public on purpose, like libtraceevent's
+ * struct trace_seq: @data holds @len bytes and a NUL, and a writer may
+ * reserve room (tv_strbuf_reserve()) and write at @data + @len itself, as
+ * the report writer does on its hot path.  Threads: one thread at a time.
+ */
 struct tv_strbuf {
-	char *data;
-	size_t len;
-	size_t cap;
+	char *data;	/* NUL-terminated once anything was appended; NULL before */
+	size_t len;	/* bytes of text, without the NUL */
+	size_t cap;	/* bytes allocated at @data */
 };
 
 /**

@@ -11,6 +11,8 @@ cd "${TV_ROOT:-$(dirname "$0")/../..}" || exit 1
 FULL=${TV_BUILD:-build}
 [ -x "$FULL/tracevisor" ] || { echo "no $FULL/tracevisor: run make first" >&2; exit 77; }
 command -v pkg-config >/dev/null || { echo "pkg-config not installed" >&2; exit 77; }
+# The build below decides TV_WITH_XEN itself, whatever an outer make passes.
+unset MAKEFLAGS MFLAGS MAKELEVEL TV_WITH_XEN
 tmp=${TV_TMP:-$(mktemp -d)}
 B=$tmp/build-no-xen
 pc=$tmp/pkgconfig
