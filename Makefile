@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # tracevisor — top-level build.  `make` builds build/tracevisor;
 # `make demo`, `make check`, `make bench` install missing Debian packages first.
 
