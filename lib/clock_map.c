@@ -2,8 +2,9 @@
 /*
  * Applying clock maps (a domain's clock to the reference's, as
  * DIR/sync/transforms holds them) and the exact KVM x86 TSC relation: the
- * reader's side.  Estimating them is sync/'s.  All arithmetic is integer, in 128 bits where products of
- * two 64-bit values appear, so results do not depend on floating point.
+ * reader's side; estimating them is sync/'s.  All arithmetic is integer,
+ * in 128 bits where products of two 64-bit values appear, so results do
+ * not depend on floating point.
  */
 #define _GNU_SOURCE
 #include <errno.h>
