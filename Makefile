@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # tracevisor — top-level build.  `make` builds build/tracevisor;
 # `make demo`, `make check`, `make bench` install missing Debian packages first.
 
@@ -6,10 +7,29 @@ DESTDIR ?=
 BUILD   := build
 CC      ?= cc
 
-PKGS    := libtracefs libtraceevent libzstd xencontrol xenforeignmemory xenevtchn xentoollog xencall
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+
+# Xen recording (record --xen, xen-mark) talks to the hypervisor through
+# libxenctrl and friends: built in when their pkg-config files are found,
+# or as TV_WITH_XEN=0/1 says.  Without them xen/no_xen.c stands in for
+# xen/record.c and xen/inject.c (a clear error), nothing links libxen*,
+# and Xen sessions still decode (doc/architecture.md says why not dlopen).
+XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall
+TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
+PKGS    := libtracefs libtraceevent libzstd
+ifeq ($(TV_WITH_XEN),1)
+PKGS    += $(XEN_PKGS)
+XEN_DEFS := -DTV_HAVE_XEN
+else
+XEN_HV_SRCS := xen/record.c xen/inject.c
+endif
 CFLAGS  ?= -O2 -g
+# Library objects are position independent (libtracevisor.so) and hidden
+# but for what the public header declares (its visibility pragma).
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
-           -Iinclude -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           -fPIC -fvisibility=hidden -fno-semantic-interposition \
+           -Iinclude -Ilib $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 # libvirt domains as --guest SPECs: headers at build time, dlopen() at run
 # time (host/guest_libvirt.c says why it is not linked).
@@ -19,7 +39,7 @@ LDLIBS  += -ldl
 endif
 
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(wildcard xen/*.c)
+            $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c))
 CLI_SRCS := $(wildcard tools/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
@@ -28,6 +48,11 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 LIBTV    := $(BUILD)/libtracevisor.a
+# The shared library: only the public header's functions are exported
+# (lib/libtracevisor.map, tests/unit/check-exports.sh); the CLI links it.
+SOVERSION := 0
+LIBTV_SO := $(BUILD)/libtracevisor.so.$(SOVERSION)
+LIBTV_MAP := lib/libtracevisor.map
 TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
 AGENT    := $(BUILD)/tracevisor-agent
@@ -35,18 +60,41 @@ FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
 HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
-all: $(TRACEVISOR) $(TESTVMM) $(AGENT) $(HELPERS) $(UNIT_BINS)
+all: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(TESTVMM) $(AGENT) $(HELPERS) $(UNIT_BINS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# Rebuilt from scratch: a renamed source must not leave its old member.
 $(LIBTV): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
+	rm -f $@
 	$(AR) rcs $@ $^
 
-$(TRACEVISOR): $(CLI_OBJS) $(LIBTV)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBTV) $(LDLIBS)
+$(LIBTV_SO): $(LIB_OBJS) $(LIBTV_MAP)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libtracevisor.so.$(SOVERSION) \
+		-Wl,--version-script=$(LIBTV_MAP) -Wl,-Bsymbolic-functions -Wl,--no-undefined \
+		-o $@ $(LIB_OBJS) $(LDLIBS)
+	ln -sf libtracevisor.so.$(SOVERSION) $(BUILD)/libtracevisor.so
+
+# The CLI sees the library only through its exported (public) symbols; it
+# finds it beside itself (build/) or in ../lib once installed.
+$(TRACEVISOR): $(CLI_OBJS) $(LIBTV_SO)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--as-needed $(LIBTV_SO) $(LDLIBS) \
+		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib'
+
+# pkg-config file for PREFIX (written again by install, whose PREFIX may differ).
+define write_pc
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: libtracevisor' 'Description: Tracing virtualised systems: host, hypervisor and guests' \
+		'Version: 0.1' 'Requires.private: $(PKGS)' \
+		'Libs: -L$${libdir} -ltracevisor' 'Cflags: -I$${includedir}' >$(1)
+endef
+$(BUILD)/libtracevisor.pc: Makefile
+	@mkdir -p $(dir $@)
+	$(call write_pc,$@)
 
 # Static: it also runs inside the lab's minimal nested KVM host.
 $(TESTVMM): tests/vmm/tv-testvmm.c
@@ -97,8 +145,13 @@ bench: deps
 		[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc; \
 	done
 
-install: $(TRACEVISOR) $(AGENT)
+install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT)
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
+	install -D -m 0755 $(LIBTV_SO) $(DESTDIR)$(LIBDIR)/libtracevisor.so.$(SOVERSION)
+	ln -sf libtracevisor.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracevisor.so
+	install -D -m 0644 include/tracevisor/tracevisor.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/tracevisor.h
+	mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
 

@@ -32,6 +32,7 @@
 #include <linux/vm_sockets.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "proto.h"
 #include "guest_stream.h"
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "proto.h"
 #include "guest_libvirt.h"
 

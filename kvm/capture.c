@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "capture.h"
 
 #define CAPTURE_PIPE_BYTES (1024 * 1024)

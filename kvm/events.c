@@ -11,6 +11,7 @@
 #include <tracefs.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "events.h"
 
 static int event_list_add(struct tv_event_list *list, const char *sys, const char *ev)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "capture.h"
 #include "proto.h"
 #include "events.h"

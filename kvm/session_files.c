@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "events.h"
 #include "session_files.h"
 
@@ -132,17 +132,4 @@ int tv_session_write_task_maps(const char *domain_dir, const char *tracing_dir)
 			tv_warn("Cannot save task map: path=\"%s\"", src);
 	}
 	return 0;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) ? -errno : 0;
-}
-
-int tv_session_remove_tree(const char *path)
-{
-	return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

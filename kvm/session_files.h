@@ -10,7 +10,6 @@ int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 			     const struct tv_event_list *events);
 /* saved_cmdlines and saved_tgids, read at the end of the recording. */
 int tv_session_write_task_maps(const char *domain_dir, const char *tracing_dir);
-/* rm -r of a directory tree this process created. */
-int tv_session_remove_tree(const char *path);
+/* tv_session_remove_tree() is lib's (tv_internal.h). */
 
 #endif

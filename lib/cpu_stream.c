@@ -404,3 +404,10 @@ void tv_cpu_stream_close(struct tv_cpu_stream *st)
 	st->fd = -1;
 	st->page = NULL;
 }
+
+const struct tv_stream_source tv_ftrace_source = {
+	.kind = "linux-ftrace",
+	.open = tv_cpu_stream_open,
+	.next = tv_cpu_stream_next,
+	.close = tv_cpu_stream_close,
+};

@@ -279,11 +279,8 @@ static int domain_kind(struct tv_domain *dom, const char *path)
 {
 	const char *kind = tv_meta_get(dom->meta, "kind");
 
-	if (!kind || !strcmp(kind, "linux-ftrace"))
-		dom->kind = TV_DOMAIN_LINUX_FTRACE;
-	else if (!strcmp(kind, "xen-trace"))
-		dom->kind = TV_DOMAIN_XEN_TRACE;
-	else {
+	dom->source = tv_stream_source_find(kind);
+	if (!dom->source) {
 		tv_err("Unknown domain kind: path=\"%s\", kind=\"%s\"", path, kind);
 		return -EINVAL;
 	}

@@ -13,6 +13,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 struct tep_handle;
 
@@ -32,11 +33,30 @@ struct event_bounds {
 	struct json_layout *json;	/* compiled by event_fields.c on first use */
 };
 
-/* meta `kind`: how the domain's cpuN.* files are decoded. */
-enum tv_domain_kind {
-	TV_DOMAIN_LINUX_FTRACE,	/* cpuN.raw ring-buffer sub-buffers */
-	TV_DOMAIN_XEN_TRACE,	/* cpuN.xen Xen t_rec streams (xen/stream.c) */
+struct tv_domain;
+struct tv_cpu_stream;
+
+/*
+ * A stream source: how the cpuN.* files of a domain of one meta `kind` are
+ * decoded into records for the merge.  The reader knows sources only
+ * through these three operations; lib/stream_source.c lists them.
+ */
+struct tv_stream_source {
+	const char *kind;	/* meta `kind` value */
+	/* Open CPU @cpu's stream of @dom: 0 or -errno (logged). */
+	int (*open)(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
+	/* 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */
+	int (*next)(struct tv_cpu_stream *st);
+	/* Release what open made; safe after a failed open. */
+	void (*close)(struct tv_cpu_stream *st);
 };
+
+/* linux-ftrace: cpuN.raw ring-buffer sub-buffers, or cpuN.raw.zst (cpu_stream.c). */
+extern const struct tv_stream_source tv_ftrace_source;
+/* xen-trace: cpuN.xen Xen t_rec streams (xen_stream.c). */
+extern const struct tv_stream_source tv_xen_source;
+/* The source of meta kind @kind (NULL: linux-ftrace), or NULL if unknown. */
+const struct tv_stream_source *tv_stream_source_find(const char *kind);
 
 struct json_layout;
 void tv_json_layout_free(struct json_layout *l);
@@ -44,7 +64,7 @@ void tv_json_layout_free(struct json_layout *l);
 
 struct tv_domain {
 	struct tv_domain_info info;
-	enum tv_domain_kind kind;
+	const struct tv_stream_source *source;	/* decodes its cpuN.* files */
 	char name[80];
 	char subdir[80];
 	int mapped;			/* timestamps go through @sync */
@@ -62,32 +82,6 @@ struct tv_domain {
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
-
-/*
- * Room for one more element in the array whose address is @arrp (a T **
- * holding @n of @cap elements of @size bytes), doubling from @first.
- * Return 0, or -ENOMEM with the array and *@cap unchanged.
- */
-static inline int tv_array_grow(void *arrp, size_t *cap, size_t n, size_t size, size_t first)
-{
-	void *old, *grown;
-	size_t want;
-
-	if (n < *cap)
-		return 0;
-	want = *cap ? *cap * 2 : first;
-	memcpy(&old, arrp, sizeof(old));
-	grown = realloc(old, want * size);
-	if (!grown)
-		return -ENOMEM;
-	memcpy(arrp, &grown, sizeof(grown));
-	*cap = want;
-	return 0;
-}
-
-#ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#endif
 
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
 void tv_domain_unload(struct tv_domain *dom);
@@ -142,7 +136,7 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 int tv_cpu_stream_next(struct tv_cpu_stream *st);
 void tv_cpu_stream_close(struct tv_cpu_stream *st);
 
-/* The same three for a domain of kind xen-trace (xen/stream.c). */
+/* The same three for a domain of kind xen-trace (lib/xen_stream.c). */
 struct tv_xen_stream;
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 int tv_xen_stream_next(struct tv_cpu_stream *st);

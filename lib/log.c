@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 static tv_log_fn log_fn;
 static void *log_ctx;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 struct tv_meta_entry {
 	char *key;

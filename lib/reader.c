@@ -76,27 +76,23 @@ static void heap_sift_up(struct tv_reader *rd, size_t i)
 	}
 }
 
-/* Streams are decoded by their domain's kind; the merge is the same. */
+/* Streams are decoded by their domain's source; the merge is the same. */
 static int stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 {
-	if (dom->kind == TV_DOMAIN_XEN_TRACE)
-		return tv_xen_stream_open(st, dom, cpu);
-	return tv_cpu_stream_open(st, dom, cpu);
+	return dom->source->open(st, dom, cpu);
 }
 
 static int stream_next(struct tv_cpu_stream *st)
 {
-	if (st->dom->kind == TV_DOMAIN_XEN_TRACE)
-		return tv_xen_stream_next(st);
-	return tv_cpu_stream_next(st);
+	return st->dom->source->next(st);
 }
 
 static void stream_close(struct tv_cpu_stream *st)
 {
-	if (st->dom && st->dom->kind == TV_DOMAIN_XEN_TRACE)
-		tv_xen_stream_close(st);
+	if (st->dom)
+		st->dom->source->close(st);
 	else
-		tv_cpu_stream_close(st);
+		tv_cpu_stream_close(st);	/* never opened: a zeroed cursor */
 }
 
 static int reader_load_domains(struct tv_reader *rd, const char *dir)

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1
 /*
  * CTF 1.8 writer: one trace in the reference clock, a stream class per
  * domain (event ids are only unique within a domain), a stream per domain
@@ -21,6 +21,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)

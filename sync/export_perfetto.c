@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: LGPL-2.1
 /*
  * Chrome/Perfetto trace-event JSON, written as events stream by: every
  * event is an instant on its domain's CPU track; VM exits are complete
@@ -14,6 +14,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define MAX_OPEN_EXITS 4096

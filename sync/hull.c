@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
-#include "internal.h"
+#include "tv_internal.h"
 
 #define COORD_LIMIT ((int64_t)1 << 62)
 #define SLOPE_LIMIT_Q48 ((int64_t)1 << 62)	/* slopes below 2^14 */
@@ -371,12 +371,4 @@ int tv_sync_hull_estimate(const struct tv_sync_hull *h, int64_t span_lo, int64_t
 	out->slope_max = hi.finite ? (double)hi.num / (double)hi.den : 0;
 	estimate_finish(h, span_lo, span_hi, lo, hi, out);
 	return 0;
-}
-
-const char *tv_sync_quality_name(enum tv_sync_quality q)
-{
-	static const char *const names[] = { "exact", "accurate", "approximate",
-					     "insufficient", "failed" };
-
-	return (unsigned int)q < 5 ? names[q] : "unknown";
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "tv_internal.h"
 
 #define TV_SYNC_HCALL_TAG 0xabc00u
 
@@ -20,9 +21,6 @@ enum tv_sync_probe_internal {
 	TV_PROBE_NR_TYPES = 11,
 };
 
-struct tv_event;
-
-/* tv_sync_marker_decode() of an ftrace:raw_data event's record. */
-int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
+/* tv_sync_marker_of_event() is lib's (tv_internal.h). */
 
 #endif

@@ -14,7 +14,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
-#include "internal.h"
+#include "tv_internal.h"
 #include "probes.h"
 #include "tsc.h"
 
@@ -91,13 +91,6 @@ static void scan_init_domains(struct scan *sc)
 static int scan_guest_domain(const struct scan *sc, unsigned int g)
 {
 	return g < sc->nr_guests ? sc->guest_dom[g] : -1;
-}
-
-int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m)
-{
-	if (ev->record->size < 0)
-		return -ENOMSG;
-	return tv_sync_marker_decode(ev->record->data, (size_t)ev->record->size, m);
 }
 
 static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
@@ -988,12 +981,4 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 	free(sc->probes);
 	free(sc);
 	return ret;
-}
-
-void tv_sync_result_free(struct tv_sync_result *res)
-{
-	for (size_t i = 0; res->domains && i < res->nr; i++)
-		tv_sync_domain_release(&res->domains[i]);
-	free(res->domains);
-	memset(res, 0, sizeof(*res));
 }

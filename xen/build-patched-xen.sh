@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # build-patched-xen.sh: Debian's Xen 4.17 source (apt-get source xen) with
 # xen/patches/*.patch applied, built once and cached under
 # $(scripts/cache-dir)/xen-build/KEY/xen (KEY: hash of the patches and the

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "xen_internal.h"
 
 #define IMPORT_MAX_CPUS 4096

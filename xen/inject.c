@@ -15,10 +15,8 @@
 #include <xen/hvm/hvm_op.h>
 
 #include "tracevisor/tracevisor.h"
-#include "proto.h"
-
-/* Called just before (after = 0) and just after (after = 1) the hypercall. */
-typedef void (*inject_hook)(void *ctx, int after);
+#include "tv_internal.h"
+#include "xen_internal.h"
 
 static uint64_t mono_ns(void)
 {
@@ -28,8 +26,8 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2],
-		  inject_hook hook, void *ctx)
+int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
+			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx)
 {
 	uint64_t before, after;
 	int rc;
@@ -83,31 +81,5 @@ out:
 
 int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2])
 {
-	return inject(event, data, nr, mono, NULL, NULL);
-}
-
-struct probe_ctx {
-	struct tv_recorder *rec;
-	uint64_t seq;
-};
-
-static void probe_marker(void *arg, int after)
-{
-	struct probe_ctx *p = arg;
-	unsigned char m[TV_SYNC_MARKER_SIZE];
-
-	tv_sync_marker_encode(m, after ? TV_SYNC_XEN_AFTER : TV_SYNC_XEN_BEFORE, 0, p->seq, 0);
-	tv_recorder_write_marker(p->rec, m, sizeof(m));
-}
-
-/*
- * The markers are written inside the open handle's lifetime, right around
- * the hypercall, so the bracket holds only the hypercall itself.
- */
-int tv_xen_sync_probe(struct tv_recorder *rec, uint64_t seq)
-{
-	uint32_t words[3] = { TV_SYNC_MAGIC, (uint32_t)seq, (uint32_t)(seq >> 32) };
-	struct probe_ctx p = { rec, seq };
-
-	return inject(TV_SYNC_XEN_EVENT, words, 3, NULL, probe_marker, &p);
+	return tv_xen_inject_hooked(event, data, nr, mono, NULL, NULL);
 }

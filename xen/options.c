@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "xen_internal.h"
 
 static const struct {

@@ -30,7 +30,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "xen_internal.h"
-#include "../kvm/session_files.h"
+#include "tv_internal.h"
 
 #define XEN_PAGE 4096u
 #define DRAIN_POLL_MS 100

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "xen_internal.h"
 
 int tv_xen_count_stream(const char *path, struct tv_xen_cpu_count *cnt)

@@ -46,4 +46,13 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size,
 			   bool create_session);
 
+/*
+ * tv_xen_inject() with @hook called just before (after = 0) and just after
+ * (after = 1) the hypercall, inside the open handle's lifetime: how the
+ * sync probe (host/xen_probe.c) brackets it with dom0 markers.
+ */
+typedef void (*tv_xen_inject_hook)(void *ctx, int after);
+int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
+			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx);
+
 #endif

@@ -2,10 +2,27 @@
 /*
  * tracevisor — tracing virtualised systems across host, hypervisor and guests.
  *
- * This is the one public header of libtracevisor (lib/, kvm/, host/).
- * Library functions never print or exit: they return 0 or a negative errno
- * (or NULL with errno set) and report details through the log callback
- * (tv_log_set_callback()).  Only the command-line tools in tools/ exit.
+ * This is the one public header of libtracevisor (lib/, kvm/, xen/, sync/,
+ * host/; doc/architecture.md): libtracevisor.so exports exactly the
+ * functions declared here.  Library functions never print or exit: they
+ * return 0 or a negative errno (or NULL with errno set) and report details
+ * through the log callback (tv_log_set_callback()).  Only the command-line
+ * tools in tools/ exit.
+ *
+ * Ownership: an object a *_new(), *_create(), *_open() or *_start() function
+ * hands out belongs to the caller, who releases it with the matching
+ * *_free(), *_destroy() or *_close(); structs the caller passes in (a
+ * tv_strbuf, tv_vcpu_map, tv_sync_result, tv_kvm_stat) stay the caller's,
+ * and their *_free() / *_release() frees only what the library put in
+ * them.  Strings and pointers a function returns point into the object
+ * they come from and live as long as it, unless the function says
+ * "static" or otherwise.  Input strings are copied unless a function says
+ * they must outlive the object.
+ *
+ * Threads: an object (recorder, guest, reader, meta, hull, strbuf) is used
+ * by one thread at a time; distinct objects may be used in different
+ * threads at once.  Functions that may be called from any thread say so
+ * ("Threads:" in their comment); the log settings are process-wide.
  *
  * A *session* is a directory (doc/session-format.md):
  *   DIR/session.meta            written last: a session without it is incomplete
@@ -31,6 +48,13 @@ struct tep_handle;
 struct tep_event;
 struct tep_record;
 
+/*
+ * Everything declared below is libtracevisor's exported API; the library is
+ * built with -fvisibility=hidden, so what no public declaration names stays
+ * inside it (lib/libtracevisor.map lists the same set, with a version).
+ */
+#pragma GCC visibility push(default)
+
 /* ------------------------------------------------------------------ log */
 
 enum tv_log_level {
@@ -46,30 +70,77 @@ typedef void (*tv_log_fn)(enum tv_log_level level, const char *msg, void *ctx);
  * tv_log_set_callback - route library messages to @fn
  * @fn: receives one formatted line (no trailing newline); NULL silences
  * @ctx: passed back to @fn
+ *
+ * Threads: the setting is process-wide; set it before other threads call
+ * the library.  @fn may be called from any library thread (the Xen drain
+ * thread, guest threads), so it must be thread-safe.
  */
 void tv_log_set_callback(tv_log_fn fn, void *ctx);
+/**
+ * tv_log_set_level - drop messages less severe than @max_level
+ * @max_level: TV_LOG_ERROR shows errors only, TV_LOG_DEBUG everything
+ *
+ * Threads: process-wide, as tv_log_set_callback().
+ */
 void tv_log_set_level(enum tv_log_level max_level);
-void tv_log(enum tv_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-#define tv_err(...)   tv_log(TV_LOG_ERROR, __VA_ARGS__)
-#define tv_warn(...)  tv_log(TV_LOG_WARN, __VA_ARGS__)
-#define tv_info(...)  tv_log(TV_LOG_INFO, __VA_ARGS__)
-#define tv_debug(...) tv_log(TV_LOG_DEBUG, __VA_ARGS__)
 
 /* --------------------------------------------------------- session meta */
 
 /* key=value metadata files (DIR/session.meta, DIR/DOMAIN/meta). */
 struct tv_meta;
 
+/**
+ * tv_meta_new - an empty key=value set
+ *
+ * Return: the set, owned by the caller (tv_meta_free()), or NULL (ENOMEM).
+ */
 struct tv_meta *tv_meta_new(void);
+/**
+ * tv_meta_free - free @meta and every string tv_meta_get() returned from it
+ * @meta: a set, or NULL
+ */
 void tv_meta_free(struct tv_meta *meta);
+/**
+ * tv_meta_set - set @key to a printf-formatted value, replacing any old one
+ * @meta: the set
+ * @key: key name (copied)
+ * @fmt: value format (the value is copied)
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_meta_set(struct tv_meta *meta, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/**
+ * tv_meta_get - the value of @key
+ * @meta: the set
+ * @key: key name
+ *
+ * Return: a string owned by @meta, valid until @key is set again or @meta
+ * is freed; NULL when absent.
+ */
 const char *tv_meta_get(const struct tv_meta *meta, const char *key);
+/**
+ * tv_meta_get_ll - the value of @key as an integer
+ * @meta: the set
+ * @key: key name
+ * @def: returned when @key is absent or not a number
+ */
 long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long def);
-/* Writes atomically (temporary file + rename). */
+/**
+ * tv_meta_write - write @meta to @path atomically (temporary file + rename)
+ * @meta: the set
+ * @path: file to create or replace
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_meta_write(const struct tv_meta *meta, const char *path);
+/**
+ * tv_meta_read - read a key=value file
+ * @path: the file
+ * @out: the new set, owned by the caller (tv_meta_free())
+ *
+ * Return: 0, or -errno (logged; -ENOENT for a missing file).
+ */
 int tv_meta_read(const char *path, struct tv_meta **out);
 /**
  * tv_session_write_meta - write DIR/session.meta; written last, its presence
@@ -77,6 +148,8 @@ int tv_meta_read(const char *path, struct tv_meta **out);
  * @session_dir: the session
  * @domains: comma-separated domain subdirectories, in order
  * @reference: the domain whose clock is the reference
+ *
+ * Return: 0 or -errno (logged).
  */
 int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference);
 
@@ -105,50 +178,126 @@ struct tv_recorder;
 
 /**
  * tv_recorder_create - prepare a recording: tracefs instance, events, output
- * @opts: what to record and where
- * @out: the new recorder
+ * @opts: what to record and where (copied; the strings must outlive @out)
+ * @out: the new recorder, owned by the caller (tv_recorder_destroy())
  *
  * Cleans up stale instances of killed runs, creates this run's own tracefs
  * instance, enables the events and writes the static part of the session
  * (formats, header_page).  Nothing is traced until tv_recorder_start().
+ * Threads: create, start, stop and destroy from one thread; the recorder
+ * runs one capture thread per CPU of its own between start and stop.
  * Return: 0, or -errno (the instance and the output directory are removed).
  */
 int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out);
+/**
+ * tv_recorder_start - start tracing and the per-CPU capture threads
+ * @rec: a created recorder
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_recorder_start(struct tv_recorder *rec);
-/* Stops tracing, flushes every CPU, writes the metadata and counts losses. */
+/**
+ * tv_recorder_stop - stop tracing, flush every CPU, write the metadata
+ * @rec: a started recorder
+ *
+ * Joins the capture threads, writes DIR/host/meta, vcpus, task maps and
+ * DIR/session.meta, and counts losses (tv_recorder_cpu_stats()).
+ * Return: 0 or -errno (logged).
+ */
 int tv_recorder_stop(struct tv_recorder *rec);
-/* Removes the tracefs instance; safe on a recorder that never started. */
+/**
+ * tv_recorder_destroy - remove the tracefs instance and free @rec
+ * @rec: a recorder, started or not, or NULL
+ *
+ * The session directory stays.
+ */
 void tv_recorder_destroy(struct tv_recorder *rec);
+/**
+ * tv_recorder_nr_cpus - the number of CPUs recorded
+ * @rec: the recorder
+ */
 int tv_recorder_nr_cpus(const struct tv_recorder *rec);
+/**
+ * tv_recorder_cpu_stats - what CPU @cpu's capture wrote and lost
+ * @rec: the recorder
+ * @cpu: 0 .. tv_recorder_nr_cpus() - 1
+ *
+ * Return: counters owned by @rec (final after tv_recorder_stop()), or NULL
+ * for a CPU out of range.
+ */
 const struct tv_record_cpu_stats *tv_recorder_cpu_stats(const struct tv_recorder *rec, int cpu);
-/* Rescan /proc for VM processes while recording (VMs started after start). */
+/**
+ * tv_recorder_scan_vcpus - rescan /proc for VM processes while recording
+ * @rec: a started recorder
+ *
+ * VMs started after tv_recorder_start() are added to host/vcpus.
+ * Threads: from the thread that drives @rec.
+ * Return: 0 or -errno.
+ */
 int tv_recorder_scan_vcpus(struct tv_recorder *rec);
-/* Bytes captured so far over all CPUs (for progress output). */
+/**
+ * tv_recorder_bytes - bytes captured so far over all CPUs (progress output)
+ * @rec: the recorder
+ *
+ * Threads: safe while the capture threads run (a snapshot).
+ */
 uint64_t tv_recorder_bytes(const struct tv_recorder *rec);
-/* Remove tracefs instances left by tracevisor processes that no longer run. */
+/**
+ * tv_tracefs_cleanup_stale - remove tracefs instances of dead tracevisor runs
+ *
+ * Return: 0 or -errno.
+ */
 int tv_tracefs_cleanup_stale(void);
 
 /**
  * tv_recorder_write_marker - write a raw marker into the recording's trace
  * @rec: a started recorder
- * @buf: payload; its first 4 bytes are the marker id (trace_marker_raw)
+ * @buf: payload (copied); its first 4 bytes are the marker id (trace_marker_raw)
  * @len: bytes, 8..4096
  *
  * The record lands in the instance's own buffer as an ftrace:raw_data
- * event, timestamped in the trace clock.  Safe from any thread.
+ * event, timestamped in the trace clock.  Threads: safe from any thread.
  * Return: 0 or -errno.
  */
 int tv_recorder_write_marker(struct tv_recorder *rec, const void *buf, size_t len);
-/* Label the vCPU threads of process @vm_pid with @name in host/vcpus. */
+/**
+ * tv_recorder_set_vm_name - label the vCPU threads of @vm_pid with @name in host/vcpus
+ * @rec: the recorder
+ * @vm_pid: the VMM process
+ * @name: label (copied)
+ *
+ * Threads: safe from guest threads while recording.
+ * Return: 0 or -errno.
+ */
 int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *name);
-/*
- * Thread @tid of process @vm_pid runs vCPU @vcpu (known from the VMM, e.g.
- * QMP query-cpus-fast): listed in host/vcpus even when the process holds
- * no KVM fds (a TCG QEMU).  Call before tv_recorder_stop().
+/**
+ * tv_recorder_add_vcpu - thread @tid of process @vm_pid runs vCPU @vcpu
+ * @rec: the recorder
+ * @tid: the vCPU thread
+ * @vm_pid: its process
+ * @vcpu: vCPU index
+ *
+ * Known from the VMM (e.g. QMP query-cpus-fast): listed in host/vcpus even
+ * when the process holds no KVM fds (a TCG QEMU).  Call before
+ * tv_recorder_stop().  Threads: safe from guest threads while recording.
+ * Return: 0 or -ENOMEM.
  */
 int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int vcpu);
-/* List the domain subdirectory @subdir (e.g. "guest-vm1") in session.meta. */
+/**
+ * tv_recorder_add_domain - list the domain subdirectory @subdir in session.meta
+ * @rec: the recorder
+ * @subdir: e.g. "guest-vm1" (copied)
+ *
+ * Threads: safe from guest threads while recording.
+ * Return: 0 or -errno.
+ */
 int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir);
+/**
+ * tv_recorder_outdir - the session directory of @rec
+ * @rec: the recorder
+ *
+ * Return: a string owned by @rec.
+ */
 const char *tv_recorder_outdir(const struct tv_recorder *rec);
 
 /* ------------------------------------------------------------- guests */
@@ -175,12 +324,20 @@ struct tv_guest_spec {
 	pid_t vcpu_tid[TV_GUEST_MAX_VCPUS];	/* [cpu-index] = thread id, 0: unknown */
 };
 
-/* Return: 0, or -EINVAL with the reason logged. */
+/**
+ * tv_guest_spec_parse - parse a --guest SPEC
+ * @text: the SPEC (see struct tv_guest_spec)
+ * @spec: filled in (caller's storage)
+ *
+ * Return: 0, or -EINVAL with the reason logged.
+ */
 int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec);
-/*
- * Fill a libvirt SPEC's pid, vsock CID / serial path and vCPU threads from
- * libvirt (qemu:///system).  Return: 0, -ENOTSUP when built without
- * libvirt, or -errno.  A no-op for vsock:/serial: specs.
+/**
+ * tv_guest_spec_resolve - fill a libvirt SPEC from libvirt (qemu:///system)
+ * @spec: a parsed spec; its pid, vsock CID / serial path and vCPU threads are set
+ *
+ * A no-op for vsock:/serial: specs.  libvirt is dlopen()ed on first use.
+ * Return: 0, -ENOTSUP when built without libvirt, or -errno.
  */
 int tv_guest_spec_resolve(struct tv_guest_spec *spec);
 
@@ -206,28 +363,61 @@ struct tv_guest;
 /**
  * tv_guest_start - start recording one guest beside the host
  * @rec: the host recorder (started): sync markers go into its trace
- * @spec: the guest
- * @opts: guest-side options
- * @out: the guest handle
+ * @spec: the guest (copied)
+ * @opts: guest-side options (copied; its strings must outlive @out)
+ * @out: the guest handle, owned by the caller (tv_guest_destroy())
  *
  * Creates DIR/guest-NAME and a thread that connects to the agent, streams
  * its data into that directory and runs the sync probes.  Never blocks on
- * the guest.  Return: 0 or -errno (nothing was started).
+ * the guest.  Threads: the other tv_guest_* functions are called from the
+ * thread that started the guest; the guest's own thread uses @rec through
+ * its thread-safe functions only.
+ * Return: 0 or -errno (nothing was started).
  */
 int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		   const struct tv_guest_opts *opts, struct tv_guest **out);
-/* Wait until the guest traces. Return: 0, -ETIMEDOUT, or its failure. */
+/**
+ * tv_guest_wait_ready - wait until the guest traces
+ * @g: the guest
+ * @timeout_ms: how long at most
+ *
+ * Return: 0, -ETIMEDOUT, or its failure.
+ */
 int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms);
-/*
- * Final probes, STOP, drain, guest-NAME/meta.  Call before
- * tv_recorder_stop() (the probes need host tracing).  Return: 0 when the
- * guest's domain is decodable and listed, else -errno (logged).
+/**
+ * tv_guest_stop - final probes, STOP, drain, guest-NAME/meta; joins its thread
+ * @g: the guest
+ *
+ * Call before tv_recorder_stop() (the probes need host tracing).
+ * Return: 0 when the guest's domain is decodable and listed, else -errno (logged).
  */
 int tv_guest_stop(struct tv_guest *g);
-/* Start the end sequence without waiting: stop many guests in parallel. */
+/**
+ * tv_guest_request_stop - start the end sequence without waiting
+ * @g: the guest
+ *
+ * To stop many guests in parallel; tv_guest_stop() then waits.
+ */
 void tv_guest_request_stop(struct tv_guest *g);
+/**
+ * tv_guest_get_stats - a snapshot of the guest's counters and status
+ * @g: the guest
+ * @st: filled in (caller's storage)
+ *
+ * Threads: safe while the guest's thread runs.
+ */
 void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st);
+/**
+ * tv_guest_name - the guest's NAME
+ * @g: the guest
+ *
+ * Return: a string owned by @g.
+ */
 const char *tv_guest_name(const struct tv_guest *g);
+/**
+ * tv_guest_destroy - stop the guest's thread if still running, free @g
+ * @g: a guest, or NULL
+ */
 void tv_guest_destroy(struct tv_guest *g);
 
 /* ------------------------------------------------------ vCPU discovery */
@@ -244,13 +434,54 @@ struct tv_vcpu_map {
 	size_t nr;
 };
 
-/* Scan /proc (or @proc_root) for processes holding KVM VM fds; merge into @map. */
+/**
+ * tv_vcpu_map_scan - find the vCPU threads of KVM VMs in /proc
+ * @map: merged into; the caller owns its storage (tv_vcpu_map_free())
+ * @proc_root: NULL for /proc (tests pass a fake tree)
+ *
+ * Processes holding KVM VM fds; threads named "CPU N/KVM" run vCPU N.
+ * Return: 0 or -errno.
+ */
 int tv_vcpu_map_scan(struct tv_vcpu_map *map, const char *proc_root);
-/* Add (or update) thread @tid as vCPU @vcpu of @vm_pid. Return: 0 or -ENOMEM. */
+/**
+ * tv_vcpu_map_add - add (or update) thread @tid as vCPU @vcpu of @vm_pid
+ * @map: the map (may reallocate map->threads)
+ * @tid: the thread
+ * @vm_pid: its VMM process
+ * @vcpu: vCPU index, -1 when unknown
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_vcpu_map_add(struct tv_vcpu_map *map, pid_t tid, pid_t vm_pid, int vcpu);
+/**
+ * tv_vcpu_map_write - write @map as a vcpus file (doc/session-format.md)
+ * @map: the map
+ * @path: the file
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path);
+/**
+ * tv_vcpu_map_read - read a vcpus file into @map
+ * @map: merged into; the caller owns its storage (tv_vcpu_map_free())
+ * @path: the file
+ *
+ * Malformed lines are skipped with a warning.
+ * Return: 0, -errno (-ENOENT: no file) or -ENOMEM.
+ */
 int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path);
+/**
+ * tv_vcpu_map_find - the entry of thread @tid
+ * @map: the map, or NULL
+ * @tid: the thread
+ *
+ * Return: an entry owned by @map (valid until it changes), or NULL.
+ */
 const struct tv_vcpu_thread *tv_vcpu_map_find(const struct tv_vcpu_map *map, pid_t tid);
+/**
+ * tv_vcpu_map_free - free the map's threads and empty it
+ * @map: the map (the struct itself is the caller's)
+ */
 void tv_vcpu_map_free(struct tv_vcpu_map *map);
 
 /* ---------------------------------------------------- clock sync (sync/) */
@@ -268,9 +499,20 @@ struct tv_clock_map {
 
 #define TV_SLOPE_ONE ((int64_t)1 << 48)
 
-/* Map @ts (domain clock) to the reference clock; saturates at 0 and INT64_MAX. */
+/**
+ * tv_clock_map_apply - map @ts of a domain's clock to the reference clock
+ * @map: the map
+ * @ts: domain time
+ *
+ * Return: the reference time, saturated at 0 and INT64_MAX.
+ */
 uint64_t tv_clock_map_apply(const struct tv_clock_map *map, uint64_t ts);
-/* @outer after @inner: dom --inner--> mid --outer--> ref. */
+/**
+ * tv_clock_map_compose - @outer after @inner: dom --inner--> mid --outer--> ref
+ * @outer: mid to ref
+ * @inner: dom to mid
+ * @out: the composition (may not alias the inputs)
+ */
 void tv_clock_map_compose(const struct tv_clock_map *outer, const struct tv_clock_map *inner,
 			  struct tv_clock_map *out);
 
@@ -284,6 +526,12 @@ enum tv_sync_quality {
 
 #define TV_SYNC_ACCURATE_NS 100000
 
+/**
+ * tv_sync_quality_name - "exact", "accurate", ... for @q
+ * @q: a quality
+ *
+ * Return: a static string ("unknown" for a value out of range).
+ */
 const char *tv_sync_quality_name(enum tv_sync_quality q);
 
 struct tv_sync_estimate {
@@ -305,10 +553,34 @@ struct tv_sync_estimate {
  */
 struct tv_sync_hull;
 
+/**
+ * tv_sync_hull_new - an empty convex-hull estimator
+ *
+ * Return: the hull, owned by the caller (tv_sync_hull_free()), or NULL.
+ */
 struct tv_sync_hull *tv_sync_hull_new(void);
+/**
+ * tv_sync_hull_free - free @h
+ * @h: a hull, or NULL
+ */
 void tv_sync_hull_free(struct tv_sync_hull *h);
-/* Return: 0, -ERANGE (coordinates too far apart), -EINVAL (x decreasing), -ENOMEM. */
+/**
+ * tv_sync_hull_add_below - add a point on or below the true line
+ * @h: the hull
+ * @x: domain time (non-decreasing per set)
+ * @y: reference time
+ *
+ * Return: 0, -ERANGE (coordinates too far apart), -EINVAL (x decreasing), -ENOMEM.
+ */
 int tv_sync_hull_add_below(struct tv_sync_hull *h, int64_t x, int64_t y);
+/**
+ * tv_sync_hull_add_above - add a point on or above the true line
+ * @h: the hull
+ * @x: domain time (non-decreasing per set)
+ * @y: reference time
+ *
+ * Return: as tv_sync_hull_add_below().
+ */
 int tv_sync_hull_add_above(struct tv_sync_hull *h, int64_t x, int64_t y);
 
 /**
@@ -330,8 +602,19 @@ struct tv_tsc_params {
 	unsigned int frac_bits;	/* 48 on VMX, 32 on SVM */
 };
 
+/**
+ * tv_tsc_guest_from_host - the guest TSC for host TSC @host_tsc
+ * @p: the vCPU's offset and scaling
+ * @host_tsc: host TSC
+ */
 uint64_t tv_tsc_guest_from_host(const struct tv_tsc_params *p, uint64_t host_tsc);
-/* The smallest host TSC whose guest TSC is >= @guest_tsc: an exact inverse. */
+/**
+ * tv_tsc_host_from_guest - the smallest host TSC whose guest TSC is >= @guest_tsc
+ * @p: the vCPU's offset and scaling
+ * @guest_tsc: guest TSC
+ *
+ * An exact inverse of tv_tsc_guest_from_host().
+ */
 uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_tsc);
 
 /*
@@ -387,34 +670,79 @@ struct tv_sync_result {
 /**
  * tv_sync_session - estimate every domain's clock against the reference
  * @dir: session directory
- * @out: results, one per domain (the reference first)
+ * @out: results, one per domain (the reference first); owned by the caller
+ *       (tv_sync_result_free()), also on failure
  *
  * Reads the probes (doc/sync-probes.md) with the domains' own clocks,
  * estimates, composes and checks causality.  Does not write anything.
+ * Return: 0 or -errno (logged).
  */
 int tv_sync_session(const char *dir, struct tv_sync_result *out);
-/*
- * After tv_sync_session(): also count guest events that, once mapped, fall
- * where their vCPU was out of guest mode (host kvm_exit .. kvm_entry).
+/**
+ * tv_sync_check_vcpus - count guest events mapped where their vCPU was out of guest mode
+ * @dir: session directory
+ * @res: results to check; nr_vcpu_checked and vcpu_violations are set
+ *
  * tv_sync_session() calls it; exposed for results read back from a file.
+ * Return: 0 or -errno.
  */
 int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
-/* @ts of domain @d in the reference clock (map or TSC relation). */
+/**
+ * tv_sync_domain_apply - @ts of domain @d in the reference clock
+ * @d: a domain's result (map, pieces or TSC relation)
+ * @ts: domain time
+ */
 uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
-/*
- * The same for an event of guest CPU @cpu: with the TSC relation, each vCPU
- * has its own offset history (a CPU without one uses the lowest vCPU's).
+/**
+ * tv_sync_domain_apply_cpu - the same for an event of guest CPU @cpu
+ * @d: a domain's result
+ * @cpu: the guest CPU, -1 when unknown
+ * @ts: domain time
+ *
+ * With the TSC relation each vCPU has its own offset history (a CPU
+ * without one uses the lowest vCPU's).
  */
 uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts);
-/* Deep copy (TSC segments, pieces); 0 or -ENOMEM.  Release frees the copy's. */
+/**
+ * tv_sync_domain_copy - deep copy (TSC segments, pieces)
+ * @dst: the copy; release it with tv_sync_domain_release()
+ * @src: the original
+ *
+ * Return: 0 or -ENOMEM (nothing to release then).
+ */
 int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src);
+/**
+ * tv_sync_domain_release - free what @d owns (TSC segments, pieces)
+ * @d: a domain's result; the struct itself is the caller's
+ */
 void tv_sync_domain_release(struct tv_sync_domain *d);
-/* Whether the result is good enough to merge by (exact, accurate, approximate). */
+/**
+ * tv_sync_domain_usable - whether @d is good enough to merge by
+ * @d: a domain's result
+ *
+ * Return: true for exact, accurate and approximate.
+ */
 bool tv_sync_domain_usable(const struct tv_sync_domain *d);
-/* Write @res as DIR/sync/transforms (doc/session-format.md). */
+/**
+ * tv_sync_write - write @res as DIR/sync/transforms (doc/session-format.md)
+ * @dir: session directory
+ * @res: the results
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_sync_write(const char *dir, const struct tv_sync_result *res);
-/* Read DIR/sync/transforms; -ENOENT when the session was never synced. */
+/**
+ * tv_sync_read - read DIR/sync/transforms
+ * @dir: session directory
+ * @out: the results, owned by the caller (tv_sync_result_free())
+ *
+ * Return: 0, -ENOENT when the session was never synced, or -errno.
+ */
 int tv_sync_read(const char *dir, struct tv_sync_result *out);
+/**
+ * tv_sync_result_free - free every domain's result and empty @res
+ * @res: results; the struct itself is the caller's
+ */
 void tv_sync_result_free(struct tv_sync_result *res);
 
 /* ------------------------------------------------------------- reading */
@@ -449,71 +777,166 @@ struct tv_reader;
 /**
  * tv_reader_open - open a session for time-ordered reading of every domain
  * @dir: session directory
- * @out: the reader
+ * @out: the reader, owned by the caller (tv_reader_close())
  *
  * Streams each CPU file page by page and merges them with a heap: memory
- * does not depend on the trace size.  Return: 0 or -errno (logged).
+ * does not depend on the trace size.  Maps every domain to the reference
+ * clock when the session holds DIR/sync/transforms (usable quality only).
+ * Threads: a reader, and the events and domain info it returns, belong to
+ * one thread at a time; readers of the same session in different threads
+ * are independent.
+ * Return: 0 or -errno (logged).
  */
 int tv_reader_open(const char *dir, struct tv_reader **out);
-/*
- * tv_reader_open() maps every domain to the reference clock when the
- * session holds DIR/sync/transforms (usable quality only); this one keeps
- * each domain's own clock (what the sync estimation reads).
+/**
+ * tv_reader_open_raw - tv_reader_open() keeping each domain's own clock
+ * @dir: session directory
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * What the sync estimation reads.  Return: as tv_reader_open().
  */
 int tv_reader_open_raw(const char *dir, struct tv_reader **out);
 struct tv_sync_result;
-/* With the transforms of @res (usable domains only) instead of the stored ones. */
+/**
+ * tv_reader_open_synced - tv_reader_open() with the transforms of @res
+ * @dir: session directory
+ * @res: results to map by (usable domains only; copied)
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * Return: as tv_reader_open().
+ */
 int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
 			  struct tv_reader **out);
-/* Return: 1 with @ev filled, 0 at the end, -errno on a corrupt file (logged). */
+/**
+ * tv_reader_next - the next event in time order
+ * @rd: the reader
+ * @ev: filled in; it points into @rd and is valid until the next call
+ *
+ * Return: 1 with @ev filled, 0 at the end, -errno on a corrupt file (logged).
+ */
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev);
+/**
+ * tv_reader_close - close every stream and free @rd (and its domain info)
+ * @rd: a reader, or NULL
+ */
 void tv_reader_close(struct tv_reader *rd);
+/**
+ * tv_reader_nr_domains - the number of domains of the session
+ * @rd: the reader
+ */
 size_t tv_reader_nr_domains(const struct tv_reader *rd);
+/**
+ * tv_reader_domain - domain @i of the session
+ * @rd: the reader
+ * @i: 0 .. tv_reader_nr_domains() - 1
+ *
+ * Return: info owned by @rd (valid until tv_reader_close()), or NULL.
+ */
 const struct tv_domain_info *tv_reader_domain(const struct tv_reader *rd, size_t i);
+/**
+ * tv_reader_event_domain - the domain of @ev
+ * @rd: the reader
+ * @ev: an event from @rd
+ *
+ * Return: info owned by @rd, or NULL.  (ev->domain_info is the same.)
+ */
 const struct tv_domain_info *tv_reader_event_domain(const struct tv_reader *rd,
 						    const struct tv_event *ev);
 
-/* Field access that never reads outside the record. */
+/**
+ * tv_event_field_u64 - field @name of @ev as an unsigned integer
+ * @ev: an event from tv_reader_next()
+ * @name: field name
+ * @val: the value
+ *
+ * Never reads outside the record.
+ * Return: 0, or -errno (-ENOENT: no such field in the record).
+ */
 int tv_event_field_u64(const struct tv_event *ev, const char *name, uint64_t *val);
 /* Appends the event's fields to @buf as a JSON object. */
 struct tv_strbuf;
+/**
+ * tv_event_fields_json - append the event's fields to @buf as a JSON object
+ * @ev: an event from tv_reader_next()
+ * @buf: appended to (caller's buffer)
+ *
+ * Threads: as tv_event_append_info() (layouts cached in the domain).
+ * Return: 0 or -ENOMEM.
+ */
 int tv_event_fields_json(const struct tv_event *ev, struct tv_strbuf *buf);
 
 /* -------------------------------------------------------- string buffer */
 
+/*
+ * A growable text buffer the caller owns (zero-initialise it; free with
+ * tv_strbuf_free()).  Its fields are public on purpose, like libtraceevent's
+ * struct trace_seq: @data holds @len bytes and a NUL, and a writer may
+ * reserve room (tv_strbuf_reserve()) and write at @data + @len itself, as
+ * the report writer does on its hot path.  Threads: one thread at a time.
+ */
 struct tv_strbuf {
-	char *data;
-	size_t len;
-	size_t cap;
+	char *data;	/* NUL-terminated once anything was appended; NULL before */
+	size_t len;	/* bytes of text, without the NUL */
+	size_t cap;	/* bytes allocated at @data */
 };
 
 /**
- * tv_event_append_info() - append an event's text, as its print format says
+ * tv_event_append_info - append an event's text, as its print format says
  * @ev: an event from tv_reader_next()
  * @sb: where the text goes (no newline)
  *
  * The same characters as libtraceevent's tep_print_event() with
  * TEP_PRINT_INFO, but each event type's print format is compiled once and
  * numbers are formatted without printf where printf's rules are simple;
- * formats it does not compile are printed by libtraceevent.  Not
- * thread-safe: the compiled formats are cached in @ev's domain.
+ * formats it does not compile are printed by libtraceevent.  Threads: not
+ * thread-safe: the compiled formats are cached in @ev's domain (its reader's).
  *
  * Return: 0, or -ENOMEM.
  */
 int tv_event_append_info(const struct tv_event *ev, struct tv_strbuf *sb);
-/* 1 if @ev's type is printed by the compiled renderer, 0 if by libtraceevent. */
+/**
+ * tv_event_info_compiled - whether @ev's type is printed by the compiled renderer
+ * @ev: an event from tv_reader_next()
+ *
+ * Return: 1 compiled, 0 printed by libtraceevent.
+ */
 int tv_event_info_compiled(const struct tv_event *ev);
 
+/**
+ * tv_strbuf_append - append printf-formatted text
+ * @sb: the buffer (the caller owns it and frees it with tv_strbuf_free())
+ * @fmt: format
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/**
+ * tv_strbuf_append_json_string - append @n bytes of @s as a quoted, escaped JSON string
+ * @sb: the buffer
+ * @s: the bytes
+ * @n: their number
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
 /* Fast paths for per-event output: raw bytes, decimal integers. */
-/*
- * Writes @v in decimal at @out, zero-padded to at least @min_digits (at most
- * 20): room for 24 bytes is enough.  Returns the end; no NUL is written.
+/**
+ * tv_put_u64 - write @v in decimal at @out, zero-padded to @min_digits
+ * @out: room for 24 bytes is enough
+ * @v: the value
+ * @min_digits: at most 20
+ *
+ * Return: the end; no NUL is written.
  */
 char *tv_put_u64(char *out, uint64_t v, int min_digits);
-/* Room for @extra more bytes (and a NUL): 0 or -ENOMEM. */
+/**
+ * tv_strbuf_reserve - room for @extra more bytes and a NUL
+ * @sb: the buffer (may move sb->data)
+ * @extra: bytes
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra);
 /*
  * The hot path of the text and JSON writers: no format string to parse, and
@@ -528,9 +951,31 @@ static inline int tv_strbuf_append_mem(struct tv_strbuf *sb, const char *s, size
 	sb->data[sb->len] = '\0';
 	return 0;
 }
+/**
+ * tv_strbuf_append_u64 - append @v in decimal
+ * @sb: the buffer
+ * @v: the value
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_strbuf_append_u64(struct tv_strbuf *sb, uint64_t v);
+/**
+ * tv_strbuf_append_i64 - append @v in decimal
+ * @sb: the buffer
+ * @v: the value
+ *
+ * Return: 0 or -ENOMEM.
+ */
 int tv_strbuf_append_i64(struct tv_strbuf *sb, int64_t v);
+/**
+ * tv_strbuf_reset - empty @sb, keeping its memory
+ * @sb: the buffer
+ */
 void tv_strbuf_reset(struct tv_strbuf *sb);
+/**
+ * tv_strbuf_free - free the buffer's memory and empty it
+ * @sb: the buffer; the struct itself is the caller's
+ */
 void tv_strbuf_free(struct tv_strbuf *sb);
 
 /* --------------------------------------------------------- KVM analysis */
@@ -541,9 +986,20 @@ enum tv_kvm_isa {
 	TV_KVM_ISA_SVM = 2,
 };
 
-/* Name of a kvm_exit reason, or NULL when the code is not known. */
+/**
+ * tv_kvm_exit_reason_name - name of a kvm_exit reason
+ * @isa: VMX or SVM
+ * @code: exit code
+ *
+ * Return: a static string, or NULL when the code is not known.
+ */
 const char *tv_kvm_exit_reason_name(enum tv_kvm_isa isa, uint64_t code);
-/* Name of a KVM_EXIT_* user-space exit reason, or NULL. */
+/**
+ * tv_kvm_userspace_exit_name - name of a KVM_EXIT_* user-space exit reason
+ * @reason: the reason
+ *
+ * Return: a static string, or NULL.
+ */
 const char *tv_kvm_userspace_exit_name(uint64_t reason);
 
 struct tv_kvm_stat_row {
@@ -569,9 +1025,16 @@ struct tv_kvm_stat {
 /**
  * tv_kvm_stat_compute - VM exit analysis of a session
  * @dir: session directory
- * @out: rows sorted by total time, then count
+ * @out: rows sorted by total time, then count; owned by the caller
+ *       (tv_kvm_stat_free())
+ *
+ * Return: 0 or -errno (logged).
  */
 int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out);
+/**
+ * tv_kvm_stat_free - free the rows of @st
+ * @st: the analysis; the struct itself is the caller's
+ */
 void tv_kvm_stat_free(struct tv_kvm_stat *st);
 
 /* ------------------------------------------------------------------ Xen */
@@ -592,29 +1055,68 @@ struct tv_xen_recorder;
 
 /**
  * tv_xen_recorder_create - map Xen's trace buffers for recording
- * @opts: what to record and where
- * @out: the recorder
+ * @opts: what to record and where (copied; its strings must outlive @out)
+ * @out: the recorder, owned by the caller (tv_xen_recorder_destroy())
  *
  * Opens libxenctrl, libxenforeignmemory and libxenevtchn, allocates the
  * buffers if Xen has none, maps t_info and every CPU's buffer, binds
  * VIRQ_TBUF and creates DIR/xen/.  Tracing starts with
- * tv_xen_recorder_start().  Return: 0 or -errno; -ENODEV when this is not
- * a Xen dom0 (logged on one line).
+ * tv_xen_recorder_start().  Threads: one caller thread; the recorder
+ * drains in a thread of its own between start and stop.
+ * Return: 0 or -errno; -ENODEV when this is not a Xen dom0, -ENOTSUP when
+ * built without Xen (both logged on one line).
  */
 int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out);
+/**
+ * tv_xen_recorder_start - set the masks, enable tracing, start the drain thread
+ * @rec: the recorder
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_xen_recorder_start(struct tv_xen_recorder *rec);
-/* Disables tracing, drains every CPU, restores the masks, writes xen/meta. */
+/**
+ * tv_xen_recorder_stop - disable tracing, drain every CPU, restore the masks, write xen/meta
+ * @rec: a started recorder
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_xen_recorder_stop(struct tv_xen_recorder *rec);
-/* Restores the hypervisor's trace state if still changed, unmaps, frees. */
+/**
+ * tv_xen_recorder_destroy - restore the hypervisor's trace state if still changed, unmap, free
+ * @rec: a recorder, or NULL
+ */
 void tv_xen_recorder_destroy(struct tv_xen_recorder *rec);
+/**
+ * tv_xen_recorder_nr_cpus - the number of physical CPUs recorded
+ * @rec: the recorder
+ */
 int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec);
+/**
+ * tv_xen_recorder_bytes - bytes written so far (progress output)
+ * @rec: the recorder
+ *
+ * Threads: safe while the drain thread runs (a snapshot).
+ */
 uint64_t tv_xen_recorder_bytes(const struct tv_xen_recorder *rec);
 
-/* "sched,hvm,pv" (class names), "all" or a hex mask → Xen event mask; 0 if invalid. */
+/**
+ * tv_xen_parse_events - "sched,hvm,pv" (class names), "all" or a hex mask to a Xen event mask
+ * @spec: the text
+ *
+ * Return: the mask, 0 if invalid.
+ */
 uint32_t tv_xen_parse_events(const char *spec);
-/* Is @cpu in the list "0-3,6"? */
+/**
+ * tv_xen_cpu_in_list - whether @cpu is in the list "0-3,6"
+ * @list: the list
+ * @cpu: the CPU
+ */
 bool tv_xen_cpu_in_list(const char *list, int cpu);
-/* xc_physinfo's cpu_khz, 0 when not on a Xen dom0. */
+/**
+ * tv_xen_host_cpu_khz - xc_physinfo's cpu_khz
+ *
+ * Return: kHz, or 0 when not on a Xen dom0 (or built without Xen).
+ */
 uint64_t tv_xen_host_cpu_khz(void);
 
 /**
@@ -622,18 +1124,22 @@ uint64_t tv_xen_host_cpu_khz(void);
  * @file: the xentrace output
  * @outdir: the session directory to create
  * @cpu_khz: TSC frequency; 0: xc_physinfo's when on Xen, else 2.4 GHz (warned)
+ *
+ * Return: 0 or -errno (logged).
  */
 int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_khz);
 
 /**
  * tv_xen_inject - write a TRC_GUEST record into Xen's trace (HVMOP_xentrace)
  * @event: 0..4095, ORed into TRC_GUEST (0x0800f000)
- * @data: up to 7 words
+ * @data: up to 7 words (copied)
  * @nr: number of words
  * @mono: NULL, or filled with dom0's CLOCK_MONOTONIC (ns) just before and
  *        just after the hypercall
  *
  * A sync point: on the patched hypervisor the record carries Xen's TSC.
+ * Threads: safe from any thread.
+ * Return: 0 or -errno (logged; -ENOTSUP when built without Xen).
  */
 int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2]);
 
@@ -644,11 +1150,19 @@ int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uin
  *
  * Writes the XEN_BEFORE marker into dom0's trace, injects the Xen record
  * TRC_GUEST | 0x476 { magic, seq low, seq high }, then the XEN_AFTER marker.
+ * Threads: as tv_recorder_write_marker(), safe from any thread.
  * Return: 0 or -errno (logged).
  */
 int tv_xen_sync_probe(struct tv_recorder *rec, uint64_t seq);
 
-/* Write DIR/session.meta listing @domains (comma list); written last. */
+/**
+ * tv_session_write_domains - write DIR/session.meta listing @domains; written last
+ * @dir: session directory
+ * @domains: comma-separated domain subdirectories
+ * @reference: the reference domain
+ *
+ * Return: 0 or -errno (logged).
+ */
 int tv_session_write_domains(const char *dir, const char *domains, const char *reference);
 
 /**
@@ -656,7 +1170,9 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  * @dir: session directory
  * @out: rows (vm "dN", vcpu, reason): runstate times per domain and vCPU,
  *       HVM exit reasons timed exit→entry, hypercalls and other records
- *       counted.  Return: 0, -ENOENT when the session has no Xen domain.
+ *       counted; owned by the caller (tv_kvm_stat_free())
+ *
+ * Return: 0, -ENOENT when the session has no Xen domain, or -errno.
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 
@@ -671,11 +1187,12 @@ struct tv_compress_stats {
 /**
  * tv_session_compress - compress every cpuN.raw of session @dir to cpuN.raw.zst
  * @dir: a complete session (its session.meta lists the domains)
- * @st: what was compressed
+ * @st: what was compressed (caller's storage)
  *
  * Each file is written aside, synced and renamed before its raw file is
  * removed: an interrupted run leaves every stream readable, once.  Readers
- * take either form.  Return: 0 or -errno (logged).
+ * take either form.  Threads: no reader of @dir may run meanwhile.
+ * Return: 0 or -errno (logged).
  */
 int tv_session_compress(const char *dir, struct tv_compress_stats *st);
 
@@ -693,19 +1210,43 @@ struct tv_wall_clock {
 
 #define TV_WALL_CLOCK_LEN 32	/* "2026-11-22T21:39:16.186612899Z" and NUL */
 
-/* Ticks per second of a reference domain's trace clock: 1e9, or the TSC's. */
+/**
+ * tv_reference_clock_hz - ticks per second of a reference domain's trace clock
+ * @ref: the reference domain (tv_reader_domain())
+ *
+ * Return: 1e9, or the TSC's frequency.
+ */
 uint64_t tv_reference_clock_hz(const struct tv_domain_info *ref);
-/* @ev is the reference domain's CLOCK_REALTIME marker: 0 with @wc set, else -ENOMSG. */
+/**
+ * tv_wall_clock_of_event - the wall clock of a CLOCK_REALTIME marker event
+ * @ev: an event of the reference domain
+ * @wc: set when @ev is the marker
+ *
+ * Return: 0, or -ENOMSG when @ev is not the marker.
+ */
 int tv_wall_clock_of_event(const struct tv_event *ev, struct tv_wall_clock *wc);
 /**
  * tv_wall_clock_find - the wall-clock marker at the start of session @dir
+ * @dir: session directory
+ * @wc: set (caller's storage)
+ *
  * Reads the session's first events (its own reader).
  * Return: 0, -ENOENT (logged) when there is none, or -errno.
  */
 int tv_wall_clock_find(const char *dir, struct tv_wall_clock *wc);
-/* Reference time stamp @ts as ns since 1970. */
+/**
+ * tv_wall_clock_ns - reference time stamp @ts as ns since 1970
+ * @wc: the wall clock of the session
+ * @ts: reference time
+ */
 uint64_t tv_wall_clock_ns(const struct tv_wall_clock *wc, uint64_t ts);
-/* @ns as "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" (UTC) in @out[TV_WALL_CLOCK_LEN]. */
+/**
+ * tv_wall_clock_format - @ns as "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" (UTC)
+ * @ns: ns since 1970
+ * @out: TV_WALL_CLOCK_LEN bytes of the caller's
+ *
+ * Return: @out.
+ */
 char *tv_wall_clock_format(uint64_t ns, char *out);
 
 /* ------------------------------------------------------------- export */
@@ -718,17 +1259,26 @@ struct tv_export_stats {
 
 /**
  * tv_export_ctf - write a session as one CTF 1.8 trace in the reference clock
- * @rd: the session, open for reading (consumed to its end)
+ * @rd: the session, open for reading (consumed to its end; still the caller's)
  * @session_dir: its directory (for metadata)
  * @out: the CTF trace directory to create
- * @st: counts of what was written
+ * @st: counts of what was written (caller's storage)
+ *
+ * Return: 0 or -errno (logged).
  */
 int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
 		  struct tv_export_stats *st);
 /**
- * tv_export_perfetto - write Chrome/Perfetto trace-event JSON: a track per
- * CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices
+ * tv_export_perfetto - write Chrome/Perfetto trace-event JSON
+ * @rd: the session, open for reading (consumed to its end; still the caller's)
+ * @out: the JSON file to create
+ * @st: counts of what was written (caller's storage)
+ *
+ * A track per CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices.
+ * Return: 0 or -errno (logged).
  */
 int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
+
+#pragma GCC visibility pop
 
 #endif /* TRACEVISOR_H */

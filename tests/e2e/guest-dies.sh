@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Issue 4: a guest that dies mid-recording.  L1 records kvm events and the
 # L2 agent's stream over vsock; once L2 streams, L1 kills L2's qemu (-9).

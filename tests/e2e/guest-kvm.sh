@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Issue 4 on a real SVM KVM host (the lab's nested L1) with a Linux L2:
 # tracevisor-agent runs in L2 under a workload; L1 records its kvm events

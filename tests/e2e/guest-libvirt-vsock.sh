@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Issue 4: `tracevisor record --guest NAME` with a real libvirt KVM domain
 # that has a vsock device.  In the lab's nested SVM L1, libvirtd (this

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 4: `tracevisor record --guest NAME` with a real libvirt domain on
 # this host (qemu:///system).  A transient TCG domain boots the lab's guest
 # kernel with a tiny busybox initramfs whose /init starts tracevisor-agent

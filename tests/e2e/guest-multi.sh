@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Issue 4 with two guests at once on the lab's nested SVM KVM host: two L2
 # guests (vsock CIDs 3 and 4, hostnames l2-a and l2-b) run tracevisor-agent

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Check a host + guest session with this host's tracevisor (report --json).
 
 usage: guest_check.py TV SESSION GUEST [--status complete|truncated]

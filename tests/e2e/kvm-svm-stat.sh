@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1 script is single-quoted on purpose
 # Issue 2 on a real SVM KVM host (the lab's nested L1): record + stat give
 # kvm_exit/kvm_entry with SVM reasons io, cpuid and hlt and their latencies,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # lab `guest` topology: a trivial script runs as root, its stdout comes back
 # on lab's stdout, its /out files and the console log land in OUTDIR, its

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # lab `kvm` topology: L1 has /dev/kvm (nested SVM under TCG); `lab-guest`
 # boots an L2 whose exits show up as kvm_exit in L1's tracefs; L2's /out and

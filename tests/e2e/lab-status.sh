@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # lab reports a failing script's status as its own, keeps what a crashing
 # script wrote to /out, and fails clearly (125) when no status comes back.

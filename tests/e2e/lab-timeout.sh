@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # A hanging guest is killed after LAB_TIMEOUT: lab exits 124 with a one-line
 # error on stderr and keeps the console log.  A kernel in a long soft lockup

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # lab `xen` topology: dom0 runs under Xen 4.17 with xenfs, privcmd and
 # evtchn; `xl info` (xenstored runs in dom0) and xlinfo (libxenctrl's

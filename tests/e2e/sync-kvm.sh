@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Issue 5 on the lab's nested SVM KVM host: L1 records its kvm events and
 # the L2 guest's kernel (tracevisor-agent in L2, message and hypercall sync

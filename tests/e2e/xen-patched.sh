@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
 # Real Xen with our patch (xen/patches/, built from `apt-get source xen` and
 # cached): the consumer finds the exported TSC scale and records in Xen

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
 # Real Xen (lab `xen`, Debian's hypervisor): `tracevisor record --xen` in dom0
 # under a fork/exec workload, stopped with SIGINT like a user would; then

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
 # Issue 6: `tracevisor sync` aligns dom0 and Xen with the bound it reports.
 # On the patched Xen (records carry the TSC), `record --xen -e ...` brackets

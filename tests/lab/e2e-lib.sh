@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Shared by tests/e2e/lab-*.sh: exit 0 = pass, 77 = skip, else fail.
 # Run from anywhere; the lab finds the repo from its own path.

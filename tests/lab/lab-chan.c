@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* lab-chan: move bytes over the lab's host<->guest channels (busybox has no
  * AF_VSOCK nor unix-socket client). Built statically into every lab image
  * as /usr/bin/lab-chan.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash disable=SC2012
 # Helpers for tests/lab/lab: Debian package cache, file-tree and cpio
 # assembly, shared-library collection. Sourced by `lab`; needs LAB_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* xlinfo: the essentials of `xl info`, straight from libxenctrl.
  *
  * Built by tests/lab/lab into the xen topology's dom0 as /usr/bin/xlinfo.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The committed decoder samples (tests/samples) under valgrind: report,
 # report --json and stat --json on each, corrupt ones included, with no
 # memory error and no definite leak.  Needs no root; skips without valgrind.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # The CTF export against the rules of Trace Compass's CTF reader
 # (tests/ctf_tc_check.py, doc/ctf-export.md), on sessions built from the
 # committed samples: every clean single-domain sample; three domains (a

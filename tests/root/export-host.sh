@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # Export a real host session: CTF read by babeltrace2 with nothing on
 # stderr and exactly report's events in report's order, following Trace
 # Compass's reader rules (tests/ctf_tc_check.py); Perfetto JSON that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # libFuzzer on the host's guest-stream parser (host/guest_stream.c) for a
 # bounded time (FUZZ_SECONDS, default 20).  Needs no root; it is in this
 # tier because it is slower than the unit tests.  Skips without clang.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # tracevisor-agent and record --guest on this host, without a VM: the
 # agent's "virtio-serial port" is one end of a pty pair relayed to another
 # (tests/root/ptyrelay.py), and the host records serial:OTHER_END.  Both

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared helpers for root-tier tests (sourced).  Tests exit 0 pass, 77 skip.
 set -u
 : "${TV:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/tracevisor}"

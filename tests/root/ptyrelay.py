@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Two pty pairs joined back to back: a stand-in for a virtio-serial port
 in tests without a VM.  Prints "GUEST_PTY HOST_PTY" and relays bytes
 between the two masters until killed.  The slaves are kept open (raw) so

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # record --compress and tracevisor compress on a real session: every
 # cpuN.raw becomes cpuN.raw.zst, `zstd -d` gives the same bytes back, and
 # report, report --json, stat --json and the CTF export read the compressed

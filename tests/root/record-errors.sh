@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Bad input to record: one clear line, non-zero exit, nothing left behind.
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # record captures exactly the exits a known workload makes, with 0 lost,
 # and stat shows them (issue 2: "a small test VMM ... exactly N, M, K").
 . "$(dirname "$0")/lib.bash"

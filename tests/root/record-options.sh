@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # -e globs, -f filter in the kernel, --clock, -b and --duration do what they say.
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs; require_kvm

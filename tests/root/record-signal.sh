@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Ctrl-C (SIGINT) and SIGTERM leave a valid trace and a clean tracefs; a
 # stale instance of a killed run is removed by the next run.
 . "$(dirname "$0")/lib.bash"

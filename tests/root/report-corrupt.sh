@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # A corrupt or truncated file of a real session: clear error with file and
 # offset, non-zero exit, no crash; the events before it still print.
 . "$(dirname "$0")/lib.bash"

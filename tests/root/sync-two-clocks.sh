@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
 # A real two-domain session whose true clock relation is known: this host
 # recorded twice at once, "host" with the local trace clock and a stand-in
 # guest with mono.  tv-sync-probe plays the sync protocol between the two

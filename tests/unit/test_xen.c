@@ -14,7 +14,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
-#include "../../xen/xen_trace.h"
+#include "xen_trace.h"
 #include "tv_test.h"
 
 static const char *root(void)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 static int put(struct tv_meta *m, const char *dom, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -342,4 +343,12 @@ int tv_sync_read(const char *dir, struct tv_sync_result *out)
 	if (ret)
 		tv_sync_result_free(out);
 	return ret;
+}
+
+void tv_sync_result_free(struct tv_sync_result *res)
+{
+	for (size_t i = 0; res->domains && i < res->nr; i++)
+		tv_sync_domain_release(&res->domains[i]);
+	free(res->domains);
+	memset(res, 0, sizeof(*res));
 }

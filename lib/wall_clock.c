@@ -13,10 +13,18 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
-#include "probes.h"
+#include "proto.h"
+#include "tv_internal.h"
 
 /* The marker follows tracing_on by microseconds: it is among the first events. */
 #define WALL_CLOCK_SCAN_EVENTS 1000000
+
+int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m)
+{
+	if (ev->record->size < 0)
+		return -ENOMSG;
+	return tv_sync_marker_decode(ev->record->data, (size_t)ev->record->size, m);
+}
 
 uint64_t tv_reference_clock_hz(const struct tv_domain_info *ref)
 {

@@ -3,7 +3,7 @@
  * The session reader's stream for a domain of kind xen-trace: xen/cpuN.xen
  * holds physical CPU N's t_rec records exactly as the hypervisor wrote them
  * (wrap and lost records included).  Each record is turned into a
- * synthesized libtraceevent record (xen/decode.c) with its time in ns:
+ * synthesized libtraceevent record (lib/xen_decode.c) with its time in ns:
  * Xen system time when the session has the per-CPU TSC scale of the patched
  * hypervisor (clock=xen-system), else TSC / cpu_khz (clock=xen-tsc).
  */
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <event-parse.h>
 
-#include "../lib/internal.h"
+#include "internal.h"
 #include "xen_trace.h"
 
 #define XEN_STREAM_BUF (64 * 1024)
@@ -197,3 +197,10 @@ void tv_xen_stream_close(struct tv_cpu_stream *st)
 	st->xen = NULL;
 	st->fd = -1;
 }
+
+const struct tv_stream_source tv_xen_source = {
+	.kind = "xen-trace",
+	.open = tv_xen_stream_open,
+	.next = tv_xen_stream_next,
+	.close = tv_xen_stream_close,
+};

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "xen_trace.h"
 
 struct xe_common {

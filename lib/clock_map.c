@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * Clock maps (a domain's clock to the reference's) and the exact KVM x86
- * TSC relation.  All arithmetic is integer, in 128 bits where products of
- * two 64-bit values appear, so results do not depend on floating point.
+ * Applying clock maps (a domain's clock to the reference's, as
+ * DIR/sync/transforms holds them) and the exact KVM x86 TSC relation: the
+ * reader's side; estimating them is sync/'s.  All arithmetic is integer,
+ * in 128 bits where products of two 64-bit values appear, so results do
+ * not depend on floating point.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,7 +15,6 @@
 
 #include "tracevisor/tracevisor.h"
 #include "internal.h"
-#include "tsc.h"
 
 typedef __int128 i128;
 typedef unsigned __int128 u128;
@@ -57,82 +58,6 @@ uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_ts
 	/* Ceiling: the first host TSC whose scaled value reaches the guest's. */
 	host = (scaled + p->ratio - 1) / p->ratio;
 	return host > UINT64_MAX ? UINT64_MAX : (uint64_t)host;
-}
-
-static int segments_push(struct tv_tsc_segments *s, struct tv_tsc_segment seg)
-{
-	if (tv_array_grow(&s->seg, &s->cap, s->n, sizeof(*s->seg), 256))
-		return -ENOMEM;
-	s->seg[s->n++] = seg;
-	return 0;
-}
-
-/* The last segment of @vcpu, or NULL (few vCPUs: the scan back is short). */
-static const struct tv_tsc_segment *segments_last(const struct tv_tsc_segments *s,
-						  uint32_t vcpu)
-{
-	for (size_t k = s->n; k-- > 0;)
-		if (s->seg[k].vcpu == vcpu)
-			return &s->seg[k];
-	return NULL;
-}
-
-bool tv_tsc_segments_has(const struct tv_tsc_segments *s, uint32_t vcpu)
-{
-	return segments_last(s, vcpu) != NULL;
-}
-
-int tv_tsc_segments_add(struct tv_tsc_segments *s, uint32_t vcpu, uint64_t host_ts,
-			uint64_t prev, uint64_t offset)
-{
-	const struct tv_tsc_segment *last = segments_last(s, vcpu);
-	int ret;
-
-	if (!last) {
-		ret = segments_push(s, (struct tv_tsc_segment){ 0, prev, vcpu });
-		if (ret)
-			return ret;
-		last = &s->seg[s->n - 1];
-	}
-	if (last->offset == offset)
-		return 0;
-	return segments_push(s, (struct tv_tsc_segment){ host_ts, offset, vcpu });
-}
-
-int tv_tsc_segments_sort(struct tv_tsc_segments *s)
-{
-	struct tv_tsc_segment *sorted;
-	size_t out = 0;
-	uint32_t next = 0;
-
-	if (!s->n)
-		return 0;
-	sorted = malloc(s->n * sizeof(*sorted));
-	if (!sorted)
-		return -ENOMEM;
-	/* One pass per vCPU, lowest id first: keeps each vCPU's time order. */
-	for (bool more = true; more;) {
-		uint32_t v = next, after = UINT32_MAX;
-
-		more = false;
-		for (size_t k = 0; k < s->n; k++) {
-			if (s->seg[k].vcpu == v)
-				sorted[out++] = s->seg[k];
-			else if (s->seg[k].vcpu > v && s->seg[k].vcpu <= after)
-				after = s->seg[k].vcpu, more = true;
-		}
-		next = after;
-	}
-	free(s->seg);
-	s->seg = sorted;
-	s->cap = s->n;
-	return 0;
-}
-
-void tv_tsc_segments_free(struct tv_tsc_segments *s)
-{
-	free(s->seg);
-	memset(s, 0, sizeof(*s));
 }
 
 /* First index in [lo, hi) whose vcpu is >= @vcpu. */
@@ -254,4 +179,12 @@ void tv_sync_domain_release(struct tv_sync_domain *d)
 bool tv_sync_domain_usable(const struct tv_sync_domain *d)
 {
 	return d->est.quality <= TV_SYNC_APPROXIMATE && strcmp(d->method, "none");
+}
+
+const char *tv_sync_quality_name(enum tv_sync_quality q)
+{
+	static const char *const names[] = { "exact", "accurate", "approximate",
+					     "insufficient", "failed" };
+
+	return (unsigned int)q < 5 ? names[q] : "unknown";
 }

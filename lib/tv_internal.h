@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * The library's internal API for its upper layers (kvm/, xen/, sync/,
+ * host/): what they may use of lib/ beyond the public header.  Not
+ * installed, not exported from libtracevisor.so (doc/architecture.md).
+ * lib/'s own private internals (domains, stream sources) are in internal.h.
+ */
+#ifndef TV_LIB_TV_INTERNAL_H
+#define TV_LIB_TV_INTERNAL_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "tracevisor/tracevisor.h"
+
+/* ------------------------------------------------------------------ log */
+
+/*
+ * Emit one message through the callback of tv_log_set_callback() (lib/log.c).
+ * Threads: callable from any thread.
+ */
+void tv_log(enum tv_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define tv_err(...)   tv_log(TV_LOG_ERROR, __VA_ARGS__)
+#define tv_warn(...)  tv_log(TV_LOG_WARN, __VA_ARGS__)
+#define tv_info(...)  tv_log(TV_LOG_INFO, __VA_ARGS__)
+#define tv_debug(...) tv_log(TV_LOG_DEBUG, __VA_ARGS__)
+
+/* --------------------------------------------------------------- arrays */
+
+/*
+ * Room for one more element in the array whose address is @arrp (a T **
+ * holding @n of @cap elements of @size bytes), doubling from @first.
+ * Return 0, or -ENOMEM with the array and *@cap unchanged.
+ */
+static inline int tv_array_grow(void *arrp, size_t *cap, size_t n, size_t size, size_t first)
+{
+	void *old, *grown;
+	size_t want;
+
+	if (n < *cap)
+		return 0;
+	want = *cap ? *cap * 2 : first;
+	memcpy(&old, arrp, sizeof(old));
+	grown = realloc(old, want * size);
+	if (!grown)
+		return -ENOMEM;
+	memcpy(arrp, &grown, sizeof(grown));
+	*cap = want;
+	return 0;
+}
+
+#ifndef container_of
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+/* ------------------------------------------------------ session files */
+
+/* The entry of thread @tid in @map, added (vcpu -1) if new; NULL: no memory. */
+struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
+
+/* rm -r of a directory tree this process created (lib/session_dir.c). */
+int tv_session_remove_tree(const char *path);
+
+/* ------------------------------------------------------ sync markers */
+
+struct tv_sync_marker;
+/* tv_sync_marker_decode() of an ftrace:raw_data event's record (lib/wall_clock.c). */
+int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
+
+#endif

@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The layering of doc/architecture.md, checked on the built objects: every
+# undefined symbol of build/obj/FOLDER/*.o is resolved to the object that
+# defines it, and a reference from a folder to one it may not use fails,
+# naming the file and the symbol.  The CLI (tools/) may use only what the
+# public header declares; the agent (guest/) only lib/proto.c.
+#   lib/                     nothing above it
+#   kvm/, xen/               lib/ (not each other)
+#   sync/                    lib/ kvm/ xen/
+#   host/                    lib/ kvm/ xen/ sync/
+#   tools/                   include/tracevisor/tracevisor.h only
+set -u
+cd "${TV_ROOT:-$(dirname "$0")/../..}" || exit 1
+OBJ=${TV_BUILD:-build}/obj
+[ -d "$OBJ/lib" ] || { echo "no objects in $OBJ: run make first" >&2; exit 77; }
+command -v nm >/dev/null || { echo "nm (binutils) not installed" >&2; exit 77; }
+
+allowed() {	# from to
+	case $1 in
+	lib) [ "$2" = lib ] ;;
+	kvm | xen) [ "$2" = lib ] ;;
+	sync) case $2 in lib | kvm | xen) true ;; *) false ;; esac ;;
+	host) case $2 in lib | kvm | xen | sync) true ;; *) false ;; esac ;;
+	tools) true ;;	# checked against the public header below
+	*) false ;;
+	esac
+}
+
+# Objects of sources that still exist (a renamed source leaves its old .o).
+objs=()
+while IFS= read -r o; do
+	src=${o#"$OBJ"/}
+	[ -f "${src%.o}.c" ] && objs+=("$o")
+done < <(find "$OBJ" -name '*.o' | sort)
+[ ${#objs[@]} -gt 0 ] || { echo "no objects under $OBJ" >&2; exit 77; }
+
+declare -A def
+for o in "${objs[@]}"; do
+	while read -r _ _ sym; do
+		def[$sym]=${o#"$OBJ"/}
+	done < <(nm --defined-only -g "$o" | awk 'NF == 3 && $2 ~ /[TDBRVWGS]/')
+done
+
+# The functions and variables the public header declares (what tools/ may use).
+declare -A public
+aux=$(mktemp)
+trap 'rm -f "$aux"' EXIT
+${CC:-cc} -fsyntax-only -aux-info "$aux" -Iinclude -x c include/tracevisor/tracevisor.h 2>/dev/null ||
+	{ echo "cannot parse include/tracevisor/tracevisor.h" >&2; exit 1; }
+while read -r sym; do public[$sym]=1; done < <(
+	grep 'include/tracevisor/tracevisor.h' "$aux" | grep -v ' static ' |
+		sed -E 's/\(.*//; s/.*[ *]([A-Za-z_][A-Za-z0-9_]*) *$/\1/')
+
+bad=0 refs=0
+for o in "${objs[@]}"; do
+	file=${o#"$OBJ"/}
+	from=${file%%/*}
+	for sym in $(nm -u "$o" | awk '{print $2}'); do
+		to_file=${def[$sym]:-}
+		[ -n "$to_file" ] || continue	# libc, libtraceevent, ...
+		to=${to_file%%/*}
+		[ "$to" = "$from" ] && continue
+		refs=$((refs + 1))
+		if ! allowed "$from" "$to"; then
+			echo "layer violation: ${file%.o}.c uses $sym from ${to_file%.o}.c ($from/ may not use $to/)"
+			bad=$((bad + 1))
+		elif [ "$from" = tools ] && [ -z "${public[$sym]:-}" ]; then
+			echo "layer violation: ${file%.o}.c uses $sym from ${to_file%.o}.c, which the public header does not declare"
+			bad=$((bad + 1))
+		fi
+	done
+done
+
+# Sources: no include reaching into another folder upwards, lib/internal.h
+# only inside lib/, the agent on lib/proto.h alone.
+while IFS= read -r line; do
+	file=${line%%:*}
+	from=${file%%/*}
+	inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"${line#*:}")
+	case $inc in
+	../*/*) to=${inc#../}; to=${to%%/*}
+		allowed "$from" "$to" || { echo "layer violation: $file includes $inc ($from/ may not use $to/)"; bad=$((bad + 1)); } ;;
+	esac
+	if [ "$inc" = internal.h ] && [ "$from" != lib ]; then
+		echo "layer violation: $file includes lib/internal.h (upper layers use lib/tv_internal.h)"
+		bad=$((bad + 1))
+	fi
+	if [ "$from" = tools ] && [ "$inc" != tracevisor/tracevisor.h ] && [ "$inc" != cmd.h ]; then
+		echo "layer violation: $file includes $inc (tools/ uses the public header only)"
+		bad=$((bad + 1))
+	fi
+	if [ "$from" = guest ] && [ "$inc" != proto.h ]; then
+		echo "layer violation: $file includes $inc (guest/ uses lib/proto.h only)"
+		bad=$((bad + 1))
+	fi
+done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
+
+if [ "$bad" -gt 0 ]; then
+	echo "check-layers: $bad references against doc/architecture.md's direction"
+	exit 1
+fi
+echo "check-layers: ${#objs[@]} objects, $refs references across folders, all downward"

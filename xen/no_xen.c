@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Built without the Xen libraries (TV_WITH_XEN=0, or no libxen-dev): the
+ * parts of xen/ that talk to the hypervisor (record.c, inject.c) are left
+ * out and these take their place, so the library and the CLI need no
+ * libxen*.so.  Decoding, importing and analysing Xen sessions do not need
+ * the hypervisor and still work.
+ */
+#ifndef TV_HAVE_XEN
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "xen_internal.h"
+
+static int not_built(const char *what)
+{
+	tv_err("%s needs Xen support, which this tracevisor was built without: install the Xen libraries (libxen-dev) and rebuild (make TV_WITH_XEN=1)",
+	       what);
+	return -ENOTSUP;
+}
+
+int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out)
+{
+	(void)opts;
+	(void)out;
+	return not_built("Recording Xen's trace");
+}
+
+int tv_xen_recorder_start(struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return -ENOTSUP;
+}
+
+int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return -ENOTSUP;
+}
+
+void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
+{
+	(void)rec;
+}
+
+int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return 0;
+}
+
+uint64_t tv_xen_recorder_bytes(const struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return 0;
+}
+
+uint64_t tv_xen_host_cpu_khz(void)
+{
+	return 0;	/* as on a host that is not a Xen dom0 */
+}
+
+int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
+			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx)
+{
+	(void)event;
+	(void)data;
+	(void)nr;
+	(void)mono;
+	(void)hook;
+	(void)ctx;
+	return not_built("Injecting a Xen trace record");
+}
+
+int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uint64_t mono[2])
+{
+	return tv_xen_inject_hooked(event, data, nr, mono, NULL, NULL);
+}
+#endif
