@@ -660,6 +660,22 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 
+/**
+ * tv_stat_compute - every analysis of `stat` in one merged read of a session
+ * @dir: session directory
+ * @kvm: the VM exit analysis, as tv_kvm_stat_compute() gives it
+ * @xen: the Xen analysis, as tv_xen_stat_compute() gives it, when the
+ *       session has a Xen domain (then *@have_xen is true)
+ * @have_xen: whether @xen was computed
+ *
+ * The session is read once.  The caller owns both results and frees them
+ * with tv_kvm_stat_free() (also when !*@have_xen: @xen is then empty).
+ * Threads: none shared; call from any one thread.
+ * Return: 0, or -errno (nothing to free).
+ */
+int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
+		    bool *have_xen);
+
 /* ---------------------------------------------------------- compress */
 
 struct tv_compress_stats {
@@ -714,6 +730,7 @@ struct tv_export_stats {
 	uint64_t events;
 	uint64_t streams;	/* CTF streams, or Perfetto tracks */
 	uint64_t slices;	/* Perfetto: VM exit slices */
+	uint64_t unpaired_exits;	/* Perfetto: kvm_exit with no kvm_entry (no slice) */
 };
 
 /**
