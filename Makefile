@@ -102,10 +102,11 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 	$(CC) -O2 -Wall -Wextra -Werror -static -o $@ $<
 
 # The guest agent: static, libc only (it runs in minimal guests).
-$(AGENT): guest/agent.c lib/proto.c lib/proto.h
+AGENT_SRCS := $(wildcard guest/*.c)
+$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
-		-Wno-format-truncation -Ilib -static -pthread -o $@ guest/agent.c lib/proto.c
+		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST)

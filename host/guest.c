@@ -35,6 +35,7 @@
 #include "tv_internal.h"
 #include "proto.h"
 #include "guest_stream.h"
+#include "probe_sched.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define PING_TIMEOUT_S 2.0
@@ -42,7 +43,7 @@
 #define END_TIMEOUT_S 10.0
 #define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
-#define PROBE_BURST 5
+#define PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
 #define READ_CHUNK (256 * 1024)
 
 /* PHASE_DRAIN: a send failed; what the agent sent before is still read. */
@@ -65,7 +66,7 @@ struct tv_guest {
 	enum guest_phase phase;
 	struct tv_guest_stream gs;
 	double deadline;
-	double next_sync;
+	struct tv_probe_sched sched;	/* this guest's probe rounds */
 	uint64_t next_seq;
 	unsigned burst_left;
 	int ping_outstanding;
@@ -78,10 +79,7 @@ struct tv_guest {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return tv_probe_sched_now();
 }
 
 /* -------------------------------------------------------------- specs */
@@ -464,21 +462,18 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 	if (g->phase == PHASE_RUN && g->gs.ready && g->ready == 0) {
 		set_ready(g, 1);
 		save_tsc(g);
-		ret = probe_round(g, PROBE_BURST);
-		g->next_sync = now + g->opts.sync_interval;
+		ret = probe_round(g, tv_probe_sched_begin(&g->sched, now));
 	}
 	if (g->phase == PHASE_RUN && stop_asked) {
+		unsigned int n = tv_probe_sched_end(&g->sched);
+
 		if (g->gs.ready && !ret)
-			ret = probe_round(g, PROBE_BURST);
+			ret = probe_round(g, n);
 		g->phase = PHASE_ENDING;
 		g->deadline = now + END_PROBES_TIMEOUT_S;
 	}
-	if (g->phase == PHASE_RUN && g->ready == 1 && now >= g->next_sync) {
+	if (g->phase == PHASE_RUN && g->ready == 1 && tv_probe_sched_due(&g->sched, now))
 		ret = probe_round(g, 1);
-		g->next_sync += g->opts.sync_interval;
-		if (g->next_sync < now)
-			g->next_sync = now + g->opts.sync_interval;
-	}
 	if (!ret && (g->phase == PHASE_RUN || g->phase == PHASE_ENDING))
 		ret = run_pings(g);
 	if (!ret && g->phase == PHASE_ENDING &&
@@ -571,6 +566,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	g->ready = 0;
 	if (g->opts.sync_interval <= 0)
 		g->opts.sync_interval = TV_GUEST_DEFAULT_SYNC_INTERVAL;
+	tv_probe_sched_init(&g->sched, g->opts.sync_interval, PROBE_BURST);
 	snprintf(g->events, sizeof(g->events), "%s", opts->events ? opts->events : "");
 	snprintf(g->clock, sizeof(g->clock), "%s", opts->clock ? opts->clock : "local");
 	snprintf(g->subdir, sizeof(g->subdir), "guest-%s", spec->name);

@@ -16,150 +16,42 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "exit_tracker.h"
+#include "latency_table.h"
+#include "kvm_stat.h"
 
-struct row_acc {
-	struct tv_kvm_stat_row row;
-	uint64_t *lat;
-	size_t nr_lat, cap_lat;
-};
-
-/* Per host thread: its VM and vCPU labels and the exit awaiting its entry. */
-struct thread_state {
-	long long tid;		/* hash key: the tid, or 10^9 - tid when tid <= 0 */
-	int vcpu;		/* learned from vcpu_id fields, -1 unknown */
-	int pending;		/* 1: an exit (or user-space exit) awaits */
-	uint64_t pending_ts;
-	struct row_acc *pending_row;
-};
-
+/* One analysis mode over the session: kvm_exit->kvm_entry, or PVM's events. */
 struct stat_ctx {
 	struct tv_reader *rd;
-	struct row_acc **rows;		/* hash of rows by (vm, vcpu, reason) */
-	size_t rows_cap, nr_rows;
-	struct thread_state *threads;	/* hash by tid */
-	size_t threads_cap, nr_threads;
-	struct tv_kvm_stat *out;
+	bool exits;			/* kvm_exit/kvm_entry mode, else PVM mode */
+	struct tv_latency_table rows;	/* by (vm, vcpu, reason) */
+	/*
+	 * Per host thread (key: the tid, or 10^9 - tid when tid <= 0): the exit
+	 * (or user-space exit) awaiting its entry, its row in ptr, the vCPU
+	 * learned from vcpu_id fields in label (-1 unknown).
+	 */
+	struct tv_exit_tracker threads;
+	uint64_t unmatched_exits;
 };
 
-static uint64_t hash_str(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
+struct tv_kvm_stat_pass {
+	struct tv_kvm_stat *out;
+	struct stat_ctx exits;		/* when kvm_exit/kvm_entry were recorded */
+	struct stat_ctx pvm;		/* until a kvm_exit fires */
+	bool have_pvm;
+	uint64_t nr_exits;
+};
 
-static int grow_threads(struct stat_ctx *c)
-{
-	size_t cap = c->threads_cap ? c->threads_cap * 2 : 256;
-	struct thread_state *t = calloc(cap, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->threads_cap; i++) {
-		size_t j;
-
-		if (!c->threads[i].tid)
-			continue;
-		for (j = (size_t)c->threads[i].tid % cap; t[j].tid; j = (j + 1) % cap)
-			;
-		t[j] = c->threads[i];
-	}
-	free(c->threads);
-	c->threads = t;
-	c->threads_cap = cap;
-	return 0;
-}
-
-static struct thread_state *thread_get(struct stat_ctx *c, int pid)
+static struct tv_exit_slot *thread_get(struct stat_ctx *c, int pid)
 {
 	/* idle (0) still needs a non-zero key; a corrupt pid must not overflow */
 	long long tid = pid > 0 ? pid : 1000000000LL - pid;
-	size_t j;
 
-	if ((c->nr_threads + 1) * 2 > c->threads_cap && grow_threads(c))
-		return NULL;
-	for (j = (size_t)tid % c->threads_cap; c->threads[j].tid; j = (j + 1) % c->threads_cap)
-		if (c->threads[j].tid == tid)
-			return &c->threads[j];
-	c->threads[j].tid = tid;
-	c->threads[j].vcpu = -1;
-	c->nr_threads++;
-	return &c->threads[j];
-}
-
-static int grow_rows(struct stat_ctx *c)
-{
-	size_t cap = c->rows_cap ? c->rows_cap * 2 : 64;
-	struct row_acc **r = calloc(cap, sizeof(*r));
-
-	if (!r)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->rows_cap; i++) {
-		struct row_acc *a = c->rows[i];
-		size_t j;
-
-		if (!a)
-			continue;
-		j = hash_str(a->row.reason, hash_str(a->row.vcpu, hash_str(a->row.vm, 14695981039346656037ULL))) % cap;
-		while (r[j])
-			j = (j + 1) % cap;
-		r[j] = a;
-	}
-	free(c->rows);
-	c->rows = r;
-	c->rows_cap = cap;
-	return 0;
-}
-
-static struct row_acc *row_get(struct stat_ctx *c, const char *vm, const char *vcpu,
-			       const char *reason)
-{
-	uint64_t h = hash_str(reason, hash_str(vcpu, hash_str(vm, 14695981039346656037ULL)));
-	struct row_acc *a;
-	size_t j;
-
-	if ((c->nr_rows + 1) * 2 > c->rows_cap && grow_rows(c))
-		return NULL;
-	for (j = h % c->rows_cap; (a = c->rows[j]); j = (j + 1) % c->rows_cap)
-		if (!strcmp(a->row.reason, reason) && !strcmp(a->row.vcpu, vcpu) &&
-		    !strcmp(a->row.vm, vm))
-			return a;
-	a = calloc(1, sizeof(*a));
-	if (!a)
-		return NULL;
-	snprintf(a->row.vm, sizeof(a->row.vm), "%s", vm);
-	snprintf(a->row.vcpu, sizeof(a->row.vcpu), "%s", vcpu);
-	snprintf(a->row.reason, sizeof(a->row.reason), "%s", reason);
-	a->row.min_ns = UINT64_MAX;
-	c->rows[j] = a;
-	c->nr_rows++;
-	return a;
-}
-
-static int row_add_latency(struct row_acc *a, uint64_t ns)
-{
-	int bucket;
-
-	if (a->nr_lat == a->cap_lat) {
-		size_t cap = a->cap_lat ? a->cap_lat * 2 : 64;
-		uint64_t *lat = realloc(a->lat, cap * sizeof(*lat));
-
-		if (!lat)
-			return -ENOMEM;
-		a->lat = lat;
-		a->cap_lat = cap;
-	}
-	a->lat[a->nr_lat++] = ns;
-	a->row.has_latency = true;
-	a->row.total_ns += ns;
-	/* Bucket b holds [2^(b-1), 2^b) ns; bucket 0 holds 0. */
-	bucket = ns ? 64 - __builtin_clzll(ns) : 0;
-	a->row.hist[bucket > 63 ? 63 : bucket]++;
-	return 0;
+	return tv_exit_tracker_slot(&c->threads, (uint64_t)tid);
 }
 
 static void event_labels(struct stat_ctx *c, const struct tv_event *ev,
-			 struct thread_state *t, char *vm, size_t vm_size,
+			 struct tv_exit_slot *t, char *vm, size_t vm_size,
 			 char *vcpu, size_t vcpu_size)
 {
 	const struct tv_domain_info *dom = tv_reader_event_domain(c->rd, ev);
@@ -169,30 +61,27 @@ static void event_labels(struct stat_ctx *c, const struct tv_event *ev,
 	uint64_t id;
 
 	if (!tv_event_field_u64(ev, "vcpu_id", &id))
-		t->vcpu = (int)id;
-	else if (t->vcpu < 0 && known && known->vcpu >= 0)
-		t->vcpu = known->vcpu;
+		t->label = (int)id;
+	else if (t->label < 0 && known && known->vcpu >= 0)
+		t->label = known->vcpu;
 	if (comm && strcmp(comm, "<...>"))
 		snprintf(vm, vm_size, "%s[%d]", comm, (int)tgid);
 	else
 		snprintf(vm, vm_size, "pid%d", (int)tgid);
-	if (t->vcpu >= 0)
-		snprintf(vcpu, vcpu_size, "%d", t->vcpu);
+	if (t->label >= 0)
+		snprintf(vcpu, vcpu_size, "%d", t->label);
 	else
 		snprintf(vcpu, vcpu_size, "tid%d", ev->pid);
 }
 
 /* Close the thread's pending exit at @ts (its entry, or its next event). */
-static int thread_resolve(struct stat_ctx *c, struct thread_state *t, uint64_t ts)
+static int thread_resolve(struct stat_ctx *c, struct tv_exit_slot *t, uint64_t ts)
 {
-	if (!t->pending)
+	uint64_t ns;
+
+	if (!tv_exit_tracker_close(&c->threads, t, ts, &ns))
 		return 0;
-	t->pending = 0;
-	if (ts < t->pending_ts) {
-		c->out->unmatched_exits++;
-		return 0;
-	}
-	return row_add_latency(t->pending_row, ts - t->pending_ts);
+	return tv_latency_add(t->ptr, ns);
 }
 
 static void reason_of_exit(const struct tv_event *ev, char *buf, size_t size)
@@ -256,26 +145,22 @@ static int reason_of_other(const struct tv_event *ev, char *buf, size_t size)
 static int stat_event(struct stat_ctx *c, const struct tv_event *ev)
 {
 	char vm[80], vcpu[24], reason[48];
-	struct thread_state *t;
-	struct row_acc *a;
+	struct tv_exit_slot *t;
+	struct tv_latency_acc *a;
 	int timed;
 	bool is_exit, is_entry;
 
-	if (!ev->format || strcmp(ev->format->system, "kvm"))
-		return 0;
 	is_exit = !strcmp(ev->format->name, "kvm_exit");
 	is_entry = !strcmp(ev->format->name, "kvm_entry");
 	t = thread_get(c, ev->pid);
 	if (!t)
 		return -ENOMEM;
 	event_labels(c, ev, t, vm, sizeof(vm), vcpu, sizeof(vcpu));
-	if (c->out->have_exit_entry) {
+	if (c->exits) {
 		if (is_entry)
 			return thread_resolve(c, t, ev->ts);
 		if (!is_exit)
 			return 0;
-		if (t->pending)	/* an exit with no entry before the next exit */
-			c->out->unmatched_exits++;
 		reason_of_exit(ev, reason, sizeof(reason));
 		timed = 1;
 	} else {
@@ -287,21 +172,16 @@ static int stat_event(struct stat_ctx *c, const struct tv_event *ev)
 		if (!reason[0])
 			return 0;
 	}
-	a = row_get(c, vm, vcpu, reason);
+	a = tv_latency_row(&c->rows, vm, vcpu, reason);
 	if (!a)
 		return -ENOMEM;
 	a->row.count++;
-	t->pending = timed;
-	t->pending_ts = ev->ts;
-	t->pending_row = a;
+	if (timed) {
+		/* an exit with no entry before the next exit is counted here */
+		t = tv_exit_tracker_exit(&c->threads, t->key - 1, ev->ts);
+		t->ptr = a;
+	}
 	return 0;
-}
-
-static int cmp_u64(const void *x, const void *y)
-{
-	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-
-	return (a > b) - (a < b);
 }
 
 static int cmp_rows(const void *x, const void *y)
@@ -313,59 +193,6 @@ static int cmp_rows(const void *x, const void *y)
 	if (a->count != b->count)
 		return a->count < b->count ? 1 : -1;
 	return strcmp(a->reason, b->reason);
-}
-
-/* Nearest-rank percentile of sorted values. */
-static uint64_t percentile(const uint64_t *v, size_t n, unsigned int pct)
-{
-	size_t rank = (n * pct + 99) / 100;
-
-	return v[rank ? rank - 1 : 0];
-}
-
-static int stat_finish(struct stat_ctx *c)
-{
-	struct tv_kvm_stat *out = c->out;
-	size_t k = 0;
-
-	/* Exits still waiting for their entry when the recording ended. */
-	for (size_t i = 0; out->have_exit_entry && i < c->threads_cap; i++)
-		if (c->threads[i].tid && c->threads[i].pending)
-			out->unmatched_exits++;
-
-	out->rows = calloc(c->nr_rows ? c->nr_rows : 1, sizeof(*out->rows));
-	if (!out->rows)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->rows_cap; i++) {
-		struct row_acc *a = c->rows[i];
-
-		if (!a)
-			continue;
-		if (a->nr_lat) {
-			qsort(a->lat, a->nr_lat, sizeof(*a->lat), cmp_u64);
-			a->row.min_ns = a->lat[0];
-			a->row.max_ns = a->lat[a->nr_lat - 1];
-			a->row.p50_ns = percentile(a->lat, a->nr_lat, 50);
-			a->row.p99_ns = percentile(a->lat, a->nr_lat, 99);
-		} else {
-			a->row.min_ns = 0;
-		}
-		out->rows[k++] = a->row;
-	}
-	out->nr_rows = k;
-	qsort(out->rows, out->nr_rows, sizeof(*out->rows), cmp_rows);
-	return 0;
-}
-
-static void stat_ctx_free(struct stat_ctx *c)
-{
-	for (size_t i = 0; i < c->rows_cap; i++) {
-		if (c->rows[i])
-			free(c->rows[i]->lat);
-		free(c->rows[i]);
-	}
-	free(c->rows);
-	free(c->threads);
 }
 
 /* Were kvm_exit and kvm_entry recorded (their formats are in the session)? */
@@ -381,48 +208,101 @@ static bool session_has_exit_entry(struct tv_reader *rd)
 	return false;
 }
 
+static void stat_ctx_free(struct stat_ctx *c)
+{
+	tv_latency_table_free(&c->rows);
+	tv_exit_tracker_free(&c->threads);
+}
+
+int tv_kvm_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
+			 struct tv_kvm_stat_pass **pass)
+{
+	struct tv_kvm_stat_pass *p = calloc(1, sizeof(*p));
+
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return -ENOMEM;
+	p->out = out;
+	out->have_exit_entry = session_has_exit_entry(rd);
+	for (size_t d = 0; d < tv_reader_nr_domains(rd); d++)
+		out->lost += (uint64_t)tv_meta_get_ll(tv_reader_domain(rd, d)->meta, "lost_total", 0);
+	p->exits.rd = rd;
+	p->exits.exits = true;
+	p->pvm.rd = rd;
+	/*
+	 * Recorded kvm_exit may still never fire (PVM): the PVM analysis runs
+	 * beside the exits one until the first kvm_exit, so one pass serves.
+	 */
+	p->have_pvm = true;
+	*pass = p;
+	return 0;
+}
+
+int tv_kvm_stat_pass_event(struct tv_kvm_stat_pass *p, const struct tv_event *ev)
+{
+	int ret = 0;
+
+	p->out->events++;
+	if (!ev->format || strcmp(ev->format->system, "kvm"))
+		return 0;
+	if (p->out->have_exit_entry && !strcmp(ev->format->name, "kvm_exit") && !p->nr_exits++ &&
+	    p->have_pvm) {
+		stat_ctx_free(&p->pvm);
+		p->have_pvm = false;
+	}
+	if (p->out->have_exit_entry)
+		ret = stat_event(&p->exits, ev);
+	if (!ret && p->have_pvm)
+		ret = stat_event(&p->pvm, ev);
+	return ret;
+}
+
+int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p)
+{
+	struct tv_kvm_stat *out = p->out;
+	struct stat_ctx *c = &p->exits;
+
+	/* Recorded kvm_exit but none fired: what did fire instead. */
+	if (!out->have_exit_entry || !p->nr_exits) {
+		out->have_exit_entry = false;
+		c = &p->pvm;
+	}
+	snprintf(out->mode, sizeof(out->mode), "%s", out->have_exit_entry ? "exits" : "pvm");
+	/* Exits never paired: followed by another exit, entered before they
+	 * left, or still waiting for their entry when the recording ended. */
+	out->unmatched_exits = c->threads.unmatched + c->threads.backwards;
+	if (out->have_exit_entry)
+		out->unmatched_exits += tv_exit_tracker_open(&c->threads);
+	return tv_latency_table_finish(&c->rows, out, cmp_rows);
+}
+
+void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p)
+{
+	if (!p)
+		return;
+	stat_ctx_free(&p->exits);
+	stat_ctx_free(&p->pvm);
+	free(p);
+}
+
 int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out)
 {
-	struct stat_ctx c = { 0 };
+	struct tv_kvm_stat_pass *p = NULL;
+	struct tv_reader *rd;
 	struct tv_event ev;
-	uint64_t exits = 0;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	c.out = out;
-	ret = tv_reader_open(dir, &c.rd);
+	ret = tv_reader_open(dir, &rd);
 	if (ret)
 		return ret;
-	out->have_exit_entry = session_has_exit_entry(c.rd);
-	for (size_t d = 0; d < tv_reader_nr_domains(c.rd); d++)
-		out->lost += (uint64_t)tv_meta_get_ll(tv_reader_domain(c.rd, d)->meta, "lost_total", 0);
-	while ((ret = tv_reader_next(c.rd, &ev)) > 0) {
-		out->events++;
-		if (ev.format && !strcmp(ev.format->name, "kvm_exit"))
-			exits++;
-		ret = stat_event(&c, &ev);
-		if (ret)
-			break;
-	}
-	/* Recorded kvm_exit but none fired: analyse what did fire instead. */
-	if (!ret && out->have_exit_entry && exits == 0) {
-		tv_reader_close(c.rd);
-		stat_ctx_free(&c);
-		memset(&c, 0, sizeof(c));
-		c.out = out;
-		out->have_exit_entry = false;
-		out->events = 0;
-		ret = tv_reader_open(dir, &c.rd);
-		while (!ret && (ret = tv_reader_next(c.rd, &ev)) > 0) {
-			out->events++;
-			ret = stat_event(&c, &ev);
-		}
-	}
-	snprintf(out->mode, sizeof(out->mode), "%s", out->have_exit_entry ? "exits" : "pvm");
+	ret = tv_kvm_stat_pass_new(rd, out, &p);
+	while (!ret && (ret = tv_reader_next(rd, &ev)) > 0)
+		ret = tv_kvm_stat_pass_event(p, &ev);
 	if (!ret)
-		ret = stat_finish(&c);
-	stat_ctx_free(&c);
-	tv_reader_close(c.rd);
+		ret = tv_kvm_stat_pass_finish(p);
+	tv_kvm_stat_pass_free(p);
+	tv_reader_close(rd);
 	return ret;
 }
 

@@ -15,24 +15,17 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "exit_tracker.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
-#define MAX_OPEN_EXITS 4096
-
-struct open_exit {
-	int tid;
-	uint64_t ts;
-	uint64_t reason;
-	uint64_t isa;
-};
 
 struct pf_writer {
 	FILE *f;
 	struct tv_reader *rd;
 	struct tv_strbuf sb;
 	unsigned char *cpu_seen;	/* [domain * 4096 + cpu] */
-	struct open_exit exits[MAX_OPEN_EXITS];
-	size_t nr_exits;
+	/* Per vCPU thread (key: tid): its open exit, reason and ISA in data[]. */
+	struct tv_exit_tracker exits;
 	int *vcpu_seen;			/* tids given a name already */
 	size_t nr_vcpu_seen, cap_vcpu_seen;
 	struct tep_event *kvm_exit, *kvm_entry;	/* of the reference domain */
@@ -164,49 +157,38 @@ static void pf_vcpu_track(struct pf_writer *w, const struct tv_event *ev, int vm
 	w->st->streams++;
 }
 
-static struct open_exit *find_exit(struct pf_writer *w, int tid)
+static int pf_exit(struct pf_writer *w, const struct tv_event *ev)
 {
-	for (size_t i = 0; i < w->nr_exits; i++)
-		if (w->exits[i].tid == tid)
-			return &w->exits[i];
-	return NULL;
-}
+	struct tv_exit_slot *x = tv_exit_tracker_exit(&w->exits, (uint32_t)ev->pid, ev->ts);
 
-static void pf_exit(struct pf_writer *w, const struct tv_event *ev)
-{
-	struct open_exit *x = find_exit(w, ev->pid);
-
-	if (!x && w->nr_exits < MAX_OPEN_EXITS)
-		x = &w->exits[w->nr_exits++];
 	if (!x)
-		return;
-	x->tid = ev->pid;
-	x->ts = ev->ts;
-	x->reason = 0;
-	x->isa = 0;
-	tv_event_field_u64(ev, "exit_reason", &x->reason);
-	tv_event_field_u64(ev, "isa", &x->isa);
+		return -ENOMEM;
+	x->data[0] = 0;
+	x->data[1] = 0;
+	tv_event_field_u64(ev, "exit_reason", &x->data[0]);
+	tv_event_field_u64(ev, "isa", &x->data[1]);
+	return 0;
 }
 
 static void pf_entry(struct pf_writer *w, const struct tv_event *ev)
 {
 	const struct tv_domain_info *dom = tv_reader_domain(w->rd, (size_t)ev->domain_index);
-	struct open_exit *x = find_exit(w, ev->pid);
+	struct tv_exit_slot *x = tv_exit_tracker_find(&w->exits, (uint32_t)ev->pid);
 	const char *reason;
+	uint64_t dur;
 	int vm_pid;
 
-	if (!x)
+	if (!tv_exit_tracker_close(&w->exits, x, ev->ts, &dur))
 		return;
 	vm_pid = dom->tgid_of(dom, ev->pid);
 	pf_vcpu_track(w, ev, vm_pid);
-	reason = tv_kvm_exit_reason_name((enum tv_kvm_isa)x->isa, x->reason);
+	reason = tv_kvm_exit_reason_name((enum tv_kvm_isa)x->data[1], x->data[0]);
 	pf_begin(w);
 	fprintf(w->f, "{\"ph\":\"X\",\"name\":\"exit %s\",\"cat\":\"vmexit\",\"pid\":%d,\"tid\":%d",
 		reason ? reason : "?", vm_pid, ev->pid);
-	pf_ts(w->f, "ts", x->ts);
-	pf_ts(w->f, "dur", ev->ts - x->ts);
-	fprintf(w->f, ",\"args\":{\"exit_reason\":%llu}}", (unsigned long long)x->reason);
-	*x = w->exits[--w->nr_exits];
+	pf_ts(w->f, "ts", x->exit_ts);
+	pf_ts(w->f, "dur", dur);
+	fprintf(w->f, ",\"args\":{\"exit_reason\":%llu}}", (unsigned long long)x->data[0]);
 	w->st->slices++;
 }
 
@@ -233,11 +215,16 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 			continue;
 		st->events++;
 		pf_instant(&w, &ev);
-		if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_exit"))
-			pf_exit(&w, &ev);
-		else if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_entry"))
+		if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_exit")) {
+			ret = pf_exit(&w, &ev);
+			if (ret)
+				break;
+		} else if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_entry"))
 			pf_entry(&w, &ev);
 	}
+	/* Exits shown as instants only: no entry followed (or it came first). */
+	st->unpaired_exits = w.exits.unmatched + w.exits.backwards + tv_exit_tracker_open(&w.exits);
+	tv_exit_tracker_free(&w.exits);
 	fputs("\n]}\n", w.f);
 	if (fclose(w.f) && !ret) {
 		tv_err("Cannot write output file: path=\"%s\", errno=%d", out, errno);

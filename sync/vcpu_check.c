@@ -13,22 +13,19 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "exit_tracker.h"
 
-#define MAX_VCPUS 256
 #define MAX_PENDING 64
 
-struct vcpu_state {
-	int known;		/* a kvm_entry or kvm_exit was seen */
-	int in_guest;
-	uint64_t last_exit;
-	uint64_t pending[MAX_PENDING];	/* guest events seen while out, undecided */
-	size_t nr_pending;
+/* Guest events seen while their vCPU was out, undecided until its entry. */
+struct pending {
+	uint64_t ts[MAX_PENDING];
+	size_t nr;
 };
 
 struct guest_check {
 	int dom;		/* the guest's domain index, -1: not checked */
 	struct tv_sync_domain *res;
-	struct vcpu_state v[MAX_VCPUS];
 };
 
 struct vcpu_check {
@@ -37,6 +34,12 @@ struct vcpu_check {
 	size_t nr;
 	struct guest_check *g;	/* one per domain */
 	struct tep_event *entry, *exit;
+	/*
+	 * Per guest domain and vCPU (key domain << 32 | vCPU), known once a
+	 * kvm_entry or kvm_exit was seen: open while the vCPU is out of guest
+	 * mode, since its last exit; ptr: its struct pending, or NULL.
+	 */
+	struct tv_exit_tracker vcpus;
 };
 
 /* The guest a host vCPU thread runs: by the vcpus file, or the only guest. */
@@ -60,44 +63,58 @@ static struct guest_check *guest_of_thread(struct vcpu_check *c, const struct tv
 	return n == 1 ? only : NULL;
 }
 
-static void resolve_pending(struct guest_check *g, struct vcpu_state *v, uint64_t entry)
+static void resolve_pending(struct guest_check *g, struct tv_exit_slot *v, uint64_t entry)
 {
-	for (size_t i = 0; i < v->nr_pending; i++)
-		if (entry - v->pending[i] > (uint64_t)g->res->est.bound_ns)
+	struct pending *p = v->ptr;
+
+	for (size_t i = 0; p && i < p->nr; i++)
+		if (entry - p->ts[i] > (uint64_t)g->res->est.bound_ns)
 			g->res->vcpu_violations++;
-	v->nr_pending = 0;
+	if (p)
+		p->nr = 0;
 }
 
-static void host_event(struct vcpu_check *c, const struct tv_event *ev, int entry)
+static uint64_t vcpu_key(const struct guest_check *g, uint64_t vcpu)
+{
+	return (uint64_t)g->dom << 32 | (vcpu & 0xffffffffu);
+}
+
+static int host_event(struct vcpu_check *c, const struct tv_event *ev, int entry)
 {
 	struct guest_check *g = guest_of_thread(c, ev);
-	struct vcpu_state *v;
-	uint64_t id;
+	struct tv_exit_slot *v;
+	uint64_t id, ns;
 
-	if (!g || tv_event_field_u64(ev, "vcpu_id", &id) || id >= MAX_VCPUS)
-		return;
-	v = &g->v[id];
-	v->known = 1;
-	v->in_guest = entry;
-	if (entry)
-		resolve_pending(g, v, ev->ts);
-	else
-		v->last_exit = ev->ts;
+	if (!g || tv_event_field_u64(ev, "vcpu_id", &id))
+		return 0;
+	if (!entry)
+		return tv_exit_tracker_exit(&c->vcpus, vcpu_key(g, id), ev->ts) ? 0 : -ENOMEM;
+	v = tv_exit_tracker_slot(&c->vcpus, vcpu_key(g, id));
+	if (!v)
+		return -ENOMEM;
+	tv_exit_tracker_close(&c->vcpus, v, ev->ts, &ns);
+	resolve_pending(g, v, ev->ts);
+	return 0;
 }
 
-static void guest_event(struct guest_check *g, const struct tv_event *ev)
+static int guest_event(struct vcpu_check *c, struct guest_check *g, const struct tv_event *ev)
 {
-	struct vcpu_state *v = ev->cpu < MAX_VCPUS ? &g->v[ev->cpu] : NULL;
+	struct tv_exit_slot *v = tv_exit_tracker_find(&c->vcpus, vcpu_key(g, (uint64_t)ev->cpu));
+	struct pending *p;
 
-	if (!v || !v->known)
-		return;
+	if (!v)
+		return 0;
 	g->res->nr_vcpu_checked++;
-	if (v->in_guest || ev->ts - v->last_exit <= (uint64_t)g->res->est.bound_ns)
-		return;
-	if (v->nr_pending == MAX_PENDING)
+	if (!v->open || ev->ts - v->exit_ts <= (uint64_t)g->res->est.bound_ns)
+		return 0;
+	if (!v->ptr && !(v->ptr = calloc(1, sizeof(struct pending))))
+		return -ENOMEM;
+	p = v->ptr;
+	if (p->nr == MAX_PENDING)
 		g->res->vcpu_violations++;
 	else
-		v->pending[v->nr_pending++] = ev->ts;
+		p->ts[p->nr++] = ev->ts;
+	return 0;
 }
 
 static void check_init(struct vcpu_check *c, struct tv_sync_result *res)
@@ -151,15 +168,25 @@ int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res)
 	check_init(&c, res);
 	while (c.entry && c.exit && (ret = tv_reader_next(c.rd, &ev)) > 0) {
 		if (ev.domain_index == c.ref && ev.format == c.entry)
-			host_event(&c, &ev, 1);
+			ret = host_event(&c, &ev, 1);
 		else if (ev.domain_index == c.ref && ev.format == c.exit)
-			host_event(&c, &ev, 0);
+			ret = host_event(&c, &ev, 0);
 		else if (c.g[ev.domain_index].dom >= 0)
-			guest_event(&c.g[ev.domain_index], &ev);
+			ret = guest_event(&c, &c.g[ev.domain_index], &ev);
+		if (ret < 0)
+			break;
 	}
-	for (size_t d = 0; d < c.nr; d++)
-		for (int v = 0; c.g[d].dom >= 0 && v < MAX_VCPUS; v++)
-			c.g[d].res->vcpu_violations += c.g[d].v[v].nr_pending;
+	/* Guest events still undecided when the session ended. */
+	for (size_t i = 0; i < c.vcpus.cap; i++) {
+		struct tv_exit_slot *v = &c.vcpus.slots[i];
+		struct pending *p = v->ptr;
+
+		if (!v->key || !p)
+			continue;
+		c.g[(v->key - 1) >> 32].res->vcpu_violations += p->nr;
+		free(p);
+	}
+	tv_exit_tracker_free(&c.vcpus);
 	for (size_t i = 0; i < res->nr; i++)
 		res->domains[i].causality_violations += res->domains[i].vcpu_violations;
 	free(c.g);

@@ -68,5 +68,8 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "%s: %llu events, %llu tracks, %llu VM exit slices\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams,
 			(unsigned long long)st.slices);
+	if (!ret && !quiet && st.unpaired_exits)
+		fprintf(stderr, "note: %llu VM exits had no matching entry (recording edges or lost events)\n",
+			(unsigned long long)st.unpaired_exits);
 	return tv_cli_status(ret);
 }

@@ -23,9 +23,8 @@
 #include "tracevisor/tracevisor.h"
 #include "cmd.h"
 
-#define MAX_EVENTS 256
+#define MAX_EVENTS TV_SESSION_MAX_EVENTS
 #define MAX_GUESTS 16
-#define GUEST_READY_TIMEOUT_MS 30000
 
 /* Long-only options (no short letter). */
 enum {
@@ -37,7 +36,7 @@ enum {
 };
 
 struct record_cli {
-	struct tv_record_opts opts;
+	struct tv_session_record_opts so;	/* host opts in so.host */
 	const char *events[MAX_EVENTS];
 	double duration;
 	char **command;
@@ -45,14 +44,7 @@ struct record_cli {
 	int compress;			/* --compress: cpuN.raw -> .zst once recorded */
 	const char *guest_specs[MAX_GUESTS];
 	size_t nr_guests;
-	struct tv_guest_opts guest_opts;
 	struct tv_guest_spec specs[MAX_GUESTS];
-	struct tv_guest *guests[MAX_GUESTS];
-	int xen;			/* --xen: Xen's trace buffers too */
-	struct tv_xen_record_opts xen_opts;
-	uint64_t xen_seq;		/* next dom0/Xen sync probe */
-	double xen_next_probe;		/* now_s() of the next periodic one */
-	int xen_probes_off;		/* one failed: no more */
 };
 
 static void record_usage(FILE *out)
@@ -135,21 +127,21 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	char *end;
 	int c;
 
-	cli->opts.outdir = "tracevisor-session";
+	cli->so.host.outdir = "tracevisor-session";
 	while ((c = getopt_long(argc, argv, "+o:e:f:b:qhg:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			cli->opts.outdir = optarg;
+			cli->so.host.outdir = optarg;
 			break;
 		case 'e':
-			if (cli->opts.nr_events == MAX_EVENTS) {
+			if (cli->so.host.nr_events == MAX_EVENTS) {
 				tv_cli_error("record", "too many -e options (at most %d)", MAX_EVENTS);
 				return -1;
 			}
-			cli->events[cli->opts.nr_events++] = optarg;
+			cli->events[cli->so.host.nr_events++] = optarg;
 			break;
 		case 'f':
-			cli->opts.filter = optarg;
+			cli->so.host.filter = optarg;
 			break;
 		case 'b': {
 			unsigned long kb = strtoul(optarg, &end, 10);
@@ -158,11 +150,11 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid buffer size: '%s' (KB per CPU, 4 or more)", optarg);
 				return -1;
 			}
-			cli->opts.buffer_kb = (unsigned int)kb;
+			cli->so.host.buffer_kb = (unsigned int)kb;
 			break;
 		}
 		case 'C':
-			cli->opts.clock = optarg;
+			cli->so.host.clock = optarg;
 			break;
 		case 'd':
 			cli->duration = strtod(optarg, &end);
@@ -182,7 +174,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->guest_specs[cli->nr_guests++] = optarg;
 			break;
 		case OPT_GUEST_EVENTS:
-			cli->guest_opts.events = optarg;
+			cli->so.guest_opts.events = optarg;
 			break;
 		case OPT_GUEST_BUFFER: {
 			unsigned long kb = strtoul(optarg, &end, 10);
@@ -191,7 +183,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid guest buffer size: '%s' (KB per CPU, 4 or more)", optarg);
 				return -1;
 			}
-			cli->guest_opts.buffer_kb = (unsigned int)kb;
+			cli->so.guest_opts.buffer_kb = (unsigned int)kb;
 			break;
 		}
 		case OPT_GUEST_LIMIT: {
@@ -201,12 +193,12 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid guest limit: '%s' (MB, 1 or more)", optarg);
 				return -1;
 			}
-			cli->guest_opts.max_bytes = (uint64_t)mb << 20;
+			cli->so.guest_opts.max_bytes = (uint64_t)mb << 20;
 			break;
 		}
 		case OPT_SYNC_INTERVAL:
-			cli->guest_opts.sync_interval = strtod(optarg, &end);
-			if (*end || cli->guest_opts.sync_interval < 0.01) {
+			cli->so.guest_opts.sync_interval = strtod(optarg, &end);
+			if (*end || cli->so.guest_opts.sync_interval < 0.01) {
 				tv_cli_error("record", "invalid sync interval: '%s' (seconds, 0.01 or more)", optarg);
 				return -1;
 			}
@@ -215,11 +207,11 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->compress = 1;
 			break;
 		case 'X':
-			cli->xen = 1;
+			cli->so.xen = true;
 			break;
 		case 'E':
-			cli->xen_opts.evt_mask = tv_xen_parse_events(optarg);
-			if (!cli->xen_opts.evt_mask) {
+			cli->so.xen_opts.evt_mask = tv_xen_parse_events(optarg);
+			if (!cli->so.xen_opts.evt_mask) {
 				tv_cli_error("record", "invalid --xen-events: '%s'", optarg);
 				return -1;
 			}
@@ -229,7 +221,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid --xen-cpus: '%s' (e.g. 0-3,6)", optarg);
 				return -1;
 			}
-			cli->xen_opts.cpus = optarg;
+			cli->so.xen_opts.cpus = optarg;
 			break;
 		case 'G': {
 			unsigned long pages = strtoul(optarg, &end, 10);
@@ -238,7 +230,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				tv_cli_error("record", "invalid --xen-pages: '%s'", optarg);
 				return -1;
 			}
-			cli->xen_opts.pages = (unsigned int)pages;
+			cli->so.xen_opts.pages = (unsigned int)pages;
 			break;
 		}
 		case 'h':
@@ -249,10 +241,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			return -1;
 		}
 	}
-	cli->opts.events = cli->events;
-	cli->guest_opts.clock = cli->opts.clock;
-	cli->xen_opts.outdir = cli->opts.outdir;
-	if ((cli->xen_opts.evt_mask || cli->xen_opts.cpus || cli->xen_opts.pages) && !cli->xen) {
+	cli->so.host.events = cli->events;
+	if ((cli->so.xen_opts.evt_mask || cli->so.xen_opts.cpus || cli->so.xen_opts.pages) && !cli->so.xen) {
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
 		return -1;
 	}
@@ -321,42 +311,10 @@ static double now_s(void)
 }
 
 /* Wait for the end of the recording. Return the command's wait status or -1. */
-/* Rounds at start and end, like the guests' probes: more points at the hull's ends. */
-#define XEN_EDGE_PROBES 3
-
-static double sync_interval(const struct record_cli *cli)
-{
-	return cli->guest_opts.sync_interval > 0 ? cli->guest_opts.sync_interval : 1.0;
-}
-
-/*
- * dom0/Xen clock-sync probes (doc/sync-probes.md): only when dom0's trace
- * is recorded too, since the markers bracketing Xen's record live there.
- */
-static void xen_probes(struct record_cli *cli, struct tv_recorder *rec, int n)
-{
-	if (!cli->xen || !rec || cli->xen_probes_off)
-		return;
-	for (int i = 0; i < n; i++) {
-		if (tv_xen_sync_probe(rec, cli->xen_seq++)) {
-			if (!cli->quiet)
-				fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
-			cli->xen_probes_off = 1;
-			return;
-		}
-	}
-	cli->xen_next_probe = now_s() + sync_interval(cli);
-}
-
-static void xen_probes_due(struct record_cli *cli, struct tv_recorder *rec)
-{
-	if (now_s() >= cli->xen_next_probe)
-		xen_probes(cli, rec, 1);
-}
-
-static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sfd,
+static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, int sfd,
 			 pid_t child, int *why_signal)
 {
+	struct tv_recorder *rec = tv_session_record_host(srec);
 	int tfd = arm_duration(cli->duration);
 	struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
 	int progress = !cli->quiet && isatty(STDERR_FILENO);
@@ -365,15 +323,13 @@ static int wait_for_stop(struct record_cli *cli, struct tv_recorder *rec, int sf
 
 	for (;;) {
 		struct signalfd_siginfo si;
-		int n = poll(pfd, tfd >= 0 ? 2 : 1, sync_interval(cli) < 1.0 ? (int)(sync_interval(cli) * 1000) : 1000);
+		int n = poll(pfd, tfd >= 0 ? 2 : 1, tv_session_record_tick_ms(srec));
 
-		xen_probes_due(cli, rec);
+		tv_session_record_tick(srec);	/* probes, vCPU rescans */
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (progress && rec)
 			show_progress(rec, now_s() - start);
-		if (n == 0 && rec)	/* once a second: VMs started since the last scan */
-			tv_recorder_scan_vcpus(rec);
 		if (n <= 0)
 			continue;
 		if (tfd >= 0 && (pfd[1].revents & POLLIN))
@@ -412,7 +368,7 @@ static void print_summary(const struct record_cli *cli, const struct tv_recorder
 	if (!cli->quiet)
 		fprintf(stderr, "tracevisor record: %llu events, %.1f MB on %d CPUs, %llu lost -> %s\n",
 			(unsigned long long)events, (double)bytes / 1e6, ncpus,
-			(unsigned long long)lost, cli->opts.outdir);
+			(unsigned long long)lost, cli->so.host.outdir);
 }
 
 static void print_xen_summary(const struct record_cli *cli)
@@ -420,7 +376,7 @@ static void print_xen_summary(const struct record_cli *cli)
 	char path[4200];
 	struct tv_meta *m;
 
-	snprintf(path, sizeof(path), "%s/xen/meta", cli->opts.outdir);
+	snprintf(path, sizeof(path), "%s/xen/meta", cli->so.host.outdir);
 	if (tv_meta_read(path, &m))
 		return;
 	if (tv_meta_get_ll(m, "lost_total", 0))
@@ -433,45 +389,8 @@ static void print_xen_summary(const struct record_cli *cli)
 			tv_meta_get_ll(m, "events_total", 0),
 			(double)tv_meta_get_ll(m, "bytes_total", 0) / 1e6,
 			tv_meta_get_ll(m, "ncpus", 0), tv_meta_get_ll(m, "lost_total", 0),
-			cli->opts.outdir);
+			cli->so.host.outdir);
 	tv_meta_free(m);
-}
-
-/* Host recorder (when -e or no --xen) then Xen's, into the same session. */
-static int start_recorders(struct record_cli *cli, struct tv_recorder **rec,
-			   struct tv_xen_recorder **xrec)
-{
-	int ret = 0;
-
-	if (!cli->xen || cli->opts.nr_events) {
-		ret = tv_recorder_create(&cli->opts, rec);
-		if (ret)
-			return ret;
-		cli->xen_opts.in_session = true;
-	}
-	if (cli->xen)
-		ret = tv_xen_recorder_create(&cli->xen_opts, xrec);
-	if (!ret && *rec)
-		ret = tv_recorder_start(*rec);
-	if (!ret && *xrec)
-		ret = tv_xen_recorder_start(*xrec);
-	return ret;
-}
-
-static int stop_recorders(const struct record_cli *cli, struct tv_recorder *rec,
-			  struct tv_xen_recorder *xrec)
-{
-	int ret = 0;
-
-	if (xrec)
-		ret = tv_xen_recorder_stop(xrec) ? -1 : 0;
-	/* Both: session.meta (written by the host recorder) must list xen too. */
-	if (!ret && rec && xrec && tv_recorder_add_domain(rec, "xen"))
-		ret = -1;
-	if (rec && tv_recorder_stop(rec))
-		ret = -1;
-	(void)cli;
-	return ret;
 }
 
 static void end_command(pid_t child, int *status, int why_signal)
@@ -482,31 +401,6 @@ static void end_command(pid_t child, int *status, int why_signal)
 	kill(child, why_signal ? why_signal : SIGTERM);
 	for (int i = 0; i < 50 && waitpid(child, status, WNOHANG) == 0; i++)
 		usleep(20000);
-}
-
-/*
- * Sync probes need kvm_hypercall (and the TSC relation kvm_write_tsc_offset)
- * in the host trace: add them to an explicit -e list when this host has
- * them.  The default ("kvm") has them already.
- */
-static void add_sync_events(struct record_cli *cli)
-{
-	static const char *const sync_events[] = { "kvm:kvm_hypercall", "kvm:kvm_write_tsc_offset" };
-	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-
-	if (!cli->nr_guests || !cli->opts.nr_events)
-		return;
-	for (size_t i = 0; i < 2; i++) {
-		char path[128];
-		int present = 0;
-
-		for (size_t r = 0; r < 2; r++) {
-			snprintf(path, sizeof(path), "%s/events/kvm/%s", roots[r], sync_events[i] + 4);
-			present |= access(path, F_OK) == 0;
-		}
-		if (present && cli->opts.nr_events < MAX_EVENTS)
-			cli->events[cli->opts.nr_events++] = sync_events[i];
-	}
 }
 
 /* Before anything is created: a wrong SPEC must not leave a session. */
@@ -530,73 +424,47 @@ static int parse_guests(struct record_cli *cli)
 	return 0;
 }
 
-static int start_guests(struct record_cli *cli, struct tv_recorder *rec)
+/* What the session recorder says a user should hear. */
+static void record_notify(void *ctx, enum tv_session_note note, const char *name, int err)
 {
-	int ret;
+	const struct record_cli *cli = ctx;
 
-	for (size_t i = 0; i < cli->nr_guests; i++) {
-		cli->guest_opts.index = (unsigned int)i;
-		ret = tv_guest_start(rec, &cli->specs[i], &cli->guest_opts, &cli->guests[i]);
-		if (ret)
-			return ret;
-	}
-	/* The workload starts once every guest traces (or gave up): 30 s in all. */
-	double deadline = now_s() + GUEST_READY_TIMEOUT_MS / 1000.0;
-
-	for (size_t i = 0; i < cli->nr_guests; i++) {
-		double left = deadline - now_s();
-
-		ret = tv_guest_wait_ready(cli->guests[i], left > 0 ? (int)(left * 1000) : 0);
-		if (ret && !cli->quiet)
-			fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
-				tv_guest_name(cli->guests[i]), ret == -ETIMEDOUT ? "no answer in 30 s" : "failed");
-	}
-	return 0;
+	if (cli->quiet)
+		return;
+	if (note == TV_SESSION_GUEST_NOT_READY)
+		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
+			name, err == -ETIMEDOUT ? "no answer in 30 s" : "failed");
+	else if (note == TV_SESSION_XEN_PROBES_FAILED)
+		fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
 }
 
-static void stop_guests(struct record_cli *cli)
-{
-	/* All at once: a dead guest's timeout must not hold the others. */
-	for (size_t i = 0; i < cli->nr_guests; i++)
-		if (cli->guests[i])
-			tv_guest_request_stop(cli->guests[i]);
-	for (size_t i = 0; i < cli->nr_guests; i++)
-		if (cli->guests[i])
-			tv_guest_stop(cli->guests[i]);
-}
-
-static void print_guest_summary(const struct record_cli *cli)
+static void print_guest_summary(const struct record_cli *cli, const struct tv_session_record *srec)
 {
 	for (size_t i = 0; i < cli->nr_guests && !cli->quiet; i++) {
+		struct tv_guest *g = tv_session_record_guest(srec, i);
 		struct tv_guest_stats st;
 
-		if (!cli->guests[i])
+		if (!g)
 			continue;
-		tv_guest_get_stats(cli->guests[i], &st);
+		tv_guest_get_stats(g, &st);
 		char counts[64] = "event and loss counts unknown (no END)";
 
 		if (st.counts_known)
 			snprintf(counts, sizeof(counts), "%llu events, %llu lost",
 				 (unsigned long long)st.events, (unsigned long long)st.lost);
 		fprintf(stderr, "tracevisor record: guest %s: %s, %.1f MB, %u/%u pings, %u/%u hypercall probes: %s%s\n",
-			tv_guest_name(cli->guests[i]), counts,
+			tv_guest_name(g), counts,
 			(double)st.bytes / 1e6, st.pongs, st.pings,
 			st.hcalls_done, st.hcalls_asked, st.status,
 			st.listed ? "" : " (not in the session)");
 	}
 }
 
-static void destroy_guests(struct record_cli *cli)
-{
-	for (size_t i = 0; i < cli->nr_guests; i++)
-		tv_guest_destroy(cli->guests[i]);
-}
-
 int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
-	struct tv_recorder *rec = NULL;
-	struct tv_xen_recorder *xrec = NULL;
+	struct tv_session_record *srec = NULL;
+	struct tv_recorder *rec;
 	sigset_t mask, saved;
 	pid_t child = 0;
 	int sfd, ret, status, why_signal = 0;
@@ -617,22 +485,16 @@ int cmd_record(int argc, char **argv)
 		tv_cli_error("record", "Cannot create signalfd: errno=%d", errno);
 		return 1;
 	}
-	add_sync_events(&cli);
-	ret = start_recorders(&cli, &rec, &xrec);
-	if (!ret && cli.nr_guests && !rec) {
-		tv_cli_error("record", "--guest needs the host recorder: give -e EVENT with --xen");
-		ret = -EINVAL;
-	}
-	if (!ret)
-		ret = start_guests(&cli, rec);
-	if (!ret)
-		xen_probes(&cli, rec, XEN_EDGE_PROBES);
+	cli.so.guests = cli.specs;
+	cli.so.nr_guests = cli.nr_guests;
+	cli.so.notify = record_notify;
+	cli.so.notify_ctx = &cli;
+	ret = tv_session_record_start(&cli.so, &srec);
 	if (ret) {
-		destroy_guests(&cli);
-		tv_xen_recorder_destroy(xrec);
-		tv_recorder_destroy(rec);
+		tv_session_record_destroy(srec);
 		return tv_cli_status(ret);
 	}
+	rec = tv_session_record_host(srec);
 	if (cli.command) {
 		child = start_command(cli.command, &saved);
 		if (child < 0) {
@@ -643,24 +505,19 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
-			cli.opts.outdir);
-	status = ret ? -1 : wait_for_stop(&cli, rec, sfd, child, &why_signal);
+			cli.so.host.outdir);
+	status = ret ? -1 : wait_for_stop(&cli, srec, sfd, child, &why_signal);
 	end_command(child, &status, why_signal);
-	/* Guests first: their last probes need the host still tracing. */
-	stop_guests(&cli);
-	xen_probes(&cli, rec, XEN_EDGE_PROBES);
-	ret = stop_recorders(&cli, rec, xrec) ? -1 : ret;
+	ret = tv_session_record_stop(srec) ? -1 : ret;
 	if (!ret && rec)
 		print_summary(&cli, rec);
-	if (!ret && xrec)
+	if (!ret && tv_session_record_xen(srec))
 		print_xen_summary(&cli);
-	print_guest_summary(&cli);
-	destroy_guests(&cli);
-	tv_xen_recorder_destroy(xrec);
-	tv_recorder_destroy(rec);
+	print_guest_summary(&cli, srec);
+	tv_session_record_destroy(srec);
 	close(sfd);
 	if (!ret && cli.compress)
-		ret = tv_cli_compress(cli.opts.outdir);
+		ret = tv_cli_compress(cli.so.host.outdir);
 	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		fprintf(stderr, "tracevisor record: warning: command '%s' %s %d\n", cli.command[0],
 			WIFSIGNALED(status) ? "was killed by signal" : "exited with status",

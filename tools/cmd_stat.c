@@ -173,6 +173,7 @@ int cmd_stat(int argc, char **argv)
 	};
 	struct tv_kvm_stat st, xst;
 	int json = 0, hist = 0, c, ret, xret;
+	bool have_xen;
 
 	while ((c = getopt_long(argc, argv, "jHh", longopts, NULL)) != -1) {
 		if (c == 'j') {
@@ -191,15 +192,11 @@ int cmd_stat(int argc, char **argv)
 		stat_usage(stderr);
 		return 2;
 	}
-	ret = tv_kvm_stat_compute(argv[optind], &st);
+	ret = tv_stat_compute(argv[optind], &st, &xst, &have_xen);
 	if (ret)
 		return tv_cli_status(ret);
 	/* A session with a Xen domain gets the Xen analysis as well. */
-	xret = tv_xen_stat_compute(argv[optind], &xst);
-	if (xret && xret != -ENOENT) {
-		tv_kvm_stat_free(&st);
-		return tv_cli_status(xret);
-	}
+	xret = have_xen ? 0 : -ENOENT;
 	if (json)
 		print_json(&st, xret ? NULL : &xst, hist);
 	else if (xret)

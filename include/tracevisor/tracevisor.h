@@ -1176,6 +1176,101 @@ int tv_session_write_domains(const char *dir, const char *domains, const char *r
  */
 int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 
+/**
+ * tv_stat_compute - every analysis of `stat` in one merged read of a session
+ * @dir: session directory
+ * @kvm: the VM exit analysis, as tv_kvm_stat_compute() gives it
+ * @xen: the Xen analysis, as tv_xen_stat_compute() gives it, when the
+ *       session has a Xen domain (then *@have_xen is true)
+ * @have_xen: whether @xen was computed
+ *
+ * The session is read once.  The caller owns both results and frees them
+ * with tv_kvm_stat_free() (also when !*@have_xen: @xen is then empty).
+ * Threads: none shared; call from any one thread.
+ * Return: 0, or -errno (nothing to free).
+ */
+int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
+		    bool *have_xen);
+
+/* ------------------------------------------------- session recording */
+
+/*
+ * One recording session (host/recorder.c): the host recorder, Xen's and the
+ * guests, started and stopped in the one order that keeps every clock-sync
+ * probe inside the recorded traces, with one probe schedule for the guests
+ * and for dom0/Xen.  A front end (tracevisor record) parses options, calls
+ * tv_session_record_start(), tv_session_record_tick() while it waits, and
+ * tv_session_record_stop(); the library prints nothing: what a user should
+ * hear arrives through @notify.
+ */
+
+enum tv_session_note {
+	/* A guest is not recording yet when the workload starts (@name; @err
+	 * -ETIMEDOUT: no answer within guest_ready_timeout_ms, else failed). */
+	TV_SESSION_GUEST_NOT_READY,
+	/* A dom0/Xen sync probe failed: none will follow (@name NULL). */
+	TV_SESSION_XEN_PROBES_FAILED,
+};
+
+#define TV_SESSION_MAX_EVENTS 256
+#define TV_SESSION_GUEST_READY_TIMEOUT_MS 30000
+
+struct tv_session_record_opts {
+	/*
+	 * Host events and the session directory.  With guests and an explicit
+	 * event list, the sync probes' events (kvm:kvm_hypercall,
+	 * kvm:kvm_write_tsc_offset) are added when this kernel has them.
+	 */
+	struct tv_record_opts host;
+	bool xen;			/* Xen's trace buffers too (in a dom0) */
+	struct tv_xen_record_opts xen_opts;	/* outdir: host.outdir */
+	const struct tv_guest_spec *guests;	/* parsed and resolved */
+	size_t nr_guests;
+	struct tv_guest_opts guest_opts;	/* index set per guest */
+	int guest_ready_timeout_ms;	/* for all guests; 0: TV_SESSION_GUEST_READY_TIMEOUT_MS */
+	void (*notify)(void *ctx, enum tv_session_note note, const char *name, int err);
+	void *notify_ctx;
+};
+
+struct tv_session_record;
+
+/**
+ * tv_session_record_start - start every recorder of a session
+ * @opts: what to record (copied; the strings must outlive the session)
+ * @out: the session, also on failure when non-NULL (destroy it)
+ *
+ * Order: the host recorder is created (when host events are recorded: no
+ * --xen, or an explicit list), then Xen's; the host starts, then Xen; then
+ * each guest, waiting until all trace (or the timeout); then the first
+ * dom0/Xen probe burst.  Nothing of the workload runs before this returns.
+ * Threads: the guests run their own threads; the session itself belongs
+ * to the calling thread.
+ * Return: 0, or -errno (logged; call tv_session_record_destroy()).
+ */
+int tv_session_record_start(const struct tv_session_record_opts *opts,
+			    struct tv_session_record **out);
+/*
+ * Periodic work while recording: dom0/Xen probes when due, vCPU rescans
+ * (VMs started since the last scan).  Call at least every
+ * tv_session_record_tick_ms() milliseconds.
+ */
+void tv_session_record_tick(struct tv_session_record *s);
+int tv_session_record_tick_ms(const struct tv_session_record *s);
+/*
+ * Stop in order: the guests (all at once: a dead one does not hold the
+ * others), the last dom0/Xen probes, Xen's recorder, xen/ listed in
+ * session.meta, the host recorder.  Return: 0 or -1 (logged).
+ */
+int tv_session_record_stop(struct tv_session_record *s);
+/* Frees everything; restores tracefs and Xen if still changed.  NULL-safe. */
+void tv_session_record_destroy(struct tv_session_record *s);
+/* The parts, for progress and summaries (NULL when not recorded). */
+struct tv_recorder *tv_session_record_host(const struct tv_session_record *s);
+struct tv_xen_recorder *tv_session_record_xen(const struct tv_session_record *s);
+size_t tv_session_record_nr_guests(const struct tv_session_record *s);
+/* Guest @i (NULL if it was never started). */
+struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i);
+
 /* ---------------------------------------------------------- compress */
 
 struct tv_compress_stats {
@@ -1255,6 +1350,7 @@ struct tv_export_stats {
 	uint64_t events;
 	uint64_t streams;	/* CTF streams, or Perfetto tracks */
 	uint64_t slices;	/* Perfetto: VM exit slices */
+	uint64_t unpaired_exits;	/* Perfetto: kvm_exit with no kvm_entry (no slice) */
 };
 
 /**

@@ -90,8 +90,8 @@ while IFS= read -r line; do
 		echo "layer violation: $file includes $inc (tools/ uses the public header only)"
 		bad=$((bad + 1))
 	fi
-	if [ "$from" = guest ] && [ "$inc" != proto.h ]; then
-		echo "layer violation: $file includes $inc (guest/ uses lib/proto.h only)"
+	if [ "$from" = guest ] && [ "$inc" != proto.h ] && [ ! -f "guest/$inc" ]; then
+		echo "layer violation: $file includes $inc (guest/ uses its own headers and lib/proto.h only)"
 		bad=$((bad + 1))
 	fi
 done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)

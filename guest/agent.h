@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The guest agent's shared state and the functions its files share
+ * (guest/agent*.c: one job per file; agent.c has main()).
+ */
+#ifndef TV_GUEST_AGENT_H
+#define TV_GUEST_AGENT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto.h"
+
+#define AGENT_VERSION "1"
+#define MAX_EVENTS 64
+#define SEND_TIMEOUT_MS 10000
+#define DEFAULT_EVENTS "sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry," \
+	"irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit," \
+	"raw_syscalls:sys_enter,raw_syscalls:sys_exit"
+
+extern int verbose;
+extern int no_hcalls;
+
+/* "tracevisor-agent: MESSAGE" on stderr. */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct agent_cpu {
+	struct session *s;
+	int cpu;
+	int fd;
+	int pipe[2];		/* trace_pipe_raw -> pipe -> channel (splice) */
+	size_t chunk;		/* bytes per splice: whole sub-buffers */
+	int no_splice;		/* splice unsupported: read() + write() */
+	pthread_t thread;
+	int started;
+	unsigned long long bytes;
+};
+
+struct session {
+	int fd;			/* the channel: socket or virtio-serial port */
+	pthread_mutex_t send_lock;
+	int dead;		/* the channel failed: drop further output */
+	volatile int stop;
+	char tracing[64];	/* tracefs mount point */
+	char inst[192];		/* our instance directory */
+	int marker_fd;
+	int ncpus;
+	size_t subbuf_size;
+	unsigned buffer_kb;
+	uint16_t guest;
+	char clock[32];
+	char events_spec[256];		/* the host's list, or empty: default */
+	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
+	int nr_events;
+	struct agent_cpu *cpus;
+};
+
+/* agent_channel.c */
+int wait_writable(int fd);
+int write_all(int fd, const void *buf, size_t len);
+int send_frame(struct session *s, uint16_t type, uint32_t arg, const void *payload,
+		      size_t len);
+int send_text(struct session *s, uint16_t type, const char *text);
+int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int timeout_ms);
+
+/* agent_tracefs.c */
+char *read_file(const char *path, size_t *len);
+int write_file(const char *path, const char *val);
+int inst_write(struct session *s, const char *file, const char *val);
+void enable_events(struct session *s, const char *list);
+int setup_instance(struct session *s);
+size_t subbuf_size(struct session *s);
+
+/* agent_files.c */
+int send_file(struct session *s, const char *src, const char *name);
+int send_formats(struct session *s);
+int send_meta(struct session *s);
+
+/* agent_cpus.c */
+int start_cpus(struct session *s);
+void stop_cpus(struct session *s);
+int send_end(struct session *s);
+
+/* agent_probes.c */
+void answer_hcall(struct session *s, const unsigned char *p, size_t len);
+void answer_ping(struct session *s, const unsigned char *p, size_t len);
+
+/* agent_session.c */
+void run_session(int fd);
+
+/* agent_listen.c */
+int listen_vsock(unsigned port);
+int open_serial(const char *want);
+
+#endif

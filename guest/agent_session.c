@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One recording session: START parsed, the instance set up, the readers
+ * started, requests served until STOP, everything drained and cleaned.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+
+#include "agent.h"
+
+static int start_opt(const char *key, const char *val, void *ctx)
+{
+	struct session *s = ctx;
+
+	if (!strcmp(key, "events")) {
+		snprintf(s->events_spec, sizeof(s->events_spec), "%s", val);
+	} else if (!strcmp(key, "clock")) {
+		snprintf(s->clock, sizeof(s->clock), "%s", val);
+	} else if (!strcmp(key, "buffer_kb")) {
+		long kb = atol(val);
+
+		s->buffer_kb = kb >= 4 && kb <= (1L << 20) ? (unsigned)kb : s->buffer_kb;
+	} else if (!strcmp(key, "guest")) {
+		s->guest = (uint16_t)atoi(val);
+	}
+	return 0;
+}
+
+static int session_start(struct session *s, const char *text, size_t len)
+{
+	int ret;
+
+	if (tv_proto_kv_parse(text, len, start_opt, s) == -EINVAL)
+		return -EINVAL;
+	ret = setup_instance(s);
+	if (ret)
+		return ret;
+	enable_events(s, s->events_spec);
+	if (!s->nr_events)
+		return -ENOENT;
+	s->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	s->subbuf_size = subbuf_size(s);
+	return 0;
+}
+
+static void session_cleanup(struct session *s)
+{
+	/* Open files of the instance would make its rmdir fail (EBUSY). */
+	if (s->marker_fd >= 0)
+		close(s->marker_fd);
+	s->marker_fd = -1;
+	if (s->inst[0]) {
+		inst_write(s, "tracing_on", "0");
+		for (int i = 0; i < s->nr_events; i++) {
+			char path[400];
+
+			snprintf(path, sizeof(path), "%s/events/%s/enable", s->inst, s->events[i]);
+			write_file(path, "0");
+		}
+		if (rmdir(s->inst))
+			say("Cannot remove tracefs instance: path=\"%s\", errno=%d", s->inst, errno);
+	}
+	for (int i = 0; i < s->nr_events; i++)
+		free(s->events[i]);
+	free(s->cpus);
+}
+
+/* Commands until STOP or the host goes away. */
+static void session_serve(struct session *s)
+{
+	for (;;) {
+		struct tv_proto_hdr hdr;
+		unsigned char *p;
+		int ret = recv_frame(s->fd, &hdr, &p, 1000);
+
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret) {
+			say("Host channel ended: errno=%d; stopping", -ret);
+			s->dead = 1;
+			return;
+		}
+		if (hdr.type == TV_MSG_PING)
+			answer_ping(s, p, hdr.len);
+		else if (hdr.type == TV_MSG_HCALL)
+			answer_hcall(s, p, hdr.len);
+		free(p);
+		if (hdr.type == TV_MSG_STOP)
+			return;
+	}
+}
+
+void run_session(int fd)
+{
+	struct session s = { .fd = fd, .marker_fd = -1, .buffer_kb = 2048 };
+	struct tv_proto_hdr hdr;
+	unsigned char *p = NULL;
+	char path[320], err[160];
+	int ret;
+
+	pthread_mutex_init(&s.send_lock, NULL);
+	snprintf(s.clock, sizeof(s.clock), "local");
+	ret = recv_frame(fd, &hdr, &p, 10000);
+	if (ret) {
+		/* Nobody to tell: the host went away or never came. */
+		if (verbose)
+			say("No START from the host: errno=%d", -ret);
+		return;
+	}
+	if (hdr.type != TV_MSG_START)
+		ret = -EPROTO;
+	if (!ret)
+		ret = session_start(&s, p ? (char *)p : "", hdr.len);
+	free(p);
+	if (ret) {
+		snprintf(err, sizeof(err), "cannot start tracing in the guest: errno=%d (%s)", -ret,
+			 strerror(-ret));
+		say("%s", err);
+		send_text(&s, TV_MSG_ERROR, err);
+		session_cleanup(&s);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/trace_marker_raw", s.inst);
+	s.marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	ret = send_meta(&s);
+	if (!ret)
+		ret = send_formats(&s);
+	if (!ret)
+		ret = start_cpus(&s);
+	if (!ret)
+		ret = inst_write(&s, "tracing_on", "1");
+	if (!ret)
+		ret = send_frame(&s, TV_MSG_READY, 0, NULL, 0);
+	if (!ret) {
+		if (verbose)
+			say("Tracing %d events on %d CPUs", s.nr_events, s.ncpus);
+		session_serve(&s);
+	}
+	inst_write(&s, "tracing_on", "0");
+	stop_cpus(&s);
+	snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);
+	send_file(&s, path, "saved_cmdlines");
+	snprintf(path, sizeof(path), "%s/saved_tgids", s.tracing);
+	if (access(path, R_OK) == 0)
+		send_file(&s, path, "saved_tgids");
+	send_end(&s);
+	session_cleanup(&s);
+	if (verbose)
+		say("Session ended");
+}

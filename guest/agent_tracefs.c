@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The agent's tracefs instance: found or mounted, stale instances of dead
+ * agents removed, events enabled, buffer sizes.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+
+#include "agent.h"
+
+char *read_file(const char *path, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *grown = cap < (8u << 20) ? realloc(buf, cap * 2 + 1) : NULL;
+
+			if (!grown)
+				break;
+			buf = grown;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int inst_write(struct session *s, const char *file, const char *val)
+{
+	char path[320];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", s->inst, file);
+	ret = write_file(path, val);
+	if (ret)
+		say("Cannot write tracefs file: path=\"%s\", value=\"%s\", errno=%d", path, val, -ret);
+	return ret;
+}
+
+static int find_tracefs(struct session *s)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char path[128];
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/instances", dirs[i]);
+			if (access(path, W_OK) == 0) {
+				snprintf(s->tracing, sizeof(s->tracing), "%s", dirs[i]);
+				return 0;
+			}
+		}
+		/* Not mounted: mount it ourselves, once. */
+		if (pass == 0 && mount("tracefs", dirs[0], "tracefs", 0, NULL) && verbose)
+			say("Cannot mount tracefs: path=\"%s\", errno=%d", dirs[0], errno);
+	}
+	return -ENOENT;
+}
+
+/* Instances of agents that no longer run are removed (a crashed agent). */
+static void remove_stale_instances(const char *tracing)
+{
+	char path[192];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/instances", tracing);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int pid;
+
+		if (sscanf(de->d_name, "tracevisor-agent-%d", &pid) != 1)
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/instances/%s", tracing, de->d_name);
+		rmdir(path);
+	}
+	closedir(d);
+}
+
+static int enable_one(struct session *s, const char *sys, const char *ev)
+{
+	char path[400];
+
+	if (s->nr_events == MAX_EVENTS)
+		return -E2BIG;
+	snprintf(path, sizeof(path), "%s/events/%s/%s/enable", s->inst, sys, ev);
+	if (write_file(path, "1"))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/%s", sys, ev);
+	s->events[s->nr_events++] = strdup(path);
+	return 0;
+}
+
+/* "sys:event" or "sys": events that do not exist here are skipped. */
+static void enable_spec(struct session *s, const char *spec)
+{
+	char sys[64], path[400];
+	const char *colon = strchr(spec, ':');
+	struct dirent *de;
+	DIR *d;
+
+	if (colon) {
+		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - spec), spec);
+		if (enable_one(s, sys, colon + 1) && verbose)
+			say("Event not available: name=\"%s\"", spec);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/events/%s", s->inst, spec);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.')
+			enable_one(s, spec, de->d_name);
+	closedir(d);
+}
+
+static int clean_spec_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == ':';
+}
+
+void enable_events(struct session *s, const char *list)
+{
+	char *copy = strdup(list && *list ? list : DEFAULT_EVENTS), *save = NULL;
+
+	for (char *spec = strtok_r(copy, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
+		int ok = 1;
+
+		/* Names only: no path can be built from the host's words. */
+		for (const char *p = spec; *p; p++)
+			ok &= clean_spec_char(*p);
+		if (ok)
+			enable_spec(s, spec);
+	}
+	free(copy);
+}
+
+int setup_instance(struct session *s)
+{
+	char val[32];
+	int ret;
+
+	ret = find_tracefs(s);
+	if (ret)
+		return ret;
+	remove_stale_instances(s->tracing);
+	snprintf(s->inst, sizeof(s->inst), "%s/instances/tracevisor-agent-%d", s->tracing,
+		 (int)getpid());
+	if (mkdir(s->inst, 0755) && errno != EEXIST)
+		return -errno;
+	ret = inst_write(s, "tracing_on", "0");
+	snprintf(val, sizeof(val), "%u", s->buffer_kb);
+	if (!ret)
+		ret = inst_write(s, "buffer_size_kb", val);
+	if (!ret)
+		ret = inst_write(s, "trace_clock", s->clock);
+	if (!ret)
+		inst_write(s, "buffer_percent", "50");
+	/* Overwrite mode: a slow host loses old events, the guest never waits. */
+	if (!ret)
+		inst_write(s, "options/overwrite", "1");
+	if (!ret)
+		inst_write(s, "options/record-tgid", "1");
+	return ret;
+}
+
+size_t subbuf_size(struct session *s)
+{
+	char path[320], *v;
+	size_t size = (size_t)sysconf(_SC_PAGESIZE);
+
+	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", s->inst);
+	v = read_file(path, NULL);
+	if (v && atoi(v) > 0)
+		size = (size_t)atoi(v) * 1024;
+	free(v);
+	return size;
+}

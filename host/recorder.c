@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * One recording session: the host recorder (kvm/record.c), Xen's
+ * (xen/record.c) and the guests (host/guest.c), started and stopped in the
+ * one order that keeps every clock-sync probe inside the recorded traces:
+ *
+ *   start: host created, Xen created, host started, Xen started, guests
+ *          started and awaited, first dom0/Xen probe burst
+ *   stop:  guests stopped (their last probes need the host still tracing),
+ *          last dom0/Xen probe burst, Xen stopped, xen/ listed in
+ *          session.meta (written by the host recorder), host stopped
+ *
+ * The dom0/Xen probes follow the guests' schedule (host/probe_sched.c).
+ * The library prints nothing; tv_session_record_opts.notify hears what a
+ * user should know.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "probe_sched.h"
+
+/* dom0/Xen probe rounds at start and end, like the guests' bursts. */
+#define XEN_EDGE_PROBES 3
+#define VCPU_SCAN_INTERVAL_S 1.0
+
+struct tv_session_record {
+	struct tv_session_record_opts opts;
+	const char *events[TV_SESSION_MAX_EVENTS];
+	struct tv_recorder *host;
+	struct tv_xen_recorder *xen;
+	struct tv_guest **guests;	/* opts.nr_guests, NULL: not started */
+	struct tv_probe_sched xen_sched;
+	uint64_t xen_seq;		/* next dom0/Xen sync probe */
+	bool xen_probes_off;		/* one failed: no more */
+	double next_scan;		/* of /proc for new VMs */
+};
+
+static void notify(struct tv_session_record *s, enum tv_session_note note, const char *name,
+		   int err)
+{
+	if (s->opts.notify)
+		s->opts.notify(s->opts.notify_ctx, note, name, err);
+}
+
+/*
+ * Sync probes need kvm_hypercall (and the TSC relation kvm_write_tsc_offset)
+ * in the host trace: add them to an explicit -e list when this host has
+ * them.  The default ("kvm") has them already.
+ */
+static void add_sync_events(struct tv_session_record *s)
+{
+	static const char *const sync_events[] = { "kvm:kvm_hypercall", "kvm:kvm_write_tsc_offset" };
+	static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	struct tv_record_opts *h = &s->opts.host;
+
+	if (!s->opts.nr_guests || !h->nr_events)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		char path[128];
+		int present = 0;
+
+		for (size_t r = 0; r < 2; r++) {
+			snprintf(path, sizeof(path), "%s/events/kvm/%s", roots[r], sync_events[i] + 4);
+			present |= access(path, F_OK) == 0;
+		}
+		if (present && h->nr_events < TV_SESSION_MAX_EVENTS)
+			s->events[h->nr_events++] = sync_events[i];
+	}
+}
+
+/* Host recorder (when -e or no --xen) then Xen's, into the same session. */
+static int start_recorders(struct tv_session_record *s)
+{
+	int ret = 0;
+
+	if (!s->opts.xen || s->opts.host.nr_events) {
+		ret = tv_recorder_create(&s->opts.host, &s->host);
+		if (ret)
+			return ret;
+		s->opts.xen_opts.in_session = true;
+	}
+	if (s->opts.xen)
+		ret = tv_xen_recorder_create(&s->opts.xen_opts, &s->xen);
+	if (!ret && s->host)
+		ret = tv_recorder_start(s->host);
+	if (!ret && s->xen)
+		ret = tv_xen_recorder_start(s->xen);
+	return ret;
+}
+
+static int start_guests(struct tv_session_record *s)
+{
+	int timeout = s->opts.guest_ready_timeout_ms > 0 ? s->opts.guest_ready_timeout_ms
+							 : TV_SESSION_GUEST_READY_TIMEOUT_MS;
+	double deadline;
+	int ret;
+
+	for (size_t i = 0; i < s->opts.nr_guests; i++) {
+		s->opts.guest_opts.index = (unsigned int)i;
+		ret = tv_guest_start(s->host, &s->opts.guests[i], &s->opts.guest_opts, &s->guests[i]);
+		if (ret)
+			return ret;
+	}
+	/* The workload starts once every guest traces (or gave up): one timeout for all. */
+	deadline = tv_probe_sched_now() + timeout / 1000.0;
+	for (size_t i = 0; i < s->opts.nr_guests; i++) {
+		double left = deadline - tv_probe_sched_now();
+
+		ret = tv_guest_wait_ready(s->guests[i], left > 0 ? (int)(left * 1000) : 0);
+		if (ret)
+			notify(s, TV_SESSION_GUEST_NOT_READY, tv_guest_name(s->guests[i]), ret);
+	}
+	return 0;
+}
+
+/*
+ * dom0/Xen clock-sync probes (doc/sync-probes.md): only when dom0's trace
+ * is recorded too, since the markers bracketing Xen's record live there.
+ */
+static void xen_probes(struct tv_session_record *s, unsigned int n)
+{
+	if (!s->xen || !s->host || s->xen_probes_off)
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		if (tv_xen_sync_probe(s->host, s->xen_seq++)) {
+			notify(s, TV_SESSION_XEN_PROBES_FAILED, NULL, -EIO);
+			s->xen_probes_off = true;
+			return;
+		}
+	}
+}
+
+int tv_session_record_start(const struct tv_session_record_opts *opts,
+			    struct tv_session_record **out)
+{
+	struct tv_session_record *s = calloc(1, sizeof(*s));
+	int ret;
+
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	s->opts = *opts;
+	if (opts->host.nr_events > TV_SESSION_MAX_EVENTS) {
+		tv_err("too many events (at most %d)", TV_SESSION_MAX_EVENTS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < opts->host.nr_events; i++)
+		s->events[i] = opts->host.events[i];
+	s->opts.host.events = s->events;
+	s->opts.xen_opts.outdir = s->opts.host.outdir;
+	s->opts.guest_opts.clock = s->opts.host.clock;
+	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
+	if (!s->guests)
+		return -ENOMEM;
+	tv_probe_sched_init(&s->xen_sched, s->opts.guest_opts.sync_interval > 0
+					   ? s->opts.guest_opts.sync_interval
+					   : TV_GUEST_DEFAULT_SYNC_INTERVAL, XEN_EDGE_PROBES);
+	add_sync_events(s);
+	ret = start_recorders(s);
+	if (!ret && s->opts.nr_guests && !s->host) {
+		tv_err("--guest needs the host recorder: give -e EVENT with --xen");
+		ret = -EINVAL;
+	}
+	if (!ret)
+		ret = start_guests(s);
+	if (!ret)
+		xen_probes(s, tv_probe_sched_begin(&s->xen_sched, tv_probe_sched_now()));
+	s->next_scan = tv_probe_sched_now() + VCPU_SCAN_INTERVAL_S;
+	return ret;
+}
+
+int tv_session_record_tick_ms(const struct tv_session_record *s)
+{
+	double wait = s->xen_sched.interval < VCPU_SCAN_INTERVAL_S ? s->xen_sched.interval
+								  : VCPU_SCAN_INTERVAL_S;
+
+	return (int)(wait * 1000);
+}
+
+void tv_session_record_tick(struct tv_session_record *s)
+{
+	double now = tv_probe_sched_now();
+
+	if (s->xen && tv_probe_sched_due(&s->xen_sched, now))
+		xen_probes(s, 1);
+	if (s->host && now >= s->next_scan) {
+		/* VMs started since the last scan */
+		tv_recorder_scan_vcpus(s->host);
+		s->next_scan = now + tv_session_record_tick_ms(s) / 1000.0;
+	}
+}
+
+int tv_session_record_stop(struct tv_session_record *s)
+{
+	int ret = 0;
+
+	/* All at once: a dead guest's timeout must not hold the others. */
+	for (size_t i = 0; i < s->opts.nr_guests; i++)
+		if (s->guests[i])
+			tv_guest_request_stop(s->guests[i]);
+	/* Guests first: their last probes need the host still tracing. */
+	for (size_t i = 0; i < s->opts.nr_guests; i++)
+		if (s->guests[i])
+			tv_guest_stop(s->guests[i]);
+	xen_probes(s, tv_probe_sched_end(&s->xen_sched));
+	if (s->xen)
+		ret = tv_xen_recorder_stop(s->xen) ? -1 : 0;
+	/* Both: session.meta (written by the host recorder) must list xen too. */
+	if (!ret && s->host && s->xen && tv_recorder_add_domain(s->host, "xen"))
+		ret = -1;
+	if (s->host && tv_recorder_stop(s->host))
+		ret = -1;
+	return ret;
+}
+
+void tv_session_record_destroy(struct tv_session_record *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->guests && i < s->opts.nr_guests; i++)
+		tv_guest_destroy(s->guests[i]);
+	free(s->guests);
+	tv_xen_recorder_destroy(s->xen);
+	tv_recorder_destroy(s->host);
+	free(s);
+}
+
+struct tv_recorder *tv_session_record_host(const struct tv_session_record *s)
+{
+	return s->host;
+}
+
+struct tv_xen_recorder *tv_session_record_xen(const struct tv_session_record *s)
+{
+	return s->xen;
+}
+
+size_t tv_session_record_nr_guests(const struct tv_session_record *s)
+{
+	return s->opts.nr_guests;
+}
+
+struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i)
+{
+	return i < s->opts.nr_guests ? s->guests[i] : NULL;
+}

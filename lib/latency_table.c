@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: LGPL-2.1
+/* The stat analyses' latency rows (lib/latency_table.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "latency_table.h"
+
+#define FNV_OFFSET 14695981039346656037ULL
+
+static uint64_t hash_str(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t hash_row(const char *vm, const char *vcpu, const char *reason)
+{
+	return hash_str(reason, hash_str(vcpu, hash_str(vm, FNV_OFFSET)));
+}
+
+static int grow(struct tv_latency_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	struct tv_latency_acc **r = calloc(cap, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct tv_latency_acc *a = t->rows[i];
+		size_t j;
+
+		if (!a)
+			continue;
+		j = hash_row(a->row.vm, a->row.vcpu, a->row.reason) % cap;
+		while (r[j])
+			j = (j + 1) % cap;
+		r[j] = a;
+	}
+	free(t->rows);
+	t->rows = r;
+	t->cap = cap;
+	return 0;
+}
+
+struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm,
+				      const char *vcpu, const char *reason)
+{
+	uint64_t h = hash_row(vm, vcpu, reason);
+	struct tv_latency_acc *a;
+	size_t j;
+
+	if ((t->nr + 1) * 2 > t->cap && grow(t))
+		return NULL;
+	for (j = h % t->cap; (a = t->rows[j]); j = (j + 1) % t->cap)
+		if (!strcmp(a->row.reason, reason) && !strcmp(a->row.vcpu, vcpu) &&
+		    !strcmp(a->row.vm, vm))
+			return a;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	snprintf(a->row.vm, sizeof(a->row.vm), "%s", vm);
+	snprintf(a->row.vcpu, sizeof(a->row.vcpu), "%s", vcpu);
+	snprintf(a->row.reason, sizeof(a->row.reason), "%s", reason);
+	t->rows[j] = a;
+	t->nr++;
+	return a;
+}
+
+int tv_latency_add(struct tv_latency_acc *a, uint64_t ns)
+{
+	int bucket;
+
+	if (a->nr_lat == a->cap_lat) {
+		size_t cap = a->cap_lat ? a->cap_lat * 2 : 64;
+		uint64_t *lat = realloc(a->lat, cap * sizeof(*lat));
+
+		if (!lat)
+			return -ENOMEM;
+		a->lat = lat;
+		a->cap_lat = cap;
+	}
+	a->lat[a->nr_lat++] = ns;
+	a->row.has_latency = true;
+	a->row.total_ns += ns;
+	/* Bucket b holds [2^(b-1), 2^b) ns; bucket 0 holds 0. */
+	bucket = ns ? 64 - __builtin_clzll(ns) : 0;
+	a->row.hist[bucket > 63 ? 63 : bucket]++;
+	return 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* Nearest-rank percentile of sorted values. */
+static uint64_t percentile(const uint64_t *v, size_t n, unsigned int pct)
+{
+	size_t rank = (n * pct + 99) / 100;
+
+	return v[rank ? rank - 1 : 0];
+}
+
+int tv_latency_table_finish(struct tv_latency_table *t, struct tv_kvm_stat *out,
+			    int (*cmp)(const void *, const void *))
+{
+	size_t k = 0;
+
+	out->rows = calloc(t->nr ? t->nr : 1, sizeof(*out->rows));
+	if (!out->rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		struct tv_latency_acc *a = t->rows[i];
+
+		if (!a)
+			continue;
+		if (a->nr_lat) {
+			qsort(a->lat, a->nr_lat, sizeof(*a->lat), cmp_u64);
+			a->row.min_ns = a->lat[0];
+			a->row.max_ns = a->lat[a->nr_lat - 1];
+			a->row.p50_ns = percentile(a->lat, a->nr_lat, 50);
+			a->row.p99_ns = percentile(a->lat, a->nr_lat, 99);
+		}
+		out->rows[k++] = a->row;
+	}
+	out->nr_rows = k;
+	qsort(out->rows, out->nr_rows, sizeof(*out->rows), cmp);
+	return 0;
+}
+
+void tv_latency_table_free(struct tv_latency_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		if (t->rows[i])
+			free(t->rows[i]->lat);
+		free(t->rows[i]);
+	}
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Probe rounds (the probes of one sequence number) and their send/receive
+ * pairs, as constraint points of a (guest, peer) clock relation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "probes.h"
+#include "tsc.h"
+#include "sync_session.h"
+
+/* Fill @r from the sorted probes at *@i; advances *@i past the round. */
+static void next_round(const struct scan *sc, size_t *i, struct round *r)
+{
+	const struct probe *p0 = &sc->probes[*i];
+
+	r->guest = p0->guest;
+	for (int t = 0; t < TV_PROBE_NR_TYPES; t++) {
+		r->ts[t] = -1;
+		r->peer[t] = -1;
+		r->cpu[t] = -1;
+	}
+	for (; *i < sc->nr_probes && sc->probes[*i].guest == p0->guest &&
+	       sc->probes[*i].seq == p0->seq; (*i)++) {
+		r->ts[sc->probes[*i].type] = (int64_t)sc->probes[*i].ts;
+		r->peer[sc->probes[*i].type] = sc->probes[*i].peer;
+		r->cpu[sc->probes[*i].type] = sc->probes[*i].cpu;
+	}
+}
+
+/*
+ * Every send/receive pair of a round, as (guest-side type, peer-side type,
+ * below): below means the guest timestamp is the receive side.
+ */
+int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
+{
+	static const int pairs[][3] = {
+		{ TV_SYNC_PING_RECV, TV_SYNC_PING_SEND, 1 },
+		{ TV_SYNC_PONG_SEND, TV_SYNC_PONG_RECV, 0 },
+		{ TV_SYNC_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
+		{ TV_SYNC_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_BEFORE, 1 },
+		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_AFTER, 0 },
+	};
+	struct round r;
+	int ret = 0;
+
+	for (size_t i = 0; i < sc->nr_probes && !ret;) {
+		next_round(sc, &i, &r);
+		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && !ret; k++)
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0)
+				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
+	}
+	return ret;
+}
+
+int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx)
+{
+	struct points *pts = ctx;
+
+	if (pts->n == pts->cap) {
+		size_t cap = pts->cap ? pts->cap * 2 : 1024;
+		struct point *grown = realloc(pts->p, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		pts->p = grown;
+		pts->cap = cap;
+	}
+	pts->p[pts->n++] = (struct point){ r->guest, r->peer[pt], below, r->ts[gt], r->ts[pt] };
+	return 0;
+}
+
+int sync_cmp_point(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	if (x->guest != y->guest)
+		return x->guest - y->guest;
+	if (x->peer != y->peer)
+		return x->peer - y->peer;
+	if (x->below != y->below)
+		return x->below - y->below;
+	return (x->x > y->x) - (x->x < y->x);
+}

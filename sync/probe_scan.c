@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The sync probes of a session, each in its own domain's clock: ftrace
+ * markers (ping/pong, hypercall brackets, dom0/Xen brackets), the host's
+ * kvm_hypercall, Xen's probe records and kvm_write_tsc_offset.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "probes.h"
+#include "tsc.h"
+#include "sync_session.h"
+
+static int scan_push(struct scan *sc, struct probe p)
+{
+	if (tv_array_grow(&sc->probes, &sc->cap_probes, sc->nr_probes, sizeof(*sc->probes), 1024))
+		return -ENOMEM;
+	sc->probes[sc->nr_probes++] = p;
+	return 0;
+}
+
+static void scan_init_domains(struct scan *sc)
+{
+	sc->nr_domains = tv_reader_nr_domains(sc->rd);
+	sc->xen_dom = -1;
+	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
+		const struct tv_domain_info *info = tv_reader_domain(sc->rd, d);
+		struct dom_scan *ds = &sc->dom[d];
+
+		ds->raw_data = tep_find_event_by_name(info->tep, "ftrace", "raw_data");
+		ds->hypercall = tep_find_event_by_name(info->tep, "kvm", "kvm_hypercall");
+		ds->write_tsc = tep_find_event_by_name(info->tep, "kvm", "kvm_write_tsc_offset");
+		ds->xen_guest = tep_find_event_by_name(info->tep, "xen", "xen_guest");
+		if (!strcmp(info->subdir, "xen"))
+			sc->xen_dom = (int)d;
+		ds->first = -1;
+		ds->guest_index = -1;
+		if (!strncmp(info->subdir, "guest-", 6)) {
+			ds->is_guest = 1;
+			ds->guest_index = (int)sc->nr_guests;
+			sc->guest_dom[sc->nr_guests++] = (int)d;
+		}
+	}
+}
+
+/* The domain a host-side probe of guest index @g is about, or -1. */
+static int scan_guest_domain(const struct scan *sc, unsigned int g)
+{
+	return g < sc->nr_guests ? sc->guest_dom[g] : -1;
+}
+
+static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
+{
+	struct tv_sync_marker m;
+	int guest;
+
+	if (tv_sync_marker_of_event(ev, &m) || m.type < TV_SYNC_PING_SEND ||
+	    m.type > TV_SYNC_XEN_AFTER)
+		return 0;
+	/* dom0 brackets a record it injects into Xen: Xen is the probed side. */
+	if (m.type == TV_SYNC_XEN_BEFORE || m.type == TV_SYNC_XEN_AFTER) {
+		if (sc->xen_dom < 0 || sc->xen_dom == d || sc->dom[d].is_guest)
+			return 0;
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type,
+						     ev->cpu });
+	}
+	if (m.type == TV_SYNC_PING_SEND || m.type == TV_SYNC_PONG_RECV) {
+		guest = scan_guest_domain(sc, m.guest);
+		if (guest < 0 || guest == d)
+			return 0;
+		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, guest, d, m.type, ev->cpu });
+	}
+	if (!sc->dom[d].is_guest)
+		return 0;
+	return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, d, -1, m.type, ev->cpu });
+}
+
+static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
+{
+	uint64_t nr, a0, a1;
+	int guest;
+
+	if (tv_event_field_u64(ev, "nr", &nr) || nr != TV_SYNC_HCALL_NR ||
+	    tv_event_field_u64(ev, "a0", &a0) || tv_event_field_u64(ev, "a1", &a1) ||
+	    (a1 & ~0xffULL) != TV_SYNC_HCALL_TAG)
+		return 0;
+	guest = scan_guest_domain(sc, (unsigned int)(a1 & 0xff));
+	if (guest < 0 || guest == d)
+		return 0;
+	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST,
+					     ev->cpu });
+}
+
+/* The u32 at index @i of @ev's data[] array field, or -ENOENT. */
+static int data_word(const struct tv_event *ev, unsigned int i, uint32_t *val)
+{
+	struct tep_format_field *f = tep_find_field(ev->format, "data");
+
+	if (!f || f->size < 4 * (int)(i + 1) || f->offset + 4 * (i + 1) > (unsigned)ev->record->size)
+		return -ENOENT;
+	*val = (uint32_t)tep_read_number(ev->tep, (char *)ev->record->data + f->offset + 4 * i, 4);
+	return 0;
+}
+
+/*
+ * The Xen side of a dom0/Xen probe: TRC_GUEST | TV_SYNC_XEN_EVENT with
+ * { magic, seq low, seq high }.  Only a record Xen stamped with the TSC
+ * (our patch) is on Xen's time line; stock Xen gives it the previous
+ * record's time, which is no constraint at all, so it is only counted.
+ */
+static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
+{
+	uint64_t id, nr, has_tsc, seq;
+	uint32_t w[3];
+
+	if (d != sc->xen_dom || tv_event_field_u64(ev, "xen_event", &id) ||
+	    (id & 0xfff) != TV_SYNC_XEN_EVENT || tv_event_field_u64(ev, "nr_data", &nr) ||
+	    nr < 3 || tv_event_field_u64(ev, "has_tsc", &has_tsc))
+		return 0;
+	for (unsigned int i = 0; i < 3; i++)
+		if (data_word(ev, i, &w[i]))
+			return 0;
+	if (w[0] != TV_SYNC_MAGIC)
+		return 0;
+	if (!has_tsc) {
+		sc->dom[d].xen_untimed++;
+		return 0;
+	}
+	seq = w[1] | (uint64_t)w[2] << 32;
+	return scan_push(sc, (struct probe){ seq, ev->ts_raw, d, -1, TV_PROBE_XEN_RECORD,
+					     ev->cpu });
+}
+
+/* kvm_write_tsc_offset belongs to the guest whose vCPU thread wrote it. */
+static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
+{
+	const struct tv_domain_info *info = tv_reader_domain(sc->rd, (size_t)d);
+	const struct tv_vcpu_thread *t = tv_vcpu_map_find(info->vcpus, ev->pid);
+	uint64_t prev, next, vcpu;
+	int guest = -1;
+
+	if (tv_event_field_u64(ev, "next_tsc_offset", &next) ||
+	    tv_event_field_u64(ev, "previous_tsc_offset", &prev) ||
+	    tv_event_field_u64(ev, "vcpu_id", &vcpu))
+		return 0;
+	for (size_t g = 0; g < sc->nr_guests; g++) {
+		const struct tv_domain_info *gi = tv_reader_domain(sc->rd, (size_t)sc->guest_dom[g]);
+
+		if ((t && !strcmp(gi->subdir + 6, t->vm_name)) || sc->nr_guests == 1)
+			guest = sc->guest_dom[g];
+	}
+	if (guest < 0)
+		return 0;
+	return tv_tsc_segments_add(&sc->tsc[guest], (uint32_t)vcpu, ev->ts_raw, prev, next);
+}
+
+static int scan_event(struct scan *sc, const struct tv_event *ev)
+{
+	int d = ev->domain_index;
+	struct dom_scan *ds = &sc->dom[d];
+
+	if (ds->first < 0)
+		ds->first = (int64_t)ev->ts_raw;
+	ds->last = (int64_t)ev->ts_raw;
+	if (!ev->format)
+		return 0;
+	if (ev->format == ds->raw_data)
+		return scan_marker(sc, ev, d);
+	if (ev->format == ds->hypercall)
+		return scan_hypercall(sc, ev, d);
+	if (ev->format == ds->write_tsc)
+		return scan_write_tsc(sc, ev, d);
+	if (ev->format == ds->xen_guest)
+		return scan_xen_guest(sc, ev, d);
+	return 0;
+}
+
+int sync_scan_session(struct scan *sc, const char *dir)
+{
+	struct tv_event ev;
+	int ret;
+
+	ret = tv_reader_open_raw(dir, &sc->rd);
+	if (ret)
+		return ret;
+	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS)
+		return -E2BIG;
+	scan_init_domains(sc);
+	while ((ret = tv_reader_next(sc->rd, &ev)) > 0) {
+		ret = scan_event(sc, &ev);
+		if (ret < 0)
+			return ret;
+	}
+	return ret;
+}
+
+int sync_cmp_probe(const void *a, const void *b)
+{
+	const struct probe *x = a, *y = b;
+
+	if (x->guest != y->guest)
+		return x->guest - y->guest;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->type - y->type;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * Shared by the steps of a session's clock synchronisation (sync/session.c
+ * drives them): probe scan, probe pairs, pieces, TSC method, path graph,
+ * composition and causality, one file each.
+ *
+ * Threads: a scan belongs to the thread that runs tv_sync_session().
+ */
+#ifndef TV_SYNC_SESSION_H
+#define TV_SYNC_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tracevisor/tracevisor.h"
+#include "probes.h"
+#include "tsc.h"
+
+#define MAX_DOMAINS 64
+
+/* One probe timestamp. @guest is the probed domain, @peer the prober. */
+struct probe {
+	uint64_t seq;
+	uint64_t ts;
+	int guest, peer;
+	int type;
+	int cpu;		/* the CPU that wrote it: a guest's vCPU */
+};
+
+/* A constraint point of one (guest, peer) relation. */
+struct point {
+	int guest, peer, below;
+	int64_t x, y;
+};
+
+struct dom_scan {
+	struct tep_event *raw_data, *hypercall, *write_tsc, *xen_guest;
+	int64_t first, last;
+	int is_guest;
+	size_t xen_untimed;	/* Xen probe records without a TSC (stock Xen) */
+	int guest_index;	/* among guest-* domains, -1 otherwise */
+};
+
+struct scan {
+	struct tv_reader *rd;
+	size_t nr_domains;
+	struct dom_scan dom[MAX_DOMAINS];
+	int guest_dom[MAX_DOMAINS];	/* guest index -> domain */
+	size_t nr_guests;
+	int xen_dom;		/* the xen/ domain, -1 if none */
+	struct probe *probes;
+	size_t nr_probes, cap_probes;
+	struct tv_tsc_segments tsc[MAX_DOMAINS];
+};
+
+/* One probe round: the timestamps of each type, -1 when missing. */
+struct round {
+	int guest, peer[TV_PROBE_NR_TYPES], cpu[TV_PROBE_NR_TYPES];
+	int64_t ts[TV_PROBE_NR_TYPES];
+};
+
+typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int below, void *ctx);
+
+struct points {
+	struct point *p;
+	size_t n, cap;
+};
+
+/* An estimated edge guest -> peer. */
+struct edge {
+	int valid;
+	size_t nr_pairs;
+	struct tv_sync_estimate est;	/* with pieces: the worst piece's quality and bound */
+	struct tv_sync_piece *pieces;	/* no line fits the whole trace, but these do */
+	size_t nr_pieces;
+};
+
+struct graph {
+	struct edge e[MAX_DOMAINS][MAX_DOMAINS];	/* [guest][peer] */
+};
+
+struct causality {
+	struct tv_sync_domain *res;
+	const struct graph *g;
+};
+
+/* probe_scan.c */
+int sync_scan_session(struct scan *sc, const char *dir);
+int sync_cmp_probe(const void *a, const void *b);
+
+/* probe_pairs.c */
+int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
+int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx);
+int sync_cmp_point(const void *a, const void *b);
+
+/* pieces.c */
+int sync_estimate_edges(const struct scan *sc, struct graph *g);
+
+/* sync_tsc_method.c */
+int sync_tsc_method(struct scan *sc, int d, int ref, struct tv_sync_domain *out);
+
+/* path_graph.c */
+void sync_resolve_paths(const struct scan *sc, const struct graph *g, int ref,
+			  struct tv_sync_domain *res);
+
+/* compose.c */
+int sync_domain_index(const struct scan *sc, const char *subdir);
+int sync_attach_pieces(const struct scan *sc, const struct graph *g, struct tv_sync_domain *res);
+void sync_compose_paths(const struct scan *sc, struct tv_sync_domain *res, int ref);
+void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d,
+			    struct tv_sync_domain *r);
+
+/* causality.c */
+int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx);
+void sync_describe_cross_check(struct tv_sync_domain *r, const struct edge *e);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * The Xen analysis as a pass over events someone else reads, so one merged
+ * read of a session feeds it and the VM exit analysis (sync/stat.c).
+ * tv_xen_stat_compute() is the same pass over its own reader.
+ *
+ * Threads: a pass belongs to the thread that feeds it.
+ */
+#ifndef TV_XEN_STAT_H
+#define TV_XEN_STAT_H
+
+#include "tracevisor/tracevisor.h"
+
+struct tv_xen_stat_pass;
+
+/* Start the analysis of @rd's Xen domain into @out (zeroed).
+ * Return: 0, -ENOENT when the session has no Xen domain, -ENOMEM. */
+int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
+			 struct tv_xen_stat_pass **pass);
+/* Every event the reader gives, in order.  0 or -ENOMEM. */
+int tv_xen_stat_pass_event(struct tv_xen_stat_pass *p, const struct tv_event *ev);
+/* After the last event: the rows, sorted, into @out.  0 or -ENOMEM. */
+int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p);
+void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p);
+
+#endif
