@@ -92,7 +92,9 @@ lab_kvm() {	# NAME: one lab run of $TV_TMP/NAME.l1.sh into KVM_OUT
 	LAB_TIMEOUT=${LAB_TIMEOUT:-240} "$TV_ROOT/tests/lab/lab" kvm "$TV_TMP/$1.l1.sh" "$KVM_OUT" \
 		> "$TV_TMP/$1.lab.out" 2> "$TV_TMP/$1.lab.err"
 }
-our_instances() { ls $TRACEFS/instances 2>/dev/null | grep '^tracevisor-' || true; }
+# instance_left PID: the tracefs instance of the recorder PID is still there
+# (by its pid: other people's recorders may run on this host meanwhile).
+instance_left() { [ -e "$TRACEFS/instances/tracevisor-$1" ]; }
 
 # json_count FILE PYTHON_EXPR: count JSON lines where EXPR (on e) is true.
 json_count() {

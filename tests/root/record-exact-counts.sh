@@ -15,7 +15,7 @@ S=$TV_TMP/sys
 	-e syscalls:sys_enter_lseek -- "$SYSCALLS" --getppids $N --seeks $M > "$TV_TMP/sys.out" &
 rec=$!
 wait $rec || fail "record of the syscall workload failed"
-[ -z "$(our_instances)" ] || fail "tracefs instance left behind: $(our_instances)"
+! instance_left $rec || fail "tracefs instance left behind: tracevisor-$rec"
 pid=$(sed -n 's/^tv-syscalls: pid=\([0-9]*\) .*/\1/p' "$TV_TMP/sys.out")
 [ -n "$pid" ] || fail "tv-syscalls said: $(cat "$TV_TMP/sys.out")"
 "$TV" report --json "$S" > "$TV_TMP/sys.json" || fail "report --json failed"

@@ -12,7 +12,7 @@ for sig in INT TERM; do
 	pid=$(sed -n 's/^tv-syscalls: pid=\([0-9]*\) .*/\1/p' "$TV_TMP/w.out")
 	kill -$sig $rec
 	wait $rec || fail "record exited $? on SIG$sig"
-	[ -z "$(our_instances)" ] || fail "instance left after SIG$sig"
+	! instance_left $rec || fail "instance left after SIG$sig"
 	n=$("$TV" report "$S" | grep -c "tv-syscalls-$pid .*syscalls:sys_enter_getppid")
 	expect_eq "events after SIG$sig" "$n" 300
 done
@@ -20,11 +20,11 @@ done
 "$TV" record -q -o "$TV_TMP/killed" -e syscalls:sys_enter_getppid & rec=$!
 wait_tracing $rec
 kill -KILL $rec; wait $rec 2>/dev/null
-[ -d $TRACEFS/instances/tracevisor-$rec ] || fail "expected a stale instance after SIGKILL"
+instance_left $rec || fail "expected a stale instance after SIGKILL"
 [ -e "$TV_TMP/killed/session.meta" ] && fail "killed run looks complete"
 "$TV" report "$TV_TMP/killed" 2>&1 | grep -q "Not a complete tracevisor session" ||
 	fail "report did not flag the killed run as incomplete"
 "$TV" record -q -o "$TV_TMP/next" -e syscalls:sys_enter_getppid --duration 0.2 || fail "next run failed"
-[ -d $TRACEFS/instances/tracevisor-$rec ] && fail "stale instance tracevisor-$rec not removed"
+instance_left $rec && fail "stale instance tracevisor-$rec not removed"
 expect_eq "top-level tracing_on untouched" "$(cat $TRACEFS/tracing_on)" "$on_before"
 echo "signals handled"
