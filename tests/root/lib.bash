@@ -21,27 +21,30 @@ require_tracefs() {
 # host_kvm_usable: true when this host's KVM can be traced: the test VMM
 # runs on /dev/kvm and its one `out` fires kvm:kvm_pio.  /dev/kvm may be
 # there and not work (a kernel that is itself a PVM guest: events/kvm/*
-# exist but never fire), hence a real probe.  TV_HOST_KVM=0 answers no
-# without probing, to run the lab path on a host that has a KVM.
-# Why not: in KVM_WHY.
+# exist but never fire), hence a real probe.  Only the probe VMM's own
+# event counts (by pid): other people's VMMs may run on this host meanwhile,
+# and a recorder's command failing does not fail the recorder.
+# TV_HOST_KVM=0 answers no without probing, to run the lab path on a host
+# that has a KVM.  Why not: in KVM_WHY.
 host_kvm_usable() {
-	local p=$TV_TMP/.kvm-probe n
+	local p=$TV_TMP/.kvm-probe rc n
 	KVM_WHY="TV_HOST_KVM=0"
 	[ "${TV_HOST_KVM:-}" = 0 ] && return 1
 	KVM_WHY="no /dev/kvm"
 	[ -c /dev/kvm ] || return 1
 	KVM_WHY="no kvm events in tracefs"
 	[ -d $TRACEFS/events/kvm/kvm_pio ] || return 1
-	rm -rf "$p"
-	timeout 60 "$TV" record -q -o "$p" -e kvm:kvm_pio -- "$VMM" --outs 1 --quiet >"$p.log" 2>&1
-	n=$?
-	KVM_WHY="the test VMM on /dev/kvm: status $n: $(tail -n 1 "$p.log")"
-	[ $n = 0 ] || return 1
-	# At least 1: another test's VMM may run meanwhile (no pid filter).
-	n=$("$TV" report "$p" 2>&1 | grep -c 'pio_write at 0x1234')
-	KVM_WHY="no kvm_pio event for the test VMM's out"
-	rm -rf "$p" "$p.log"
-	[ "$n" -ge 1 ]
+	rm -rf "$p" "$p.pid"
+	# shellcheck disable=SC2016 # the sh -c script's own $$, $0 and $@
+	timeout 60 "$TV" record -q -o "$p" -e kvm:kvm_pio -- sh -c 'echo $$ > "$0"; exec "$@"' \
+		"$p.pid" "$VMM" --outs 1 --quiet >"$p.log" 2>&1
+	rc=$?
+	KVM_WHY="the probe: status $rc: $(tail -n 1 "$p.log")"
+	[ $rc = 0 ] && [ -s "$p.pid" ] || return 1
+	n=$("$TV" report "$p" 2>&1 | grep -c "tv-testvmm-$(head -n 1 "$p.pid") .*pio_write at 0x1234")
+	KVM_WHY="the test VMM's out on /dev/kvm fired $n kvm_pio, not 1: $(head -n 1 "$p.log")"
+	rm -rf "$p" "$p.log" "$p.pid"
+	[ "$n" = 1 ]
 }
 
 # kvm_run NAME SCRIPT [VAR=VALUE...]: run the KVM part of a test on a real
