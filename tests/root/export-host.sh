@@ -3,39 +3,43 @@
 # Export a real host session: CTF read by babeltrace2 with nothing on
 # stderr and exactly report's events in report's order, following Trace
 # Compass's reader rules (tests/ctf_tc_check.py); Perfetto JSON that
-# parses, with host CPU tracks and the VMM's vCPU thread track.
+# parses, with host CPU tracks.  Two sessions:
+# 1. system calls of tv-syscalls, recorded on this host whatever its KVM;
+# 2. kvm events of the test VMM, recorded on a real KVM (this host's when
+#    usable, else the lab's nested L1: kvm_run in lib.bash, TV_HOST_KVM=0
+#    forces L1) and exported here, whose Perfetto JSON also has the VMM's
+#    VM and vCPU thread tracks.
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
-require_kvm
 command -v babeltrace2 >/dev/null || skip "needs babeltrace2 (make deps)"
-S=$TV_TMP/s
 
-"$TV" record -q -o "$S" -e kvm -e sched:sched_switch -e raw_syscalls -- \
-	"$TV_BUILD/tests/tv-testvmm" --outs 1000 --quiet || fail "record"
-"$TV" report --json "$S" > "$TV_TMP/report.json" || fail "report"
-"$TV" export --format ctf -o "$TV_TMP/ctf" "$S" || fail "export ctf"
-babeltrace2 --clock-cycles "$TV_TMP/ctf" > "$TV_TMP/bt.txt" 2> "$TV_TMP/bt.err" || fail "babeltrace2"
-[ ! -s "$TV_TMP/bt.err" ] || { cat "$TV_TMP/bt.err"; fail "babeltrace2 wrote to stderr"; }
-python3 "$TV_ROOT/tests/ctf_tc_check.py" "$TV_TMP/ctf" || fail "CTF breaks Trace Compass's rules"
+check_export() {	# SESSION FIELD_PATTERN WANT_VM_TRACKS(0|1)
+local S=$1 T=$TV_TMP/x-${1##*/} n
+mkdir -p "$T"
+"$TV" report --json "$S" > "$T/report.json" || fail "report"
+"$TV" export --format ctf -o "$T/ctf" "$S" || fail "export ctf"
+babeltrace2 --clock-cycles "$T/ctf" > "$T/bt.txt" 2> "$T/bt.err" || fail "babeltrace2"
+[ ! -s "$T/bt.err" ] || { cat "$T/bt.err"; fail "babeltrace2 wrote to stderr"; }
+python3 "$TV_ROOT/tests/ctf_tc_check.py" "$T/ctf" || fail "CTF breaks Trace Compass's rules"
 python3 -c 'import json,sys; [print(json.loads(l)["ts"]) for l in open(sys.argv[1])]' \
-	"$TV_TMP/report.json" > "$TV_TMP/ts.report"
-sed -E 's/^\[0*([0-9]+)\].*/\1/' "$TV_TMP/bt.txt" > "$TV_TMP/ts.bt"
-n=$(wc -l < "$TV_TMP/ts.report")
+	"$T/report.json" > "$T/ts.report"
+sed -E 's/^\[0*([0-9]+)\].*/\1/' "$T/bt.txt" > "$T/ts.bt"
+n=$(wc -l < "$T/ts.report")
 [ "$n" -gt 2000 ] || fail "only $n events recorded"
-cmp -s "$TV_TMP/ts.report" "$TV_TMP/ts.bt" || fail "babeltrace2 count or order differs from report"
-grep -q 'kvm:kvm_pio: .*{ .*port = ' "$TV_TMP/bt.txt" || fail "kvm_pio fields not decoded"
-grep -q 'sched:sched_switch: .*prev_comm = "' "$TV_TMP/bt.txt" || fail "char arrays not strings"
+cmp -s "$T/ts.report" "$T/ts.bt" || fail "babeltrace2 count or order differs from report"
+grep -q "$2" "$T/bt.txt" || fail "fields not decoded: no '$2' in babeltrace2's output"
+grep -q 'sched:sched_switch: .*prev_comm = "' "$T/bt.txt" || fail "char arrays not strings"
 echo "babeltrace2: $n events, same timestamps in the same order, no warnings"
 
 # Wall-clock dates: the recorder's CLOCK_REALTIME markers make the CTF clock
 # offset; babeltrace2's first and last events must fall within the
 # recording's wall-clock span (session meta start_realtime_ns + duration).
-"$TV" report "$S" > "$TV_TMP/report.txt" || fail "report"
-grep -qE 'ftrace:raw_data tracevisor clock_realtime seq=0 20[0-9-]{8}T' "$TV_TMP/report.txt" ||
+"$TV" report "$S" > "$T/report.txt" || fail "report"
+grep -qE 'ftrace:raw_data tracevisor clock_realtime seq=0 20[0-9-]{8}T' "$T/report.txt" ||
 	fail "report shows no clock_realtime marker at the start"
-babeltrace2 --clock-date --clock-gmt "$TV_TMP/ctf" > "$TV_TMP/bt-date.txt" || fail "babeltrace2 --clock-date"
-python3 - "$TV_TMP/bt-date.txt" "$S/host/meta" <<'PY' || fail "CTF wall-clock dates"
+babeltrace2 --clock-date --clock-gmt "$T/ctf" > "$T/bt-date.txt" || fail "babeltrace2 --clock-date"
+python3 - "$T/bt-date.txt" "$S/host/meta" <<'PY' || fail "CTF wall-clock dates"
 import calendar, re, sys
 meta = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[2]) if "=" in l)
 start = int(meta["start_realtime_ns"]) / 1e9
@@ -55,9 +59,9 @@ print("CTF dates: first event %.6f s after start_realtime, last %.3f s before th
       (first - start, end - last))
 PY
 # report --date: the same wall clock, first and last line, text and JSON.
-"$TV" report --date "$S" > "$TV_TMP/report-date.txt" || fail "report --date"
-"$TV" report --json --date "$S" > "$TV_TMP/report-date.json" || fail "report --json --date"
-python3 - "$TV_TMP/report-date.txt" "$TV_TMP/report-date.json" "$TV_TMP/bt-date.txt" <<'PY' || fail "report --date"
+"$TV" report --date "$S" > "$T/report-date.txt" || fail "report --date"
+"$TV" report --json --date "$S" > "$T/report-date.json" || fail "report --json --date"
+python3 - "$T/report-date.txt" "$T/report-date.json" "$T/bt-date.txt" <<'PY' || fail "report --date"
 import json, re, sys
 text = [re.search(r"\] (\S+Z): ", l).group(1) for l in open(sys.argv[1])]
 js = [json.loads(l)["date"] for l in open(sys.argv[2])]
@@ -72,16 +76,37 @@ out=$("$TV" report --date "$TV_ROOT/tests/samples/abs-ts" 2>&1 >/dev/null) && fa
 echo "$out" | grep -q "No wall-clock marker at the start of the session: path=" ||
 	fail "report --date without a marker: $out"
 
-"$TV" export --format perfetto -o "$TV_TMP/p.json" "$S" || fail "export perfetto"
-python3 -m json.tool "$TV_TMP/p.json" > /dev/null || fail "perfetto output is not JSON"
-python3 - "$TV_TMP/p.json" "$n" <<'PY' || fail "perfetto tracks"
+"$TV" export --format perfetto -o "$T/p.json" "$S" || fail "export perfetto"
+python3 -m json.tool "$T/p.json" > /dev/null || fail "perfetto output is not JSON"
+python3 - "$T/p.json" "$n" "$3" <<'PY' || fail "perfetto tracks"
 import json, sys
 d = json.load(open(sys.argv[1]))["traceEvents"]
 names = [e["args"]["name"] for e in d if e["ph"] == "M"]
 events = sum(1 for e in d if e["ph"] == "i")
 assert any(n.startswith("host CPU ") for n in names), names
-assert any(n.startswith("VM tv-testvmm") for n in names), names
-assert any(n.startswith("vCPU") for n in names), names
+vm = any(n.startswith("VM tv-testvmm") for n in names), any(n.startswith("vCPU") for n in names)
+assert vm == ((True, True) if sys.argv[3] == "1" else (False, False)), (vm, names)
 assert events == int(sys.argv[2]), "%d instants for %s events" % (events, sys.argv[2])
 print("perfetto: tracks %s, %d events" % (names, events))
 PY
+}
+
+S=$TV_TMP/sys
+"$TV" record -q -o "$S" -e syscalls:sys_enter_lseek -e sched:sched_switch -e raw_syscalls -- \
+	"$SYSCALLS" --seeks 1000 --quiet || fail "record"
+check_export "$S" 'syscalls:sys_enter_lseek: .*{ .*offset = 4660' 0
+
+# shellcheck disable=SC2016 # expanded where the script runs
+kvm_run kvm '"$TV" record -q -o "$OUT/s" -e kvm -e sched:sched_switch -e raw_syscalls -- "$VMM" --outs 1000 --quiet'
+check_export "$KVM_OUT/s" 'kvm:kvm_pio: .*{ .*port = 4660' 1
+# Where kvm_exit fires (L1's SVM), each of the VMM's 1000 outs and its hlt
+# is a VM exit slice on its vCPU's track (PVM: no kvm_exit, no slices).
+python3 - "$TV_TMP/x-s/p.json" "$TV_TMP/x-s/report.json" <<'PY' || fail "perfetto VM exit slices"
+import json, sys
+slices = sum(1 for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X")
+exits = sum(1 for l in open(sys.argv[2]) if json.loads(l)["event"] == "kvm:kvm_exit")
+assert (slices >= 1001) if exits else (slices == 0), (slices, exits)
+print("perfetto: %d VM exit slices for %d kvm_exit" % (slices, exits))
+PY
+[ "$KVM_WHERE" = host ] || grep -q '"event":"kvm:kvm_exit"' "$TV_TMP/x-s/report.json" || fail "no kvm_exit in L1"
+echo "exports of a syscall session (here) and a KVM session ($KVM_WHERE) ok"

@@ -5,12 +5,14 @@ require_root; require_tracefs
 
 expect_error() {	# name pattern command...
 	local name=$1 pattern=$2; shift 2
-	local out rc
-	out=$("$@" 2>&1 >/dev/null); rc=$?
+	local out rc pid
+	"$@" 2>"$TV_TMP/err" >/dev/null & pid=$!
+	wait $pid; rc=$?
+	out=$(cat "$TV_TMP/err")
 	[ $rc -ne 0 ] || fail "$name: exit status 0"
 	echo "$out" | grep -q -- "$pattern" || fail "$name: message '$out' lacks '$pattern'"
 	[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "$name: not one line: $out"
-	[ -z "$(our_instances)" ] || fail "$name: instance left: $(our_instances)"
+	! instance_left $pid || fail "$name: instance left: tracevisor-$pid"
 	echo "ok: $name -> $out"
 }
 

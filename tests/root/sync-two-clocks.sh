@@ -4,7 +4,8 @@
 # recorded twice at once, "host" with the local trace clock and a stand-in
 # guest with mono.  tv-sync-probe plays the sync protocol between the two
 # tracefs instances; every kernel event is recorded in both, so the same
-# event seen in both domains must map to within the reported bound.
+# event seen in both domains must map to within the reported bound.  The
+# events are system calls of tv-syscalls: every kernel fires them, KVM or not.
 # Checks: sync quality accurate, 0 causality violations, report merges
 # both domains in time order, CTF export read by babeltrace2 identically
 # and following Trace Compass's reader rules (tests/ctf_tc_check.py).
@@ -14,22 +15,24 @@
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
-require_kvm
 B=$TV_BUILD/tests
 
 run_case() {	# HOST_CLOCK GUEST_CLOCK METHOD QUALITY
 local H=$TV_TMP/host-$1 G=$TV_TMP/guest-$2 S=$TV_TMP/host-$1 A C P ih ig bound probes
-# kvm_write_tsc_offset would be taken as the stand-in guest's TSC offset.
-# Both stop on SIGINT once the probes are done: a --duration could end them
-# under the probe writer on a loaded machine.
-"$TV" record -q -o "$H" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$1" & A=$!
-"$TV" record -q -o "$G" -e kvm:kvm_pio -e kvm:kvm_userspace_exit --clock "$2" & C=$!
+# Not kvm events: kvm_write_tsc_offset would be taken as the stand-in
+# guest's TSC offset.  Both stop on SIGINT once the probes are done: a
+# --duration could end them under the probe writer on a loaded machine.
+E="-e syscalls:sys_enter_getppid -e syscalls:sys_exit_getppid"
+# shellcheck disable=SC2086 # E is two options
+"$TV" record -q -o "$H" $E --clock "$1" & A=$!
+# shellcheck disable=SC2086
+"$TV" record -q -o "$G" $E --clock "$2" & C=$!
 ih=/sys/kernel/tracing/instances/tracevisor-$A ig=/sys/kernel/tracing/instances/tracevisor-$C
 wait_tracing $A $C
 # Probes all along the recording (as the recorder schedules them), workload meanwhile.
 "$B/tv-sync-probe" "$ih" "$ig" 50 1000 0 || fail "probe writer"
 "$B/tv-sync-probe" "$ih" "$ig" 250 10000 50 & P=$!
-"$B/tv-testvmm" --outs 2000 --quiet || fail "tv-testvmm"
+"$SYSCALLS" --getppids 2000 --quiet || fail "tv-syscalls"
 wait $P || fail "probe writer"
 "$B/tv-sync-probe" "$ih" "$ig" 50 1000 300 || fail "probe writer"
 kill -INT $A $C
@@ -52,7 +55,7 @@ probes=$(sed -n 's/^guest-test\.probes=//p' "$S/sync/transforms")
 grep -q '^guest-test\.pairs_checked=0$' "$S/sync/transforms" && fail "no pairs checked for causality"
 echo "bound ${bound} ns over $probes probe pairs"
 
-# The same kvm_pio events, seen by both domains, must agree within the bound.
+# The same getppid events, seen by both domains, must agree within the bound.
 "$TV" report --json "$S" > "$TV_TMP/report.json" || fail "report"
 python3 - "$TV_TMP/report.json" "$bound" <<'PY' || fail "merged order or agreement"
 import bisect, json, sys
@@ -62,7 +65,7 @@ for line in open(sys.argv[1]):
     e = json.loads(line)
     assert e["ts"] >= last, "merge out of order at %d" % e["ts"]
     last = e["ts"]
-    if e["event"] == "kvm:kvm_pio":
+    if e["event"] == "syscalls:sys_enter_getppid":
         seen[e["domain"]].setdefault(e["pid"], []).append(e["ts"])
 # Each recording starts and stops at its own moment: align every process's
 # two event lists on their middle event, compare the overlapping part.
