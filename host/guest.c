@@ -584,7 +584,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	}
 	if (mkdir(g->dir, 0755)) {
 		ret = -errno;
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d", g->dir, -ret);
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", g->dir, -ret, strerror(-ret));
 		free(g);
 		return ret;
 	}
@@ -607,7 +607,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		g->started = !ret;
 	}
 	if (ret) {
-		tv_err("Cannot start guest recording: name=\"%s\", errno=%d", spec->name, -ret);
+		tv_err("Cannot start guest recording: name=\"%s\", errno=%d (%s)", spec->name, -ret, strerror(-ret));
 		tv_guest_destroy(g);
 		return ret;
 	}
@@ -680,7 +680,7 @@ void tv_guest_request_stop(struct tv_guest *g)
 	uint64_t one = 1;
 
 	if (g->started && write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
-		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d", g->spec.name, errno);
+		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d (%s)", g->spec.name, errno, strerror(errno));
 }
 
 int tv_guest_stop(struct tv_guest *g)
@@ -751,7 +751,7 @@ void tv_guest_destroy(struct tv_guest *g)
 		return;
 	if (g->started) {
 		if (write(g->stop_fd, &one, sizeof(one)) < 0)
-			tv_warn("Cannot signal guest thread: errno=%d", errno);
+			tv_warn("Cannot signal guest thread: errno=%d (%s)", errno, strerror(errno));
 		pthread_join(g->thread, NULL);
 	}
 	if (g->fd >= 0)

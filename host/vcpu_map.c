@@ -209,8 +209,10 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 	FILE *f = fopen(path, "we");
 
 	if (!f) {
-		tv_err("Cannot create vCPU map: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create vCPU map: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	fprintf(f, "# tid vm_pid vcpu vm_name\n");
 	for (size_t i = 0; i < map->nr; i++) {
@@ -219,8 +221,10 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 		fprintf(f, "%d %d %d %s\n", (int)t->tid, (int)t->vm_pid, t->vcpu, t->vm_name);
 	}
 	if (fclose(f)) {
-		tv_err("Cannot write vCPU map: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot write vCPU map: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	return 0;
 }

@@ -94,8 +94,8 @@ int tv_tracefs_cleanup_stale(void)
 			tv_info("Removed stale tracefs instance: name=\"%s\"", names[i]);
 			removed++;
 		} else {
-			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d",
-				names[i], errno);
+			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d (%s)",
+				names[i], errno, strerror(errno));
 		}
 		tracefs_instance_free(inst);
 	}
@@ -123,8 +123,8 @@ static int instance_write(struct tv_recorder *rec, const char *file, const char 
 	if (tracefs_instance_file_write(rec->instance, file, val) < 0) {
 		int err = errno ? errno : EINVAL;
 
-		tv_err("Cannot write tracefs file: path=\"%s/instances/%s/%s\", value=\"%s\", errno=%d",
-		       rec->tracing_dir, tracefs_instance_get_name(rec->instance), file, val, err);
+		tv_err("Cannot write tracefs file: path=\"%s/instances/%s/%s\", value=\"%s\", errno=%d (%s)",
+		       rec->tracing_dir, tracefs_instance_get_name(rec->instance), file, val, err, strerror(err));
 		return -err;
 	}
 	return 0;
@@ -176,9 +176,11 @@ static int recorder_enable_events(struct tv_recorder *rec)
 			filtered++;
 		if (tracefs_event_file_write(rec->instance, id->system, id->event,
 					     "enable", "1") < 0) {
-			tv_err("Cannot enable event: name=\"%s:%s\", errno=%d",
-			       id->system, id->event, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot enable event: name=\"%s:%s\", errno=%d (%s)",
+			       id->system, id->event, err, strerror(err));
+			return -err;
 		}
 	}
 	if (rec->opts.filter && filtered == 0) {
@@ -202,9 +204,11 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d", (int)getpid());
 	rec->instance = tracefs_instance_create(name);
 	if (!rec->instance) {
-		tv_err("Cannot create tracefs instance: path=\"%s/instances/%s\", errno=%d",
-		       rec->tracing_dir, name, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create tracefs instance: path=\"%s/instances/%s\", errno=%d (%s)",
+		       rec->tracing_dir, name, err, strerror(err));
+		return -err;
 	}
 	ret = instance_write(rec, "tracing_on", "0");
 	snprintf(val, sizeof(val), "%u", kb);
@@ -232,15 +236,19 @@ static int recorder_make_outdir(struct tv_recorder *rec)
 		return -EEXIST;
 	}
 	if (mkdir(rec->outdir, 0755)) {
-		tv_err("Cannot create session directory: path=\"%s\", errno=%d", rec->outdir, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", rec->outdir, err, strerror(err));
+		return -err;
 	}
 	rec->created_outdir = 1;
 	snprintf(rec->domain_dir, sizeof(rec->domain_dir), "%s/host", rec->outdir);
 	if (mkdir(rec->domain_dir, 0755)) {
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d",
-		       rec->domain_dir, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)",
+		       rec->domain_dir, err, strerror(err));
+		return -err;
 	}
 	return 0;
 }
@@ -297,8 +305,8 @@ static void recorder_open_marker(struct tv_recorder *rec)
 	if (path)
 		rec->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (rec->marker_fd < 0)
-		tv_warn("Cannot open marker file: path=\"%s\", errno=%d (no host-side sync markers)",
-			path ? path : "trace_marker_raw", errno);
+		tv_warn("Cannot open marker file: path=\"%s\", errno=%d (%s) (no host-side sync markers)",
+			path ? path : "trace_marker_raw", errno, strerror(errno));
 	tracefs_put_tracing_file(path);
 }
 
@@ -390,9 +398,9 @@ int tv_recorder_start(struct tv_recorder *rec)
 	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->start_raw);
 	rec->start_tsc = read_tsc();
 	if (!ret && tracefs_trace_on(rec->instance) < 0) {
-		tv_err("Cannot turn tracing on: instance=\"%s\", errno=%d",
-		       tracefs_instance_get_name(rec->instance), errno);
 		ret = -errno;
+		tv_err("Cannot turn tracing on: instance=\"%s\", errno=%d (%s)",
+		       tracefs_instance_get_name(rec->instance), -ret, strerror(-ret));
 	}
 	rec->started = 1;
 	if (!ret)
@@ -559,8 +567,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	if (rec->instance) {
 		tracefs_trace_off(rec->instance);
 		if (tracefs_instance_destroy(rec->instance))
-			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d",
-				tracefs_instance_get_name(rec->instance), errno);
+			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d (%s)",
+				tracefs_instance_get_name(rec->instance), errno, strerror(errno));
 		tracefs_instance_free(rec->instance);
 	}
 	if (rec->stop_fd >= 0)

@@ -58,15 +58,17 @@ static int stream_open_compressed(struct tv_cpu_stream *st)
 		return 0;
 	}
 	if (st->fd < 0) {
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	}
 	ret = tv_zstream_open(st->fd, &st->zs, &st->file_size);
 	if (ret == -EBADMSG)
 		tv_err("Corrupt stream file: path=\"%s\", offset=0: not a zstd frame with its size",
 		       st->path);
 	else if (ret)
-		tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, -ret);
+		tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, -ret, strerror(-ret));
 	return ret;
 }
 
@@ -86,8 +88,10 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 		if (ret || st->done)
 			return ret;
 	} else if (st->fd < 0) {
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	} else if (fstat(st->fd, &sb)) {
 		return -errno;
 	} else {
@@ -234,8 +238,8 @@ static int stream_load_page(struct tv_cpu_stream *st, uint64_t off)
 	if (n == -EBADMSG)
 		return -EBADMSG;
 	if (n < 0) {
-		tv_err("Cannot read stream file: path=\"%s\", offset=%llu, errno=%d", st->path,
-		       (unsigned long long)off, (int)-n);
+		tv_err("Cannot read stream file: path=\"%s\", offset=%llu, errno=%d (%s)", st->path,
+		       (unsigned long long)off, (int)-n, strerror((int)-n));
 		return (int)n;
 	}
 	if ((size_t)n < size)

@@ -50,8 +50,10 @@ static int load_header_page(struct tv_domain *dom)
 	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
 	buf = read_whole(path, MAX_FORMAT_BYTES, &len);
 	if (!buf) {
-		tv_err("Cannot read header page format: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot read header page format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	ret = tep_parse_header_page(dom->tep, buf, len, dom->long_size);
 	free(buf);
@@ -69,8 +71,10 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 	int ret;
 
 	if (!buf) {
-		tv_err("Cannot read event format: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	ret = tep_parse_event(dom->tep, buf, len, system);
 	free(buf);
@@ -91,8 +95,10 @@ static int load_formats(struct tv_domain *dom)
 	snprintf(path, sizeof(path), "%s/events", dom->dir);
 	sd = opendir(path);
 	if (!sd) {
-		tv_err("Cannot open event formats: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open event formats: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	while (!ret && (sys = readdir(sd))) {
 		if (sys->d_name[0] == '.')

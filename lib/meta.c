@@ -126,7 +126,7 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
 	f = fopen(tmp, "w");
 	if (!f) {
 		ret = -errno;
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d", tmp, -ret);
+		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", tmp, -ret, strerror(-ret));
 		return ret;
 	}
 	for (size_t i = 0; i < meta->nr; i++)
@@ -138,7 +138,7 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
 	if (!ret && rename(tmp, path))
 		ret = -errno;
 	if (ret) {
-		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, -ret);
+		tv_err("Cannot write metadata file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
 		unlink(tmp);
 	}
 	return ret;
@@ -157,7 +157,7 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 	f = fopen(path, "r");
 	if (!f) {
 		ret = -errno;
-		tv_err("Cannot open metadata file: path=\"%s\", errno=%d", path, -ret);
+		tv_err("Cannot open metadata file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
 		return ret;
 	}
 	meta = tv_meta_new();

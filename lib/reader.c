@@ -109,7 +109,7 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 		ret = stat(dir, &st) ? -errno : -ENOTDIR;
-		tv_err("Cannot open session directory: path=\"%s\", errno=%d", dir, -ret);
+		tv_err("Cannot open session directory: path=\"%s\", errno=%d (%s)", dir, -ret, strerror(-ret));
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/session.meta", dir);
@@ -221,8 +221,8 @@ static void reader_apply_sync(struct tv_reader *rd, const char *dir)
 	if (ret == -ENOENT)
 		return;	/* never synchronised */
 	if (ret) {
-		tv_warn("Cannot use the sync transforms, every domain stays in its own clock: path=\"%s/sync/transforms\", errno=%d",
-			dir, -ret);
+		tv_warn("Cannot use the sync transforms, every domain stays in its own clock: path=\"%s/sync/transforms\", errno=%d (%s)",
+			dir, -ret, strerror(-ret));
 		return;
 	}
 	reader_use_sync(rd, &res, 1);

@@ -219,7 +219,7 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	w.f = fopen(out, "we");
 	w.cpu_seen = calloc(tv_reader_nr_domains(rd) * 4096, 1);
 	if (!w.f || !w.cpu_seen) {
-		tv_err("Cannot create output file: path=\"%s\", errno=%d", out, errno);
+		tv_err("Cannot create output file: path=\"%s\", errno=%d (%s)", out, errno, strerror(errno));
 		free(w.cpu_seen);
 		if (w.f)
 			fclose(w.f);
@@ -239,7 +239,7 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	}
 	fputs("\n]}\n", w.f);
 	if (fclose(w.f) && !ret) {
-		tv_err("Cannot write output file: path=\"%s\", errno=%d", out, errno);
+		tv_err("Cannot write output file: path=\"%s\", errno=%d (%s)", out, errno, strerror(errno));
 		ret = -EIO;
 	}
 	tv_strbuf_free(&w.sb);

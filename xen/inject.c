@@ -44,7 +44,7 @@ static int inject(unsigned int event, const uint32_t *data, unsigned int nr, uin
 		goto out;
 	}
 	if (!xcall) {
-		tv_err("Cannot open Xen hypercall interface: errno=%d (not running on Xen dom0?)", errno);
+		tv_err("Cannot open Xen hypercall interface: errno=%d (%s) (not running on Xen dom0?)", errno, strerror(errno));
 		ret = -ENODEV;
 		goto out;
 	}
@@ -69,8 +69,8 @@ static int inject(unsigned int event, const uint32_t *data, unsigned int nr, uin
 		mono[1] = after;
 	}
 	if (rc) {
-		tv_err("Cannot inject trace record: event=0x%x, errno=%d", event, errno);
 		ret = -errno;
+		tv_err("Cannot inject trace record: event=0x%x, errno=%d (%s)", event, -ret, strerror(-ret));
 	}
 	xencall_free_buffer(xcall, tr);
 out:

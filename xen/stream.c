@@ -80,8 +80,10 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 			st->done = 1;
 			return 0;
 		}
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	}
 	st->xen = calloc(1, sizeof(*st->xen));
 	if (!st->xen)
@@ -106,8 +108,10 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+			return -err;
 		}
 		if (n == 0)
 			xs->eof = 1;

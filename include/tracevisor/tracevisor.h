@@ -46,6 +46,15 @@ typedef void (*tv_log_fn)(enum tv_log_level level, const char *msg, void *ctx);
  * tv_log_set_callback - route library messages to @fn
  * @fn: receives one formatted line (no trailing newline); NULL silences
  * @ctx: passed back to @fn
+ *
+ * errno: tv_log() keeps errno across the callback (saved before, restored
+ * after), so @fn may call anything that touches errno.
+ *
+ * Threads: @fn is called from whichever thread logs, including the
+ * library's own threads (capture, guest stream, Xen drain): it must be
+ * thread-safe.  The function, its context and the level are atomics; set
+ * them before recording starts, as a pair that changes while library
+ * threads run may deliver one message to the new @fn with the old @ctx.
  */
 void tv_log_set_callback(tv_log_fn fn, void *ctx);
 void tv_log_set_level(enum tv_log_level max_level);
