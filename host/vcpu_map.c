@@ -10,6 +10,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,10 +234,26 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path)
 {
 	char line[256];
-	FILE *f = fopen(path, "re");
+	/* O_NONBLOCK: a FIFO in an untrusted session must not block; only a
+	 * regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		tv_err("Not a regular file in the session: path=\"%s\"", path);
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		struct tv_vcpu_thread t = { 0 }, *slot;
 		int tid, vm_pid;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <event-parse.h>
 #include <trace-seq.h>
 
@@ -19,14 +20,27 @@
 #define MAX_EVENT_ID 65536
 #define MAX_FORMAT_BYTES (1 << 20)
 
-static char *read_whole(const char *path, size_t max, size_t *len)
+/* NULL with errno set; a file that is not a regular file inside the
+ * session fails with EINVAL (TV_EUNSAFE), logged. */
+static char *read_whole(const struct tv_domain *dom, const char *path, size_t max, size_t *len)
 {
-	FILE *f = fopen(path, "re");
+	int fd = tv_domain_open_file(dom, path);
+	FILE *f;
 	char *buf;
 	size_t n;
 
-	if (!f)
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return NULL;
+	}
 	buf = malloc(max + 1);
 	if (!buf) {
 		fclose(f);
@@ -40,6 +54,53 @@ static char *read_whole(const char *path, size_t max, size_t *len)
 	return buf;
 }
 
+/* Offset and size of field @name in a header_page text; 0 when found. */
+static int header_field(const char *text, const char *name, unsigned int *off, unsigned int *size)
+{
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *semi = strchr(p, ';'), *o, *s;
+		size_t n = strlen(name);
+
+		if (!semi || (size_t)(semi - p) < n || strncmp(semi - n, name, n) ||
+		    (semi[-(long)n - 1] != ' ' && semi[-(long)n - 1] != '\t'))
+			continue;
+		o = strstr(semi, "offset:");
+		s = strstr(semi, "size:");
+		if (!o || !s || sscanf(o, "offset:%u", off) != 1 || sscanf(s, "size:%u", size) != 1)
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * The decoder (cpu_stream.c) reads a sub-buffer as: 8-byte time stamp at 0,
+ * commit word of long_size bytes at 8, data from 8 + long_size to at most
+ * the end of the sub-buffer.  libtraceevent accepts any text as a header
+ * page (it keeps its defaults), so say it when the file does not match.
+ */
+static int header_page_check(const struct tv_domain *dom, const char *text, const char *path)
+{
+	unsigned int ts_off, ts_size, c_off, c_size, d_off, d_size;
+	unsigned int ls = (unsigned int)dom->long_size;
+
+	if (header_field(text, "timestamp", &ts_off, &ts_size) ||
+	    header_field(text, "commit", &c_off, &c_size) ||
+	    header_field(text, "data", &d_off, &d_size)) {
+		tv_err("Corrupt header page format: path=\"%s\": no timestamp, commit and data fields",
+		       path);
+		return -EINVAL;
+	}
+	if (ts_off != 0 || ts_size != 8 || c_off != 8 || c_size != ls || d_off != 8 + ls ||
+	    !d_size || d_size > dom->subbuf_size - d_off) {
+		tv_err("Corrupt header page format: path=\"%s\": timestamp %u+%u, commit %u+%u, data %u+%u, "
+		       "the decoder needs timestamp 0+8, commit 8+%u, data %u+(1..%zu)", path, ts_off,
+		       ts_size, c_off, c_size, d_off, d_size, ls, 8 + ls, dom->subbuf_size - 8 - ls);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int load_header_page(struct tv_domain *dom)
 {
 	char path[PATH_MAX + 16];
@@ -48,31 +109,35 @@ static int load_header_page(struct tv_domain *dom)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
-	buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	buf = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
 	if (!buf) {
 		int err = errno;
 
+		if (err == TV_EUNSAFE)
+			return -err;
 		tv_err("Cannot read header page format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
 	ret = tep_parse_header_page(dom->tep, buf, len, dom->long_size);
-	free(buf);
-	if (ret) {
+	if (!ret)
+		ret = header_page_check(dom, buf, path);
+	else
 		tv_err("Cannot parse header page format: path=\"%s\"", path);
-		return -EINVAL;
-	}
-	return 0;
+	free(buf);
+	return ret ? -EINVAL : 0;
 }
 
 static int load_format(struct tv_domain *dom, const char *system, const char *path)
 {
 	size_t len;
-	char *buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	char *buf = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
 	int ret;
 
 	if (!buf) {
 		int err = errno;
 
+		if (err == TV_EUNSAFE)
+			return -err;
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
@@ -222,12 +287,12 @@ static void load_task_maps(struct tv_domain *dom)
 	size_t cap = 0;
 
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", dom->dir);
-	buf = read_whole(path, 16 << 20, NULL);
+	buf = read_whole(dom, path, 16 << 20, NULL);
 	if (buf)
 		tep_parse_saved_cmdlines(dom->tep, buf);
 	free(buf);
 	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
-	buf = read_whole(path, 16 << 20, NULL);
+	buf = read_whole(dom, path, 16 << 20, NULL);
 	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
 		char *end;
 		long tid, tgid;
@@ -296,6 +361,66 @@ static int domain_kind(struct tv_domain *dom, const char *path)
 	return 0;
 }
 
+/*
+ * The meta of a domain whose recorder was killed before writing it: the CPU
+ * count from the stream files' names, the word and sub-buffer sizes from
+ * the header page (checked again when it is loaded), the kind from the
+ * files' suffix.  Clock, losses and the rest are unknown.
+ */
+static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
+{
+	char path[PATH_MAX + 16];
+	unsigned int c_off, c_size, d_off, d_size;
+	struct dirent *de;
+	int ncpus = 0, xen = 0;
+	size_t len;
+	char *hp;
+	DIR *d;
+
+	d = opendir(dom->dir);
+	if (!d) {
+		int err = errno;
+
+		tv_err("Cannot open domain directory: path=\"%s\", errno=%d (%s)", dom->dir, err,
+		       strerror(err));
+		return -err;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long cpu;
+
+		if (strncmp(de->d_name, "cpu", 3))
+			continue;
+		cpu = strtol(de->d_name + 3, &end, 10);
+		if (end == de->d_name + 3 || cpu < 0 || cpu >= 65536 ||
+		    (strcmp(end, ".raw") && strcmp(end, ".raw.zst") && strcmp(end, ".xen")))
+			continue;
+		xen |= !strcmp(end, ".xen");
+		if (cpu + 1 > ncpus)
+			ncpus = (int)cpu + 1;
+	}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
+	hp = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
+	if (!hp)
+		return -errno;
+	*out = tv_meta_new();
+	if (!*out) {
+		free(hp);
+		return -ENOMEM;
+	}
+	tv_meta_set(*out, "kind", "%s", xen ? "xen-trace" : "linux-ftrace");
+	tv_meta_set(*out, "ncpus", "%d", ncpus ? ncpus : 1);
+	if (!header_field(hp, "commit", &c_off, &c_size) &&
+	    !header_field(hp, "data", &d_off, &d_size) && c_size <= 8 && d_off <= 64 &&
+	    d_size <= (64u << 20)) {
+		tv_meta_set(*out, "long_size", "%u", c_size);
+		tv_meta_set(*out, "subbuf_size", "%u", d_off + d_size);
+	}
+	free(hp);
+	return 0;
+}
+
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
 {
 	char path[PATH_MAX + 16];
@@ -305,7 +430,10 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	domain_display_name(subdir, dom->name, sizeof(dom->name));
 	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
 	snprintf(path, sizeof(path), "%s/meta", dom->dir);
-	ret = tv_meta_read(path, &dom->meta);
+	if (dom->incomplete && access(path, F_OK))
+		ret = incomplete_meta(dom, &dom->meta);
+	else
+		ret = tv_meta_read(path, &dom->meta);
 	if (ret)
 		return ret;
 	ret = domain_kind(dom, path);

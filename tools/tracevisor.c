@@ -4,6 +4,7 @@
  * file (cmd_*.c) and is dispatched from the table below; this file only
  * installs the library's log callback and routes.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -45,6 +46,19 @@ static void log_to_stderr(enum tv_log_level level, const char *msg, void *ctx)
 	static const char *const prefix[] = { "", "warning: ", "", "debug: " };
 
 	(void)ctx;
+	/* A warning is said once, however many passes read the session. */
+	if (level == TV_LOG_WARN) {
+		static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+		static char last_warning[256];	/* under lock: threads log too */
+		int again;
+
+		pthread_mutex_lock(&lock);
+		again = !strncmp(last_warning, msg, sizeof(last_warning) - 1);
+		snprintf(last_warning, sizeof(last_warning), "%s", msg);
+		pthread_mutex_unlock(&lock);
+		if (again)
+			return;
+	}
 	if (level == TV_LOG_ERROR)
 		atomic_fetch_add_explicit(&errors_said, 1, memory_order_relaxed);
 	fprintf(stderr, "tracevisor %s: %s%s\n", current_cmd, prefix[level], msg);
