@@ -5,6 +5,7 @@
  * session decodes on any machine), and the task maps.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -127,6 +128,58 @@ static int load_header_page(struct tv_domain *dom)
 	return ret ? -EINVAL : 0;
 }
 
+/* Is @name (@n bytes) the name of a "field:" line of format text @text? */
+static int format_has_field(const char *text, const char *name, size_t n)
+{
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *end = strchr(p, ';'), *s;
+
+		if (!end)
+			return 0;
+		/* the name ends at ';' or at its array bound: "char comm[16];" */
+		s = end;
+		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
+			s--;
+		if (s > p && s[-1] == ']')
+			while (s > p && s[-1] != '[')
+				s--;
+		if (s > p && s[-1] == '[')
+			s--;
+		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
+			s--;
+		if ((size_t)(s - p) > n && !strncmp(s - n, name, n) &&
+		    !(isalnum((unsigned char)s[-(long)n - 1]) || s[-(long)n - 1] == '_'))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * libtraceevent 1.7 crashes on a print fmt that names a field the format
+ * does not declare (e.g. REC->x inside __print_flags(), found by
+ * tests/fuzz/fuzz_session.c: sample fuzz-print-fmt-undeclared-field).
+ * Refuse such a format before it reaches the parser.
+ */
+static int print_fmt_fields_ok(const char *text, const char *path)
+{
+	const char *fmt = strstr(text, "print fmt:");
+
+	for (const char *p = fmt; p && (p = strstr(p, "REC->")); ) {
+		size_t n = 0;
+
+		p += 5;
+		while (isalnum((unsigned char)p[n]) || p[n] == '_')
+			n++;
+		if (!n || !format_has_field(text, p, n)) {
+			tv_err("Corrupt event format: path=\"%s\": print fmt names an undeclared field \"%.*s\"",
+			       path, (int)(n > 64 ? 64 : n), p);
+			return -EINVAL;
+		}
+		p += n;
+	}
+	return 0;
+}
+
 static int load_format(struct tv_domain *dom, const char *system, const char *path)
 {
 	size_t len;
@@ -140,6 +193,12 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 			return -err;
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
+	}
+	if (memchr(buf, '\0', len) || print_fmt_fields_ok(buf, path)) {
+		if (memchr(buf, '\0', len))
+			tv_err("Corrupt event format: path=\"%s\": a NUL byte in a text file", path);
+		free(buf);
+		return -EINVAL;
 	}
 	ret = tep_parse_event(dom->tep, buf, len, system);
 	free(buf);
