@@ -24,6 +24,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,11 +74,27 @@ struct agent_cpu {
 	unsigned long long bytes;
 };
 
+/*
+ * Threads: one reader thread per CPU (cpu_thread) and the main thread (the
+ * host channel's receiver, probes, stop) share a session.
+ *   fd, and every frame written to it   send_lock (a frame is never split)
+ *   dead                                 send_lock, read and written under it
+ *   stop                                 atomic: set once by stop_cpus() on
+ *                                        the main thread, polled by readers;
+ *                                        release/acquire so that a reader
+ *                                        that sees it sees what the main
+ *                                        thread wrote before (the end order)
+ *   cpus[i] (but .bytes)                 set before the threads start,
+ *                                        read-only while they run
+ *   cpus[i].bytes                        its reader thread only, read by
+ *                                        main after pthread_join()
+ *   the rest                             set before the threads start
+ */
 struct session {
 	int fd;			/* the channel: socket or virtio-serial port */
 	pthread_mutex_t send_lock;
 	int dead;		/* the channel failed: drop further output */
-	volatile int stop;
+	atomic_int stop;
 	char tracing[64];	/* tracefs mount point */
 	char inst[192];		/* our instance directory */
 	int marker_fd;
@@ -538,7 +555,7 @@ static int cpu_drain(struct agent_cpu *c, unsigned char *buf, size_t cap)
 		 * until the next wake-up, or we would send a nearly empty page
 		 * per read() while events trickle in.
 		 */
-		if (page_data_len(buf + n - sb) < sb / 2 && !c->s->stop)
+		if (page_data_len(buf + n - sb) < sb / 2 && !atomic_load_explicit(&c->s->stop, memory_order_acquire))
 			break;
 	}
 	if (!n)
@@ -664,7 +681,7 @@ static void *cpu_thread(void *arg)
 		close(fd);
 
 	clock_gettime(CLOCK_MONOTONIC, &last);
-	while (!c->s->stop) {
+	while (!atomic_load_explicit(&c->s->stop, memory_order_acquire)) {
 		int r = poll(&pfd, 1, 200);
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -721,7 +738,7 @@ static int start_cpus(struct session *s)
 
 static void stop_cpus(struct session *s)
 {
-	s->stop = 1;
+	atomic_store_explicit(&s->stop, 1, memory_order_release);
 	for (int cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {
 		if (s->cpus[cpu].started)
 			pthread_join(s->cpus[cpu].thread, NULL);
@@ -972,7 +989,9 @@ static void session_serve(struct session *s)
 			continue;
 		if (ret) {
 			say("Host channel ended: errno=%d; stopping", -ret);
+			pthread_mutex_lock(&s->send_lock);	/* dead is under send_lock */
 			s->dead = 1;
+			pthread_mutex_unlock(&s->send_lock);
 			return;
 		}
 		if (hdr.type == TV_MSG_PING)

@@ -48,6 +48,17 @@
 enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DRAIN,
 		   PHASE_DONE };
 
+/*
+ * Threads: each guest has its own thread (from tv_guest_start() to the
+ * pthread_join() in tv_guest_stop()/_destroy()) beside the caller's.
+ *   ready          under lock; cond signals its change (tv_guest_start
+ *                  waits on it for the guest's first answer)
+ *   stop_fd        an eventfd: the caller writes it, the thread polls it
+ *   rec            shared host recorder: its own lock covers what the
+ *                  thread adds (vCPUs, VM names, domains), see kvm/record.c
+ *   everything else (fd, gs, phase, probes, counts, status) belongs to the
+ *                  thread while it runs; the caller reads it after the join
+ */
 struct tv_guest {
 	struct tv_recorder *rec;
 	struct tv_guest_spec spec;

@@ -56,7 +56,15 @@ struct tv_recorder {
 	struct vm_label *labels;	/* names given by --guest pid:... */
 	size_t nr_labels;
 	char domains[1024];		/* session.meta's list */
-	pthread_mutex_t lock;		/* labels, domains (guest threads) */
+	/*
+	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu,
+	 * _set_vm_name and _add_domain while the main thread records.  @lock
+	 * covers labels/nr_labels, vcpus (every scan, add and label pass: a
+	 * scan reallocates the map) and domains.  caps[i].bytes is an atomic
+	 * counter of its capture thread; marker_fd is written without a lock
+	 * (one write() is one record).  The rest is the main thread's.
+	 */
+	pthread_mutex_t lock;		/* labels, vcpus, domains */
 	int marker_fd;			/* the instance's trace_marker_raw */
 	struct tv_record_opts opts;
 	char clock[32];
@@ -153,8 +161,9 @@ static int recorder_set_clock(struct tv_recorder *rec)
 	char *avail = tracefs_instance_file_read(rec->instance, "trace_clock", NULL);
 
 	if (!avail || !clock_listed(avail, clock)) {
-		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock,
-		       avail ? strtok(avail, "\n") : "?");
+		if (avail)
+			avail[strcspn(avail, "\n")] = '\0';	/* first line; no strtok */
+		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock, avail ? avail : "?");
 		free(avail);
 		return -EINVAL;
 	}
@@ -391,7 +400,9 @@ int tv_recorder_start(struct tv_recorder *rec)
 {
 	int ret = 0;
 
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
 	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++)
 		ret = tv_capture_start(&rec->caps[cpu]);
 	clock_gettime(CLOCK_REALTIME, &rec->start_wall);
@@ -537,10 +548,14 @@ int tv_recorder_stop(struct tv_recorder *rec)
 			ret = err;
 		recorder_read_cpu_stats(rec, cpu);
 	}
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
 	recorder_apply_labels(rec);
 	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
+	pthread_mutex_lock(&rec->lock);
 	err = tv_vcpu_map_write(&rec->vcpus, path);
+	pthread_mutex_unlock(&rec->lock);
 	if (!err)
 		err = tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
 	if (!err)
@@ -585,7 +600,12 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 
 int tv_recorder_scan_vcpus(struct tv_recorder *rec)
 {
-	return tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	int ret;
+
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
+	ret = tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
 }
 
 int tv_recorder_nr_cpus(const struct tv_recorder *rec)

@@ -342,7 +342,7 @@ static int cmp_tid(const void *a, const void *b)
 static void load_task_maps(struct tv_domain *dom)
 {
 	char path[PATH_MAX + 32];
-	char *buf;
+	char *buf, *save = NULL;	/* strtok_r: no hidden state shared between threads */
 	size_t cap = 0;
 
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", dom->dir);
@@ -352,7 +352,9 @@ static void load_task_maps(struct tv_domain *dom)
 	free(buf);
 	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
 	buf = read_whole(dom, path, 16 << 20, NULL);
-	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+
+	for (char *line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char *end;
 		long tid, tgid;
 

@@ -53,6 +53,18 @@ struct xen_cpu_buf {
 	uint64_t bytes;
 };
 
+/*
+ * Threads: the drain thread (xen_drain_thread) and the caller's thread.
+ *   cpus[i].map          shared with Xen itself: cons/prod are read and
+ *                        written as volatile words, with the fences in
+ *                        xen_drain_cpu() ordering data against them
+ *   cpus[i].fd, .bytes,  the drain thread's from tv_xen_recorder_start()
+ *   copy, drain_err      to the pthread_join() in _stop(), which orders
+ *                        them before the caller reads them
+ *   stop_fd              an eventfd: the caller writes it, the thread polls
+ *   the rest             the caller's; set before the thread starts
+ * The drain thread logs through tv_log(), whose callback is atomic.
+ */
 struct tv_xen_recorder {
 	struct tv_xen_record_opts opts;
 	xentoollog_logger_stdiostream *log;
@@ -220,7 +232,8 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 		return 0;
 	cons = *buf_cons(b);
 	prod = *buf_prod(b);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* read data after prod */
+	/* The load of prod before our reads of the records it covers. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	n = tv_xen_ring_copy(cons, prod, b->map + 8, rec->data_size, rec->copy, &new_cons);
 	if (n < 0) {
 		tv_err("Corrupt trace buffer: cpu=%d, cons=%u, prod=%u", cpu, cons, prod);
@@ -231,7 +244,9 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 		return -EIO;
 	}
 	b->bytes += (uint64_t)n;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* copy done before Xen reuses it */
+	/* Our reads of the window happen before the store of cons that lets
+	 * Xen overwrite it (a full fence, as xentrace's mb()). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	*buf_cons(b) = new_cons;
 	return 0;
 }
