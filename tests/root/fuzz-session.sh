@@ -12,7 +12,11 @@ cd "$TV_ROOT" || exit 1
 make -s build/fuzz/fuzz_session >"$TV_TMP/build.log" 2>&1 || { cat "$TV_TMP/build.log" >&2; fail "make fuzz failed"; }
 F=build/fuzz/fuzz_session
 mkdir -p "$TV_TMP/corpus" "$TV_TMP/seeds"
-python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" || fail "cannot make the seeds"
+# plus the multi-domain sample synchronised, so sync/transforms (pieces,
+# composition) is among the seeds
+cp -r tests/samples/synced-multi "$TV_TMP/synced" && "$TV" sync "$TV_TMP/synced" >/dev/null 2>&1 ||
+	fail "cannot synchronise tests/samples/synced-multi"
+python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" "$TV_TMP/synced" || fail "cannot make the seeds"
 LSAN_OPTIONS=suppressions=$TV_ROOT/tests/fuzz/lsan.supp \
 "$F" -max_total_time="${FUZZ_SECONDS:-45}" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
