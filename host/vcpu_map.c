@@ -247,6 +247,12 @@ int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path)
 		close(fd);
 		return -EINVAL;
 	}
+	/* Bounded: a line per vCPU thread, ~30 bytes; 16 MiB is far beyond. */
+	if (st.st_size > (16 << 20)) {
+		tv_err("vCPU map too large: path=\"%s\", size=%lld", path, (long long)st.st_size);
+		close(fd);
+		return -EINVAL;
+	}
 	f = fdopen(fd, "r");
 	if (!f) {
 		int err = errno;

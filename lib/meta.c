@@ -151,6 +151,8 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
  * for ever, a device reads without end.  O_NONBLOCK so that a FIFO opens
  * and fstat() tells; NULL with *@ret = -errno, or -EINVAL (logged).
  */
+#define TV_META_MAX_BYTES (4 << 20)
+
 static FILE *fopen_regular(const char *path, int *ret)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -164,6 +166,15 @@ static FILE *fopen_regular(const char *path, int *ret)
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		*ret = -EINVAL;
 		tv_err("Not a regular file in the session: path=\"%s\"", path);
+		close(fd);
+		return NULL;
+	}
+	/* Bounded: the largest real one (sync/transforms of many pieces) is
+	 * tens of kB; every line becomes an allocation. */
+	if (st.st_size > TV_META_MAX_BYTES) {
+		*ret = -EINVAL;
+		tv_err("Metadata file too large: path=\"%s\", size=%lld, max=%d", path,
+		       (long long)st.st_size, TV_META_MAX_BYTES);
 		close(fd);
 		return NULL;
 	}
