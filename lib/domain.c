@@ -180,6 +180,37 @@ static int print_fmt_fields_ok(const char *text, const char *path)
 	return 0;
 }
 
+/*
+ * The shape libtraceevent's lexer assumes (it crashes on less, found by
+ * tests/fuzz/fuzz_session.c: sample fuzz-format-field-bracket): printable
+ * ASCII text, and every "field:" declaration ending in ';' with its
+ * brackets closed.
+ */
+static int format_shape_ok(const char *text, size_t len, const char *path)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c != '\t' && c != '\n' && (c < 0x20 || c > 0x7e)) {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: not a text file", path, i);
+			return -EINVAL;
+		}
+	}
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *end = strpbrk(p, ";\n");
+		int depth = 0;
+
+		for (const char *q = p; end && q < end; q++)
+			depth += (*q == '[') - (*q == ']');
+		if (!end || *end != ';' || depth) {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: field declaration not closed",
+			       path, (size_t)(p - text));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int load_format(struct tv_domain *dom, const char *system, const char *path)
 {
 	size_t len;
@@ -194,9 +225,7 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
-	if (memchr(buf, '\0', len) || print_fmt_fields_ok(buf, path)) {
-		if (memchr(buf, '\0', len))
-			tv_err("Corrupt event format: path=\"%s\": a NUL byte in a text file", path);
+	if (format_shape_ok(buf, len, path) || print_fmt_fields_ok(buf, path)) {
 		free(buf);
 		return -EINVAL;
 	}
