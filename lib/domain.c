@@ -163,6 +163,30 @@ static int format_has_field(const char *text, const char *name, size_t n)
 static int print_fmt_fields_ok(const char *text, const char *path)
 {
 	const char *fmt = strstr(text, "print fmt:");
+	int quoted = 0;
+
+	/*
+	 * Outside strings, "->" only follows REC or (REC) (libtraceevent 1.7 crashes
+	 * on "X->field": sample fuzz-print-fmt-arrow).
+	 */
+	for (const char *p = fmt; p && *p; p++) {
+		if (*p == '\\' && quoted && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '"')
+			quoted = !quoted;
+		if (quoted || p[0] != '-' || p[1] != '>')
+			continue;
+		if (p - fmt >= 5 && !strncmp(p - 5, "(REC)", 5))
+			continue;	/* "(REC)->field", as ftrace:func_repeats */
+		if (p - fmt < 4 || strncmp(p - 3, "REC", 3) || isalnum((unsigned char)p[-4]) ||
+		    p[-4] == '_') {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: \"->\" not after REC in print fmt",
+			       path, (size_t)(p - text));
+			return -EINVAL;
+		}
+	}
 
 	for (const char *p = fmt; p && (p = strstr(p, "REC->")); ) {
 		size_t n = 0;
