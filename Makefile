@@ -57,6 +57,7 @@ TRACEVISOR := $(BUILD)/tracevisor
 TESTVMM  := $(BUILD)/tests/tv-testvmm
 AGENT    := $(BUILD)/tracevisor-agent
 FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
+FUZZ_SESSION := $(BUILD)/fuzz/fuzz_session
 HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
@@ -109,11 +110,19 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h
 		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
-fuzz: $(FUZZ_GUEST)
+fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION)
 $(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_stream.h lib/proto.c lib/meta.c lib/log.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
 		tests/fuzz/fuzz_guest_stream.c host/guest_stream.c lib/proto.c lib/meta.c lib/log.c
+
+# libFuzzer target of the whole session reader (tests/root/fuzz-session.sh):
+# the library's sources built again with the sanitizers.
+$(FUZZ_SESSION): tests/fuzz/fuzz_session.c $(LIB_SRCS) $(wildcard lib/*.h include/tracevisor/*.h)
+	@mkdir -p $(dir $@)
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(filter-out -O2 -g -std=gnu11 -Werror,$(CFLAGS)) -Wno-unknown-warning-option \
+		-o $@ tests/fuzz/fuzz_session.c $(LIB_SRCS) $(LDLIBS) -lm
 
 $(BUILD)/tests/tv-%: tests/helpers/tv-%.c
 	@mkdir -p $(dir $@)

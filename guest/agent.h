@@ -7,6 +7,7 @@
 #define TV_GUEST_AGENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,11 +39,27 @@ struct agent_cpu {
 	unsigned long long bytes;
 };
 
+/*
+ * Threads: one reader thread per CPU (cpu_thread) and the main thread (the
+ * host channel's receiver, probes, stop) share a session.
+ *   fd, and every frame written to it   send_lock (a frame is never split)
+ *   dead                                 send_lock, read and written under it
+ *   stop                                 atomic: set once by stop_cpus() on
+ *                                        the main thread, polled by readers;
+ *                                        release/acquire so that a reader
+ *                                        that sees it sees what the main
+ *                                        thread wrote before (the end order)
+ *   cpus[i] (but .bytes)                 set before the threads start,
+ *                                        read-only while they run
+ *   cpus[i].bytes                        its reader thread only, read by
+ *                                        main after pthread_join()
+ *   the rest                             set before the threads start
+ */
 struct session {
 	int fd;			/* the channel: socket or virtio-serial port */
 	pthread_mutex_t send_lock;
 	int dead;		/* the channel failed: drop further output */
-	volatile int stop;
+	atomic_int stop;
 	char tracing[64];	/* tracefs mount point */
 	char inst[192];		/* our instance directory */
 	int marker_fd;

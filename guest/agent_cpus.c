@@ -58,7 +58,7 @@ static int cpu_drain(struct agent_cpu *c, unsigned char *buf, size_t cap)
 		 * until the next wake-up, or we would send a nearly empty page
 		 * per read() while events trickle in.
 		 */
-		if (page_data_len(buf + n - sb) < sb / 2 && !c->s->stop)
+		if (page_data_len(buf + n - sb) < sb / 2 && !atomic_load_explicit(&c->s->stop, memory_order_acquire))
 			break;
 	}
 	if (!n)
@@ -184,7 +184,7 @@ static void *cpu_thread(void *arg)
 		close(fd);
 
 	clock_gettime(CLOCK_MONOTONIC, &last);
-	while (!c->s->stop) {
+	while (!atomic_load_explicit(&c->s->stop, memory_order_acquire)) {
 		int r = poll(&pfd, 1, 200);
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -241,7 +241,7 @@ int start_cpus(struct session *s)
 
 void stop_cpus(struct session *s)
 {
-	s->stop = 1;
+	atomic_store_explicit(&s->stop, 1, memory_order_release);
 	for (int cpu = 0; s->cpus && cpu < s->ncpus; cpu++) {
 		if (s->cpus[cpu].started)
 			pthread_join(s->cpus[cpu].thread, NULL);

@@ -98,7 +98,9 @@ static void session_serve(struct session *s)
 			continue;
 		if (ret) {
 			say("Host channel ended: errno=%d; stopping", -ret);
+			pthread_mutex_lock(&s->send_lock);	/* dead is under send_lock */
 			s->dead = 1;
+			pthread_mutex_unlock(&s->send_lock);
 			return;
 		}
 		if (hdr.type == TV_MSG_PING)

@@ -50,6 +50,17 @@
 enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DRAIN,
 		   PHASE_DONE };
 
+/*
+ * Threads: each guest has its own thread (from tv_guest_start() to the
+ * pthread_join() in tv_guest_stop()/_destroy()) beside the caller's.
+ *   ready          under lock; cond signals its change (tv_guest_start
+ *                  waits on it for the guest's first answer)
+ *   stop_fd        an eventfd: the caller writes it, the thread polls it
+ *   rec            shared host recorder: its own lock covers what the
+ *                  thread adds (vCPUs, VM names, domains), see kvm/record.c
+ *   everything else (fd, gs, phase, probes, counts, status) belongs to the
+ *                  thread while it runs; the caller reads it after the join
+ */
 struct tv_guest {
 	struct tv_recorder *rec;
 	struct tv_guest_spec spec;
@@ -581,7 +592,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	}
 	if (mkdir(g->dir, 0755)) {
 		ret = -errno;
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d", g->dir, -ret);
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", g->dir, -ret, strerror(-ret));
 		free(g);
 		return ret;
 	}
@@ -604,7 +615,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		g->started = !ret;
 	}
 	if (ret) {
-		tv_err("Cannot start guest recording: name=\"%s\", errno=%d", spec->name, -ret);
+		tv_err("Cannot start guest recording: name=\"%s\", errno=%d (%s)", spec->name, -ret, strerror(-ret));
 		tv_guest_destroy(g);
 		return ret;
 	}
@@ -677,7 +688,7 @@ void tv_guest_request_stop(struct tv_guest *g)
 	uint64_t one = 1;
 
 	if (g->started && write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
-		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d", g->spec.name, errno);
+		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d (%s)", g->spec.name, errno, strerror(errno));
 }
 
 int tv_guest_stop(struct tv_guest *g)
@@ -748,7 +759,7 @@ void tv_guest_destroy(struct tv_guest *g)
 		return;
 	if (g->started) {
 		if (write(g->stop_fd, &one, sizeof(one)) < 0)
-			tv_warn("Cannot signal guest thread: errno=%d", errno);
+			tv_warn("Cannot signal guest thread: errno=%d (%s)", errno, strerror(errno));
 		pthread_join(g->thread, NULL);
 	}
 	if (g->fd >= 0)

@@ -40,18 +40,18 @@ int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *ou
 	cap->raw_fd = open(raw_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (cap->raw_fd < 0) {
 		ret = -errno;
-		tv_err("Cannot open ring buffer: path=\"%s\", errno=%d", raw_path, -ret);
+		tv_err("Cannot open ring buffer: path=\"%s\", errno=%d (%s)", raw_path, -ret, strerror(-ret));
 		return ret;
 	}
 	cap->out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (cap->out_fd < 0) {
 		ret = -errno;
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d", out_path, -ret);
+		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", out_path, -ret, strerror(-ret));
 		return ret;
 	}
 	if (pipe2(cap->pipe_fd, O_CLOEXEC)) {
 		ret = -errno;
-		tv_err("Cannot create pipe for CPU %s: errno=%d", raw_path, -ret);
+		tv_err("Cannot create pipe for CPU %s: errno=%d (%s)", raw_path, -ret, strerror(-ret));
 		return ret;
 	}
 	/* A bigger pipe lets one splice move many sub-buffers per wake-up. */
@@ -167,7 +167,7 @@ int tv_capture_start(struct tv_capture *cap)
 	int ret = pthread_create(&cap->thread, NULL, capture_thread, cap);
 
 	if (ret) {
-		tv_err("Cannot start capture thread: cpu=%d, errno=%d", cap->cpu, ret);
+		tv_err("Cannot start capture thread: cpu=%d, errno=%d (%s)", cap->cpu, ret, strerror(ret));
 		return -ret;
 	}
 	cap->started = 1;
@@ -181,8 +181,8 @@ int tv_capture_join(struct tv_capture *cap)
 	pthread_join(cap->thread, NULL);
 	cap->started = 0;
 	if (cap->error)
-		tv_err("Cannot capture ring buffer: path=\"%s\", errno=%d",
-		       cap->out_path, -cap->error);
+		tv_err("Cannot capture ring buffer: path=\"%s\", errno=%d (%s)",
+		       cap->out_path, -cap->error, strerror(-cap->error));
 	return cap->error;
 }
 

@@ -6,6 +6,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/*
+ * Threads: one capture thread per CPU (started by tv_capture_start) and
+ * the recorder's thread.  The capture thread owns raw_fd, out_fd, pipe_fd,
+ * bytes and error from start to tv_capture_join(); stop_fd is an eventfd
+ * shared by every capture thread (readable once stop is asked); the rest
+ * is set before the thread starts and read-only while it runs.
+ */
 struct tv_capture {
 	int cpu;
 	int raw_fd;		/* per_cpu/cpuN/trace_pipe_raw, O_NONBLOCK */

@@ -57,7 +57,15 @@ struct tv_recorder {
 	struct vm_label *labels;	/* names given by --guest pid:... */
 	size_t nr_labels;
 	char domains[1024];		/* session.meta's list */
-	pthread_mutex_t lock;		/* labels, domains (guest threads) */
+	/*
+	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu,
+	 * _set_vm_name and _add_domain while the main thread records.  @lock
+	 * covers labels/nr_labels, vcpus (every scan, add and label pass: a
+	 * scan reallocates the map) and domains.  caps[i].bytes is an atomic
+	 * counter of its capture thread; marker_fd is written without a lock
+	 * (one write() is one record).  The rest is the main thread's.
+	 */
+	pthread_mutex_t lock;		/* labels, vcpus, domains */
 	int marker_fd;			/* the instance's trace_marker_raw */
 	struct tv_record_opts opts;
 	char clock[32];
@@ -95,8 +103,8 @@ int tv_tracefs_cleanup_stale(void)
 			tv_info("Removed stale tracefs instance: name=\"%s\"", names[i]);
 			removed++;
 		} else {
-			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d",
-				names[i], errno);
+			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d (%s)",
+				names[i], errno, strerror(errno));
 		}
 		tracefs_instance_free(inst);
 	}
@@ -124,8 +132,8 @@ static int instance_write(struct tv_recorder *rec, const char *file, const char 
 	if (tracefs_instance_file_write(rec->instance, file, val) < 0) {
 		int err = errno ? errno : EINVAL;
 
-		tv_err("Cannot write tracefs file: path=\"%s/instances/%s/%s\", value=\"%s\", errno=%d",
-		       rec->tracing_dir, tracefs_instance_get_name(rec->instance), file, val, err);
+		tv_err("Cannot write tracefs file: path=\"%s/instances/%s/%s\", value=\"%s\", errno=%d (%s)",
+		       rec->tracing_dir, tracefs_instance_get_name(rec->instance), file, val, err, strerror(err));
 		return -err;
 	}
 	return 0;
@@ -154,8 +162,9 @@ static int recorder_set_clock(struct tv_recorder *rec)
 	char *avail = tracefs_instance_file_read(rec->instance, "trace_clock", NULL);
 
 	if (!avail || !clock_listed(avail, clock)) {
-		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock,
-		       avail ? strtok(avail, "\n") : "?");
+		if (avail)
+			avail[strcspn(avail, "\n")] = '\0';	/* first line; no strtok */
+		tv_err("Unknown trace clock: \"%s\" (available: %s)", clock, avail ? avail : "?");
 		free(avail);
 		return -EINVAL;
 	}
@@ -177,9 +186,11 @@ static int recorder_enable_events(struct tv_recorder *rec)
 			filtered++;
 		if (tracefs_event_file_write(rec->instance, id->system, id->event,
 					     "enable", "1") < 0) {
-			tv_err("Cannot enable event: name=\"%s:%s\", errno=%d",
-			       id->system, id->event, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot enable event: name=\"%s:%s\", errno=%d (%s)",
+			       id->system, id->event, err, strerror(err));
+			return -err;
 		}
 	}
 	if (rec->opts.filter && filtered == 0) {
@@ -203,9 +214,11 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 	snprintf(name, sizeof(name), INSTANCE_PREFIX "%d", (int)getpid());
 	rec->instance = tracefs_instance_create(name);
 	if (!rec->instance) {
-		tv_err("Cannot create tracefs instance: path=\"%s/instances/%s\", errno=%d",
-		       rec->tracing_dir, name, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create tracefs instance: path=\"%s/instances/%s\", errno=%d (%s)",
+		       rec->tracing_dir, name, err, strerror(err));
+		return -err;
 	}
 	ret = instance_write(rec, "tracing_on", "0");
 	snprintf(val, sizeof(val), "%u", kb);
@@ -233,15 +246,19 @@ static int recorder_make_outdir(struct tv_recorder *rec)
 		return -EEXIST;
 	}
 	if (mkdir(rec->outdir, 0755)) {
-		tv_err("Cannot create session directory: path=\"%s\", errno=%d", rec->outdir, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", rec->outdir, err, strerror(err));
+		return -err;
 	}
 	rec->created_outdir = 1;
 	snprintf(rec->domain_dir, sizeof(rec->domain_dir), "%s/host", rec->outdir);
 	if (mkdir(rec->domain_dir, 0755)) {
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d",
-		       rec->domain_dir, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)",
+		       rec->domain_dir, err, strerror(err));
+		return -err;
 	}
 	return 0;
 }
@@ -298,8 +315,8 @@ static void recorder_open_marker(struct tv_recorder *rec)
 	if (path)
 		rec->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (rec->marker_fd < 0)
-		tv_warn("Cannot open marker file: path=\"%s\", errno=%d (no host-side sync markers)",
-			path ? path : "trace_marker_raw", errno);
+		tv_warn("Cannot open marker file: path=\"%s\", errno=%d (%s) (no host-side sync markers)",
+			path ? path : "trace_marker_raw", errno, strerror(errno));
 	tracefs_put_tracing_file(path);
 }
 
@@ -384,16 +401,18 @@ int tv_recorder_start(struct tv_recorder *rec)
 {
 	int ret = 0;
 
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
 	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++)
 		ret = tv_capture_start(&rec->caps[cpu]);
 	clock_gettime(CLOCK_REALTIME, &rec->start_wall);
 	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->start_raw);
 	rec->start_tsc = read_tsc();
 	if (!ret && tracefs_trace_on(rec->instance) < 0) {
-		tv_err("Cannot turn tracing on: instance=\"%s\", errno=%d",
-		       tracefs_instance_get_name(rec->instance), errno);
 		ret = -errno;
+		tv_err("Cannot turn tracing on: instance=\"%s\", errno=%d (%s)",
+		       tracefs_instance_get_name(rec->instance), -ret, strerror(-ret));
 	}
 	rec->started = 1;
 	if (!ret)
@@ -530,10 +549,14 @@ int tv_recorder_stop(struct tv_recorder *rec)
 			ret = err;
 		recorder_read_cpu_stats(rec, cpu);
 	}
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
 	recorder_apply_labels(rec);
 	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
+	pthread_mutex_lock(&rec->lock);
 	err = tv_vcpu_map_write(&rec->vcpus, path);
+	pthread_mutex_unlock(&rec->lock);
 	if (!err)
 		err = tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
 	if (!err)
@@ -560,8 +583,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	if (rec->instance) {
 		tracefs_trace_off(rec->instance);
 		if (tracefs_instance_destroy(rec->instance))
-			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d",
-				tracefs_instance_get_name(rec->instance), errno);
+			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d (%s)",
+				tracefs_instance_get_name(rec->instance), errno, strerror(errno));
 		tracefs_instance_free(rec->instance);
 	}
 	if (rec->stop_fd >= 0)
@@ -578,7 +601,12 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 
 int tv_recorder_scan_vcpus(struct tv_recorder *rec)
 {
-	return tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	int ret;
+
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
+	ret = tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
 }
 
 int tv_recorder_nr_cpus(const struct tv_recorder *rec)

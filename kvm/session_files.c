@@ -23,20 +23,22 @@ static int copy_file(const char *src, const char *dst)
 
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
-		tv_err("Cannot open tracefs file: path=\"%s\", errno=%d", src, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open tracefs file: path=\"%s\", errno=%d (%s)", src, err, strerror(err));
+		return -err;
 	}
 	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (out < 0) {
 		ret = -errno;
-		tv_err("Cannot create file: path=\"%s\", errno=%d", dst, -ret);
+		tv_err("Cannot create file: path=\"%s\", errno=%d (%s)", dst, -ret, strerror(-ret));
 		close(in);
 		return ret;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		if (write(out, buf, (size_t)n) != n) {
 			ret = errno ? -errno : -EIO;
-			tv_err("Cannot write file: path=\"%s\", errno=%d", dst, -ret);
+			tv_err("Cannot write file: path=\"%s\", errno=%d (%s)", dst, -ret, strerror(-ret));
 			break;
 		}
 	}
@@ -105,7 +107,7 @@ int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 		snprintf(dst, sizeof(dst), "%s/events/%s/%s", domain_dir, id->system, id->event);
 		ret = mkdir_p(dst);
 		if (ret) {
-			tv_err("Cannot create directory: path=\"%s\", errno=%d", dst, -ret);
+			tv_err("Cannot create directory: path=\"%s\", errno=%d (%s)", dst, -ret, strerror(-ret));
 			return ret;
 		}
 		snprintf(src, sizeof(src), "%s/events/%s/%s/format", tracing_dir, id->system,

@@ -215,7 +215,7 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0 || fstat(in, &sb)) {
 		ret = -errno;
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", src, -ret);
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", src, -ret, strerror(-ret));
 		if (in >= 0)
 			close(in);
 		return ret;
@@ -223,7 +223,7 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (out < 0) {
 		ret = -errno;
-		tv_err("Cannot create file: path=\"%s\", errno=%d", tmp, errno);
+		tv_err("Cannot create file: path=\"%s\", errno=%d (%s)", tmp, errno, strerror(errno));
 	}
 	if (!ret)
 		ret = compress_fd(in, out, (uint64_t)sb.st_size, &why);
@@ -236,7 +236,7 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 	if (!ret && rename(tmp, dst))
 		ret = -errno;
 	if (ret) {
-		tv_err("Cannot compress stream file: path=\"%s\", errno=%d%s%s", src, -ret,
+		tv_err("Cannot compress stream file: path=\"%s\", errno=%d (%s)%s%s", src, -ret, strerror(-ret),
 		       *why ? ": " : "", why);
 		unlink(tmp);
 		return ret;
@@ -264,8 +264,10 @@ static int compress_domain(const char *dir, struct tv_compress_stats *st)
 	int n = scandir(dir, &names, is_raw_stream, alphasort), ret = 0;
 
 	if (n < 0) {
-		tv_err("Cannot open domain directory: path=\"%s\", errno=%d", dir, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open domain directory: path=\"%s\", errno=%d (%s)", dir, err, strerror(err));
+		return -err;
 	}
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX + 300];

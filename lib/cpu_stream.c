@@ -51,22 +51,25 @@ static int stream_open_compressed(struct tv_cpu_stream *st)
 	int ret;
 
 	strcat(st->path, ".zst");
-	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
-	if (st->fd < 0 && errno == ENOENT) {
+	st->fd = tv_domain_open_file(st->dom, st->path);
+	if (st->fd == -ENOENT) {
 		st->path[strlen(st->path) - 4] = '\0';
 		st->done = 1;	/* neither file: that CPU had no events */
 		return 0;
 	}
 	if (st->fd < 0) {
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		int err = -st->fd;
+
+		if (err != TV_EUNSAFE)
+			tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	}
 	ret = tv_zstream_open(st->fd, &st->zs, &st->file_size);
 	if (ret == -EBADMSG)
 		tv_err("Corrupt stream file: path=\"%s\", offset=0: not a zstd frame with its size",
 		       st->path);
 	else if (ret)
-		tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, -ret);
+		tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, -ret, strerror(-ret));
 	return ret;
 }
 
@@ -80,16 +83,22 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	st->cpu = cpu;
 	st->fd = -1;
 	snprintf(st->path, sizeof(st->path) - 4, "%s/cpu%d.raw", dom->dir, cpu);
-	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
-	if (st->fd < 0 && errno == ENOENT) {
+	st->fd = tv_domain_open_file(dom, st->path);
+	if (st->fd == -ENOENT) {
 		ret = stream_open_compressed(st);
 		if (ret || st->done)
 			return ret;
 	} else if (st->fd < 0) {
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		int err = -st->fd;
+
+		if (err != TV_EUNSAFE)
+			tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	} else if (fstat(st->fd, &sb)) {
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	} else {
 		st->file_size = (uint64_t)sb.st_size;
 	}
@@ -97,7 +106,9 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	if (!st->page)
 		return -ENOMEM;
 	st->page_off = (uint64_t)-1;
-	if (st->file_size % dom->subbuf_size)
+	if (dom->incomplete)	/* a killed recorder's last write may be partial */
+		st->file_size -= st->file_size % dom->subbuf_size;
+	else if (st->file_size % dom->subbuf_size)
 		tv_warn("Stream file is not a whole number of sub-buffers: path=\"%s\", size=%llu, subbuf_size=%zu",
 			st->path, (unsigned long long)st->file_size, dom->subbuf_size);
 	return 0;
@@ -234,8 +245,8 @@ static int stream_load_page(struct tv_cpu_stream *st, uint64_t off)
 	if (n == -EBADMSG)
 		return -EBADMSG;
 	if (n < 0) {
-		tv_err("Cannot read stream file: path=\"%s\", offset=%llu, errno=%d", st->path,
-		       (unsigned long long)off, (int)-n);
+		tv_err("Cannot read stream file: path=\"%s\", offset=%llu, errno=%d (%s)", st->path,
+		       (unsigned long long)off, (int)-n, strerror((int)-n));
 		return (int)n;
 	}
 	if ((size_t)n < size)

@@ -5,11 +5,13 @@
  * session decodes on any machine), and the task maps.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <event-parse.h>
 #include <trace-seq.h>
 
@@ -19,14 +21,27 @@
 #define MAX_EVENT_ID 65536
 #define MAX_FORMAT_BYTES (1 << 20)
 
-static char *read_whole(const char *path, size_t max, size_t *len)
+/* NULL with errno set; a file that is not a regular file inside the
+ * session fails with EINVAL (TV_EUNSAFE), logged. */
+static char *read_whole(const struct tv_domain *dom, const char *path, size_t max, size_t *len)
 {
-	FILE *f = fopen(path, "re");
+	int fd = tv_domain_open_file(dom, path);
+	FILE *f;
 	char *buf;
 	size_t n;
 
-	if (!f)
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return NULL;
+	}
 	buf = malloc(max + 1);
 	if (!buf) {
 		fclose(f);
@@ -40,6 +55,53 @@ static char *read_whole(const char *path, size_t max, size_t *len)
 	return buf;
 }
 
+/* Offset and size of field @name in a header_page text; 0 when found. */
+static int header_field(const char *text, const char *name, unsigned int *off, unsigned int *size)
+{
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *semi = strchr(p, ';'), *o, *s;
+		size_t n = strlen(name);
+
+		if (!semi || (size_t)(semi - p) < n || strncmp(semi - n, name, n) ||
+		    (semi[-(long)n - 1] != ' ' && semi[-(long)n - 1] != '\t'))
+			continue;
+		o = strstr(semi, "offset:");
+		s = strstr(semi, "size:");
+		if (!o || !s || sscanf(o, "offset:%u", off) != 1 || sscanf(s, "size:%u", size) != 1)
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * The decoder (cpu_stream.c) reads a sub-buffer as: 8-byte time stamp at 0,
+ * commit word of long_size bytes at 8, data from 8 + long_size to at most
+ * the end of the sub-buffer.  libtraceevent accepts any text as a header
+ * page (it keeps its defaults), so say it when the file does not match.
+ */
+static int header_page_check(const struct tv_domain *dom, const char *text, const char *path)
+{
+	unsigned int ts_off, ts_size, c_off, c_size, d_off, d_size;
+	unsigned int ls = (unsigned int)dom->long_size;
+
+	if (header_field(text, "timestamp", &ts_off, &ts_size) ||
+	    header_field(text, "commit", &c_off, &c_size) ||
+	    header_field(text, "data", &d_off, &d_size)) {
+		tv_err("Corrupt header page format: path=\"%s\": no timestamp, commit and data fields",
+		       path);
+		return -EINVAL;
+	}
+	if (ts_off != 0 || ts_size != 8 || c_off != 8 || c_size != ls || d_off != 8 + ls ||
+	    !d_size || d_size > dom->subbuf_size - d_off) {
+		tv_err("Corrupt header page format: path=\"%s\": timestamp %u+%u, commit %u+%u, data %u+%u, "
+		       "the decoder needs timestamp 0+8, commit 8+%u, data %u+(1..%zu)", path, ts_off,
+		       ts_size, c_off, c_size, d_off, d_size, ls, 8 + ls, dom->subbuf_size - 8 - ls);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int load_header_page(struct tv_domain *dom)
 {
 	char path[PATH_MAX + 16];
@@ -48,16 +110,127 @@ static int load_header_page(struct tv_domain *dom)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
-	buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	buf = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
 	if (!buf) {
-		tv_err("Cannot read header page format: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		if (err == TV_EUNSAFE)
+			return -err;
+		tv_err("Cannot read header page format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	ret = tep_parse_header_page(dom->tep, buf, len, dom->long_size);
-	free(buf);
-	if (ret) {
+	if (!ret)
+		ret = header_page_check(dom, buf, path);
+	else
 		tv_err("Cannot parse header page format: path=\"%s\"", path);
-		return -EINVAL;
+	free(buf);
+	return ret ? -EINVAL : 0;
+}
+
+/* Is @name (@n bytes) the name of a "field:" line of format text @text? */
+static int format_has_field(const char *text, const char *name, size_t n)
+{
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *end = strchr(p, ';'), *s;
+
+		if (!end)
+			return 0;
+		/* the name ends at ';' or at its array bound: "char comm[16];" */
+		s = end;
+		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
+			s--;
+		if (s > p && s[-1] == ']')
+			while (s > p && s[-1] != '[')
+				s--;
+		if (s > p && s[-1] == '[')
+			s--;
+		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
+			s--;
+		if ((size_t)(s - p) > n && !strncmp(s - n, name, n) &&
+		    !(isalnum((unsigned char)s[-(long)n - 1]) || s[-(long)n - 1] == '_'))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * libtraceevent 1.7 crashes on a print fmt that names a field the format
+ * does not declare (e.g. REC->x inside __print_flags(), found by
+ * tests/fuzz/fuzz_session.c: sample fuzz-print-fmt-undeclared-field).
+ * Refuse such a format before it reaches the parser.
+ */
+static int print_fmt_fields_ok(const char *text, const char *path)
+{
+	const char *fmt = strstr(text, "print fmt:");
+	int quoted = 0;
+
+	/*
+	 * Outside strings, "->" only follows REC or (REC) (libtraceevent 1.7 crashes
+	 * on "X->field": sample fuzz-print-fmt-arrow).
+	 */
+	for (const char *p = fmt; p && *p; p++) {
+		if (*p == '\\' && quoted && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '"')
+			quoted = !quoted;
+		if (quoted || p[0] != '-' || p[1] != '>')
+			continue;
+		if (p - fmt >= 5 && !strncmp(p - 5, "(REC)", 5))
+			continue;	/* "(REC)->field", as ftrace:func_repeats */
+		if (p - fmt < 4 || strncmp(p - 3, "REC", 3) || isalnum((unsigned char)p[-4]) ||
+		    p[-4] == '_') {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: \"->\" not after REC in print fmt",
+			       path, (size_t)(p - text));
+			return -EINVAL;
+		}
+	}
+
+	for (const char *p = fmt; p && (p = strstr(p, "REC->")); ) {
+		size_t n = 0;
+
+		p += 5;
+		while (isalnum((unsigned char)p[n]) || p[n] == '_')
+			n++;
+		if (!n || !format_has_field(text, p, n)) {
+			tv_err("Corrupt event format: path=\"%s\": print fmt names an undeclared field \"%.*s\"",
+			       path, (int)(n > 64 ? 64 : n), p);
+			return -EINVAL;
+		}
+		p += n;
+	}
+	return 0;
+}
+
+/*
+ * The shape libtraceevent's lexer assumes (it crashes on less, found by
+ * tests/fuzz/fuzz_session.c: sample fuzz-format-field-bracket): printable
+ * ASCII text, and every "field:" declaration ending in ';' with its
+ * brackets closed.
+ */
+static int format_shape_ok(const char *text, size_t len, const char *path)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c != '\t' && c != '\n' && (c < 0x20 || c > 0x7e)) {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: not a text file", path, i);
+			return -EINVAL;
+		}
+	}
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *end = strpbrk(p, ";\n");
+		int depth = 0;
+
+		for (const char *q = p; end && q < end; q++)
+			depth += (*q == '[') - (*q == ']');
+		if (!end || *end != ';' || depth) {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: field declaration not closed",
+			       path, (size_t)(p - text));
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -65,12 +238,20 @@ static int load_header_page(struct tv_domain *dom)
 static int load_format(struct tv_domain *dom, const char *system, const char *path)
 {
 	size_t len;
-	char *buf = read_whole(path, MAX_FORMAT_BYTES, &len);
+	char *buf = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
 	int ret;
 
 	if (!buf) {
-		tv_err("Cannot read event format: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		if (err == TV_EUNSAFE)
+			return -err;
+		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
+	}
+	if (format_shape_ok(buf, len, path) || print_fmt_fields_ok(buf, path)) {
+		free(buf);
+		return -EINVAL;
 	}
 	ret = tep_parse_event(dom->tep, buf, len, system);
 	free(buf);
@@ -91,8 +272,10 @@ static int load_formats(struct tv_domain *dom)
 	snprintf(path, sizeof(path), "%s/events", dom->dir);
 	sd = opendir(path);
 	if (!sd) {
-		tv_err("Cannot open event formats: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open event formats: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	while (!ret && (sys = readdir(sd))) {
 		if (sys->d_name[0] == '.')
@@ -212,17 +395,19 @@ static int cmp_tid(const void *a, const void *b)
 static void load_task_maps(struct tv_domain *dom)
 {
 	char path[PATH_MAX + 32];
-	char *buf;
+	char *buf, *save = NULL;	/* strtok_r: no hidden state shared between threads */
 	size_t cap = 0;
 
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", dom->dir);
-	buf = read_whole(path, 16 << 20, NULL);
+	buf = read_whole(dom, path, 16 << 20, NULL);
 	if (buf)
 		tep_parse_saved_cmdlines(dom->tep, buf);
 	free(buf);
 	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
-	buf = read_whole(path, 16 << 20, NULL);
-	for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+	buf = read_whole(dom, path, 16 << 20, NULL);
+
+	for (char *line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		char *end;
 		long tid, tgid;
 
@@ -287,6 +472,66 @@ static int domain_kind(struct tv_domain *dom, const char *path)
 	return 0;
 }
 
+/*
+ * The meta of a domain whose recorder was killed before writing it: the CPU
+ * count from the stream files' names, the word and sub-buffer sizes from
+ * the header page (checked again when it is loaded), the kind from the
+ * files' suffix.  Clock, losses and the rest are unknown.
+ */
+static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
+{
+	char path[PATH_MAX + 16];
+	unsigned int c_off, c_size, d_off, d_size;
+	struct dirent *de;
+	int ncpus = 0, xen = 0;
+	size_t len;
+	char *hp;
+	DIR *d;
+
+	d = opendir(dom->dir);
+	if (!d) {
+		int err = errno;
+
+		tv_err("Cannot open domain directory: path=\"%s\", errno=%d (%s)", dom->dir, err,
+		       strerror(err));
+		return -err;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long cpu;
+
+		if (strncmp(de->d_name, "cpu", 3))
+			continue;
+		cpu = strtol(de->d_name + 3, &end, 10);
+		if (end == de->d_name + 3 || cpu < 0 || cpu >= 65536 ||
+		    (strcmp(end, ".raw") && strcmp(end, ".raw.zst") && strcmp(end, ".xen")))
+			continue;
+		xen |= !strcmp(end, ".xen");
+		if (cpu + 1 > ncpus)
+			ncpus = (int)cpu + 1;
+	}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/header_page", dom->dir);
+	hp = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
+	if (!hp)
+		return -errno;
+	*out = tv_meta_new();
+	if (!*out) {
+		free(hp);
+		return -ENOMEM;
+	}
+	tv_meta_set(*out, "kind", "%s", xen ? "xen-trace" : "linux-ftrace");
+	tv_meta_set(*out, "ncpus", "%d", ncpus ? ncpus : 1);
+	if (!header_field(hp, "commit", &c_off, &c_size) &&
+	    !header_field(hp, "data", &d_off, &d_size) && c_size <= 8 && d_off <= 64 &&
+	    d_size <= (64u << 20)) {
+		tv_meta_set(*out, "long_size", "%u", c_size);
+		tv_meta_set(*out, "subbuf_size", "%u", d_off + d_size);
+	}
+	free(hp);
+	return 0;
+}
+
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
 {
 	char path[PATH_MAX + 16];
@@ -296,7 +541,10 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	domain_display_name(subdir, dom->name, sizeof(dom->name));
 	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
 	snprintf(path, sizeof(path), "%s/meta", dom->dir);
-	ret = tv_meta_read(path, &dom->meta);
+	if (dom->incomplete && access(path, F_OK))
+		ret = incomplete_meta(dom, &dom->meta);
+	else
+		ret = tv_meta_read(path, &dom->meta);
 	if (ret)
 		return ret;
 	ret = domain_kind(dom, path);

@@ -79,11 +79,24 @@ struct tv_domain {
 	int long_size;
 	int swap;		/* the session's byte order is not this machine's */
 	int nr_cpus;
+	int incomplete;		/* its recorder never finished: no meta, maybe a short tail */
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
 
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
+
+/*
+ * Open a session file for reading (lib/session_file.c): a regular file, and
+ * when @path is a symlink, one inside directory @root (NULL: not checked).
+ * Return: the fd, -errno when open() fails (not logged: ENOENT is often
+ * fine), or -TV_EUNSAFE (logged, naming the file) for a FIFO, a device, a
+ * directory or a symlink out of the session.
+ */
+#define TV_EUNSAFE EINVAL
+int tv_session_open_file(const char *root, const char *path);
+/* The same inside @dom's session (the parent of its directory). */
+int tv_domain_open_file(const struct tv_domain *dom, const char *path);
 void tv_domain_unload(struct tv_domain *dom);
 /* The event of @rec if its id is known and the record holds its fields. */
 struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,

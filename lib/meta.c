@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +129,7 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
 	f = fopen(tmp, "w");
 	if (!f) {
 		ret = -errno;
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d", tmp, -ret);
+		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", tmp, -ret, strerror(-ret));
 		return ret;
 	}
 	for (size_t i = 0; i < meta->nr; i++)
@@ -139,10 +141,51 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
 	if (!ret && rename(tmp, path))
 		ret = -errno;
 	if (ret) {
-		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, -ret);
+		tv_err("Cannot write metadata file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
 		unlink(tmp);
 	}
 	return ret;
+}
+
+/*
+ * A metadata file is untrusted input: a FIFO would block open() and read()
+ * for ever, a device reads without end.  O_NONBLOCK so that a FIFO opens
+ * and fstat() tells; NULL with *@ret = -errno, or -EINVAL (logged).
+ */
+#define TV_META_MAX_BYTES (4 << 20)
+
+static FILE *fopen_regular(const char *path, int *ret)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		*ret = -errno;
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		*ret = -EINVAL;
+		tv_err("Not a regular file in the session: path=\"%s\"", path);
+		close(fd);
+		return NULL;
+	}
+	/* Bounded: the largest real one (sync/transforms of many pieces) is
+	 * tens of kB; every line becomes an allocation. */
+	if (st.st_size > TV_META_MAX_BYTES) {
+		*ret = -EINVAL;
+		tv_err("Metadata file too large: path=\"%s\", size=%lld, max=%d", path,
+		       (long long)st.st_size, TV_META_MAX_BYTES);
+		close(fd);
+		return NULL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		*ret = -errno;
+		close(fd);
+	}
+	return f;
 }
 
 int tv_meta_read(const char *path, struct tv_meta **out)
@@ -155,10 +198,10 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 	FILE *f;
 	int ret = 0;
 
-	f = fopen(path, "r");
+	f = fopen_regular(path, &ret);
 	if (!f) {
-		ret = -errno;
-		tv_err("Cannot open metadata file: path=\"%s\", errno=%d", path, -ret);
+		if (ret != -EINVAL)
+			tv_err("Cannot open metadata file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
 		return ret;
 	}
 	meta = tv_meta_new();

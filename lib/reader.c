@@ -10,6 +10,7 @@
  * the heap compares them: one multiply-shift per event, no buffering.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ struct tv_reader {
 	size_t heap_len;
 	struct tv_cpu_stream *current;	/* returned last; advanced on next call */
 	struct tv_meta *session_meta;
+	int incomplete;		/* no session.meta: its recorder was killed */
 };
 
 static int stream_before(const struct tv_cpu_stream *a, const struct tv_cpu_stream *b)
@@ -95,6 +97,71 @@ static void stream_close(struct tv_cpu_stream *st)
 		tv_cpu_stream_close(st);	/* never opened: a zeroed cursor */
 }
 
+/* A domain directory as a recorder leaves it before its end: formats written. */
+static int is_domain_dir(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 300];
+	struct stat st;
+
+	if (name[0] == '.' || strchr(name, ','))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/header_page", dir, name);
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s/events", dir, name);
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+static int domain_order(const struct dirent **a, const struct dirent **b)
+{
+	int ha = !strcmp((*a)->d_name, "host"), hb = !strcmp((*b)->d_name, "host");
+
+	if (ha != hb)
+		return hb - ha;	/* the host first: it is the reference */
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/*
+ * No session.meta: a recorder killed (SIGKILL, power loss) before its end
+ * leaves domain directories with their formats and stream files.  Read what
+ * reached the disk, with one warning; a directory with nothing of a session
+ * keeps the error.
+ */
+static int incomplete_session(struct tv_reader *rd, const char *dir)
+{
+	struct tv_strbuf list = { 0 };
+	struct dirent **names;
+	int n, found = 0, ret = 0;
+
+	n = scandir(dir, &names, NULL, domain_order);
+	for (int i = 0; i < n; i++) {
+		if (found < MAX_DOMAINS && is_domain_dir(dir, names[i]->d_name)) {
+			tv_strbuf_append(&list, "%s%s", found ? "," : "", names[i]->d_name);
+			found++;
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+	if (!found) {
+		tv_strbuf_free(&list);
+		tv_err("Not a complete tracevisor session: path=\"%s\" has no session.meta (recording interrupted, or wrong directory)", dir);
+		return -ENOENT;
+	}
+	rd->session_meta = tv_meta_new();
+	if (!rd->session_meta || !list.data ||
+	    tv_meta_set(rd->session_meta, "domains", "%s", list.data) ||
+	    tv_meta_set(rd->session_meta, "reference", "%.*s", (int)strcspn(list.data, ","),
+			list.data))
+		ret = -ENOMEM;
+	tv_strbuf_free(&list);
+	if (ret)
+		return ret;
+	rd->incomplete = 1;
+	tv_warn("Incomplete session: path=\"%s\" has no session.meta (the recording did not finish): showing what reached the disk", dir);
+	return 0;
+}
+
 static int reader_load_domains(struct tv_reader *rd, const char *dir)
 {
 	char path[PATH_MAX + 16];
@@ -105,17 +172,19 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 		ret = stat(dir, &st) ? -errno : -ENOTDIR;
-		tv_err("Cannot open session directory: path=\"%s\", errno=%d", dir, -ret);
+		tv_err("Cannot open session directory: path=\"%s\", errno=%d (%s)", dir, -ret, strerror(-ret));
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/session.meta", dir);
 	if (access(path, F_OK)) {
-		tv_err("Not a complete tracevisor session: path=\"%s\" has no session.meta (recording interrupted, or wrong directory)", dir);
-		return -ENOENT;
+		ret = incomplete_session(rd, dir);
+		if (ret)
+			return ret;
+	} else {
+		ret = tv_meta_read(path, &rd->session_meta);
+		if (ret)
+			return ret;
 	}
-	ret = tv_meta_read(path, &rd->session_meta);
-	if (ret)
-		return ret;
 	list = tv_meta_get(rd->session_meta, "domains");
 	if (!list || !*list) {
 		tv_err("Session lists no domains: path=\"%s\"", path);
@@ -133,6 +202,7 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 			ret = -EINVAL;
 			break;
 		}
+		rd->domains[rd->nr_domains].incomplete = rd->incomplete;
 		ret = tv_domain_load(&rd->domains[rd->nr_domains], dir, d);
 		rd->nr_domains++;
 	}
@@ -217,8 +287,8 @@ static void reader_apply_sync(struct tv_reader *rd, const char *dir)
 	if (ret == -ENOENT)
 		return;	/* never synchronised */
 	if (ret) {
-		tv_warn("Cannot use the sync transforms, every domain stays in its own clock: path=\"%s/sync/transforms\", errno=%d",
-			dir, -ret);
+		tv_warn("Cannot use the sync transforms, every domain stays in its own clock: path=\"%s/sync/transforms\", errno=%d (%s)",
+			dir, -ret, strerror(-ret));
 		return;
 	}
 	reader_use_sync(rd, &res, 1);

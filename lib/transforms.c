@@ -57,7 +57,7 @@ static int write_segments(const char *dir, const struct tv_sync_domain *d)
 	f = fopen(path, "we");
 	if (!f) {
 		err = errno;
-		tv_err("Cannot create TSC segments file: path=\"%s\", errno=%d", path, err);
+		tv_err("Cannot create TSC segments file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
 	for (size_t i = 0; i < d->nr_tsc_segments; i++)
@@ -69,7 +69,7 @@ static int write_segments(const char *dir, const struct tv_sync_domain *d)
 	if (fclose(f) && !err)
 		err = errno;
 	if (err)
-		tv_err("Cannot write TSC segments file: path=\"%s\", errno=%d", path, err);
+		tv_err("Cannot write TSC segments file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 	return -err;
 }
 
@@ -85,8 +85,10 @@ static int read_segments(const char *dir, struct tv_sync_domain *d)
 	snprintf(path, sizeof(path), "%s/sync/%s.tsc", dir, d->domain);
 	f = fopen(path, "re");
 	if (!f) {
-		tv_err("Cannot open TSC segments file: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot open TSC segments file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	d->tsc_segments = calloc(cap, sizeof(*d->tsc_segments));
 	while (d->tsc_segments && d->nr_tsc_segments < want) {
@@ -180,7 +182,7 @@ int tv_sync_write(const char *dir, const struct tv_sync_result *res)
 	snprintf(path, sizeof(path), "%s/sync", dir);
 	if (!ret && mkdir(path, 0755) && errno != EEXIST) {
 		ret = -errno;
-		tv_err("Cannot create directory: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot create directory: path=\"%s\", errno=%d (%s)", path, errno, strerror(errno));
 	}
 	for (size_t i = 0; i < res->nr && !ret; i++)
 		if (!strcmp(res->domains[i].method, "tsc"))

@@ -6,6 +6,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +48,10 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 	FILE *f = fopen(path, "we");
 
 	if (!f) {
-		tv_err("Cannot create vCPU map: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create vCPU map: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	fprintf(f, "# tid vm_pid vcpu vm_name\n");
 	for (size_t i = 0; i < map->nr; i++) {
@@ -55,8 +60,10 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 		fprintf(f, "%d %d %d %s\n", (int)t->tid, (int)t->vm_pid, t->vcpu, t->vm_name);
 	}
 	if (fclose(f)) {
-		tv_err("Cannot write vCPU map: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot write vCPU map: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	return 0;
 }
@@ -64,10 +71,32 @@ int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path)
 {
 	char line[256];
-	FILE *f = fopen(path, "re");
+	/* O_NONBLOCK: a FIFO in an untrusted session must not block; only a
+	 * regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
 
-	if (!f)
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		tv_err("Not a regular file in the session: path=\"%s\"", path);
+		close(fd);
+		return -EINVAL;
+	}
+	/* Bounded: a line per vCPU thread, ~30 bytes; 16 MiB is far beyond. */
+	if (st.st_size > (16 << 20)) {
+		tv_err("vCPU map too large: path=\"%s\", size=%lld", path, (long long)st.st_size);
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		struct tv_vcpu_thread t = { 0 }, *slot;
 		int tid, vm_pid;

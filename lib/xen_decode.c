@@ -488,8 +488,10 @@ static int write_format(const char *domain_dir, int id)
 	strcat(path, "/format");
 	f = fopen(path, "we");
 	if (!f) {
-		tv_err("Cannot write event format: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot write event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	fprintf(f, "name: %s\nID: %d\nformat:\n", events[id].name, id);
 	fprintf(f, "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"

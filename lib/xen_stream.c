@@ -74,14 +74,17 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	st->dom = dom;
 	st->cpu = cpu;
 	snprintf(st->path, sizeof(st->path), "%s/cpu%d.xen", dom->dir, cpu);
-	st->fd = open(st->path, O_RDONLY | O_CLOEXEC);
+	st->fd = tv_domain_open_file(dom, st->path);
 	if (st->fd < 0) {
-		if (errno == ENOENT) {	/* a CPU without a buffer, or no records */
+		int err = -st->fd;
+
+		if (err == ENOENT) {	/* a CPU without a buffer, or no records */
 			st->done = 1;
 			return 0;
 		}
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d", st->path, errno);
-		return -errno;
+		if (err != TV_EUNSAFE)
+			tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
 	}
 	st->xen = calloc(1, sizeof(*st->xen));
 	if (!st->xen)
@@ -106,8 +109,10 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			tv_err("Cannot read stream file: path=\"%s\", errno=%d", st->path, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+			return -err;
 		}
 		if (n == 0)
 			xs->eof = 1;

@@ -374,15 +374,17 @@ static int write_metadata(struct ctf_writer *w)
 	snprintf(path, sizeof(path), "%s/metadata", w->out);
 	m = fopen(path, "we");
 	if (!m) {
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	tsdl_header(w, m);
 	ret = tsdl_streams(w, m);
 	if (ret)
 		tv_err("Cannot write metadata file: path=\"%s\": out of memory", path);
 	if (fclose(m) && !ret) {
-		tv_err("Cannot write metadata file: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot write metadata file: path=\"%s\", errno=%d (%s)", path, errno, strerror(errno));
 		return -EIO;
 	}
 	return ret;
@@ -423,7 +425,7 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	put_u32(hdr + 80, s->cpu);
 	put_u32(hdr + 84, s->domain);
 	if (fwrite(hdr, sizeof(hdr), 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
-		tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path, errno);
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno, strerror(errno));
 		return -EIO;
 	}
 	s->len = 0;
@@ -447,8 +449,10 @@ static int stream_open_file(struct ctf_writer *w, struct ctf_stream *s)
 		return -ENOMEM;
 	s->f = fopen(path, "we");
 	if (!s->f) {
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d", path, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
 	}
 	/* babeltrace2 takes files with one stream_instance_id for one stream. */
 	s->instance = w->nr_streams++;
@@ -528,7 +532,7 @@ static int stream_split(struct ctf_writer *w, struct ctf_stream *s, const struct
 	ret = fclose(s->f);
 	s->f = NULL;
 	if (ret) {
-		tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path, errno);
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno, strerror(errno));
 		return -EIO;
 	}
 	if (!w->nr_splits++)
@@ -740,16 +744,20 @@ static int prepare_output(const char *out)
 	if (!mkdir(out, 0755))
 		return 0;
 	if (errno != EEXIST) {
-		tv_err("Cannot create directory: path=\"%s\", errno=%d", out, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create directory: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
+		return -err;
 	}
 	snprintf(path, sizeof(path), "%s/metadata", out);
 	ours = is_our_metadata(path);
 	for (pass = 0; pass < 2 && !ret; pass++) {
 		dir = opendir(out);
 		if (!dir) {
-			tv_err("Cannot open output directory: path=\"%s\", errno=%d", out, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot open output directory: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
+			return -err;
 		}
 		while (!ret && (de = readdir(dir))) {
 			struct stat sb;
@@ -765,9 +773,9 @@ static int prepare_output(const char *out)
 				       "path=\"%s\"", path);
 				ret = -EEXIST;
 			} else if (pass == 1 && unlink(path)) {
-				tv_err("Cannot remove earlier export file: path=\"%s\", errno=%d",
-				       path, errno);
 				ret = -errno;
+				tv_err("Cannot remove earlier export file: path=\"%s\", errno=%d (%s)",
+				       path, -ret, strerror(-ret));
 			}
 		}
 		closedir(dir);
@@ -785,7 +793,7 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 		return ret;
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, w->uuid, 16) != 16) {
-		tv_err("Cannot read /dev/urandom for the trace uuid: errno=%d", errno);
+		tv_err("Cannot read /dev/urandom for the trace uuid: errno=%d (%s)", errno, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -EIO;
@@ -816,8 +824,8 @@ static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 			if (!ret && s->f)
 				ret = flush_packet(w, s);
 			if (s->f && fclose(s->f) && !ret) {
-				tv_err("Cannot write stream file: path=\"%s\", errno=%d", s->path,
-				       errno);
+				tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path,
+				       errno, strerror(errno));
 				ret = -EIO;
 			}
 			stream_free(s);

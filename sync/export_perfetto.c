@@ -194,21 +194,27 @@ static void pf_entry(struct pf_writer *w, const struct tv_event *ev)
 
 int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
 {
-	static char buf[1 << 20];
+	/* The output buffer is the call's own: exports may run in parallel. */
+	const size_t buf_size = 1 << 20;
 	struct pf_writer w = { .rd = rd, .first = 1, .st = st };
 	struct tv_event ev;
+	char *buf;
 	int ret;
 
 	w.f = fopen(out, "we");
 	w.cpu_seen = calloc(tv_reader_nr_domains(rd) * 4096, 1);
-	if (!w.f || !w.cpu_seen) {
-		tv_err("Cannot create output file: path=\"%s\", errno=%d", out, errno);
+	buf = malloc(buf_size);
+	if (!w.f || !w.cpu_seen || !buf) {
+		int err = !w.f ? errno : ENOMEM;
+
+		tv_err("Cannot create output file: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
 		free(w.cpu_seen);
 		if (w.f)
 			fclose(w.f);
-		return -EIO;
+		free(buf);
+		return -err;
 	}
-	setvbuf(w.f, buf, _IOFBF, sizeof(buf));
+	setvbuf(w.f, buf, _IOFBF, buf_size);
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w.f);
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
 		if (!ev.format)
@@ -227,9 +233,10 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	tv_exit_tracker_free(&w.exits);
 	fputs("\n]}\n", w.f);
 	if (fclose(w.f) && !ret) {
-		tv_err("Cannot write output file: path=\"%s\", errno=%d", out, errno);
+		tv_err("Cannot write output file: path=\"%s\", errno=%d (%s)", out, errno, strerror(errno));
 		ret = -EIO;
 	}
+	free(buf);	/* after fclose(): the stream used it to the end */
 	tv_strbuf_free(&w.sb);
 	free(w.cpu_seen);
 	free(w.vcpu_seen);

@@ -482,7 +482,7 @@ int cmd_record(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, &saved);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
-		tv_cli_error("record", "Cannot create signalfd: errno=%d", errno);
+		tv_cli_error("record", "Cannot create signalfd: errno=%d (%s)", errno, strerror(errno));
 		return 1;
 	}
 	cli.so.guests = cli.specs;

@@ -60,8 +60,10 @@ static int flush_batch(struct tv_strbuf *sb, int all)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			tv_cli_error("report", "Cannot write the report: errno=%d", n < 0 ? errno : EIO);
-			return n < 0 ? -errno : -EIO;
+			int e = n < 0 ? errno : EIO;
+
+			tv_cli_error("report", "Cannot write the report: errno=%d (%s)", e, strerror(e));
+			return -e;
 		}
 		done += (size_t)n;
 	}

@@ -4,7 +4,9 @@
  * file (cmd_*.c) and is dispatched from the table below; this file only
  * installs the library's log callback and routes.
  */
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +32,35 @@ static const struct command commands[] = {
 };
 
 static const char *current_cmd = "tracevisor";
+/*
+ * Errors said so far (the library's through the log callback, the CLI's
+ * own through tv_cli_error()) and the last failure given to tv_cli_status():
+ * main() says the failure itself when nobody did.  Atomic: the library logs
+ * from its own threads too.
+ */
+static atomic_int errors_said;
+static int last_error;
 
 static void log_to_stderr(enum tv_log_level level, const char *msg, void *ctx)
 {
 	static const char *const prefix[] = { "", "warning: ", "", "debug: " };
 
 	(void)ctx;
+	/* A warning is said once, however many passes read the session. */
+	if (level == TV_LOG_WARN) {
+		static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+		static char last_warning[256];	/* under lock: threads log too */
+		int again;
+
+		pthread_mutex_lock(&lock);
+		again = !strncmp(last_warning, msg, sizeof(last_warning) - 1);
+		snprintf(last_warning, sizeof(last_warning), "%s", msg);
+		pthread_mutex_unlock(&lock);
+		if (again)
+			return;
+	}
+	if (level == TV_LOG_ERROR)
+		atomic_fetch_add_explicit(&errors_said, 1, memory_order_relaxed);
 	fprintf(stderr, "tracevisor %s: %s%s\n", current_cmd, prefix[level], msg);
 }
 
@@ -43,6 +68,7 @@ void tv_cli_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
+	atomic_fetch_add_explicit(&errors_said, 1, memory_order_relaxed);
 	fprintf(stderr, "tracevisor %s: ", cmd);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -52,6 +78,8 @@ void tv_cli_error(const char *cmd, const char *fmt, ...)
 
 int tv_cli_status(int err)
 {
+	if (err)
+		last_error = err;
 	return err ? 1 : 0;
 }
 
@@ -82,8 +110,18 @@ int main(int argc, char **argv)
 	tv_log_set_level(getenv("TRACEVISOR_DEBUG") ? TV_LOG_DEBUG : TV_LOG_INFO);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (!strcmp(argv[1], commands[i].name)) {
+			int status;
+
 			current_cmd = commands[i].name;
-			return commands[i].run(argc - 1, argv + 1);
+			status = commands[i].run(argc - 1, argv + 1);
+			/* Never a non-zero exit without a message (e.g. -ENOMEM). */
+			if (status == 1 && last_error &&
+			    !atomic_load_explicit(&errors_said, memory_order_relaxed)) {
+				int e = last_error < 0 ? -last_error : last_error;
+
+				tv_cli_error(current_cmd, "Failed: errno=%d (%s)", e, strerror(e));
+			}
+			return status;
 		}
 	}
 	fprintf(stderr, "tracevisor: unknown command '%s'\n", argv[1]);

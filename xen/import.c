@@ -35,7 +35,7 @@ static FILE *import_cpu_file(struct import_ctx *c, unsigned int cpu)
 	snprintf(path, sizeof(path), "%s/cpu%u.xen", c->dir, cpu);
 	c->out[cpu] = fopen(path, "we");
 	if (!c->out[cpu])
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d", path, errno);
+		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, errno, strerror(errno));
 	if ((int)cpu >= c->ncpus)
 		c->ncpus = (int)cpu + 1;
 	return c->out[cpu];
@@ -57,8 +57,10 @@ static int import_window(struct import_ctx *c, unsigned int cpu, uint32_t size, 
 			return -EBADMSG;
 		}
 		if (fwrite(c->buf, 1, n, out) != n) {
-			tv_err("Cannot write stream file: cpu=%u, errno=%d", cpu, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot write stream file: cpu=%u, errno=%d (%s)", cpu, err, strerror(err));
+			return -err;
 		}
 		size -= (uint32_t)n;
 	}
@@ -119,7 +121,7 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
 	c->in = fopen(file, "re");
 	if (!c->in) {
 		ret = -errno;
-		tv_err("Cannot open xentrace file: path=\"%s\", errno=%d", file, errno);
+		tv_err("Cannot open xentrace file: path=\"%s\", errno=%d (%s)", file, errno, strerror(errno));
 		free(c);
 		return ret;
 	}

@@ -42,7 +42,7 @@ int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int 
 		goto out;
 	}
 	if (!xcall) {
-		tv_err("Cannot open Xen hypercall interface: errno=%d (not running on Xen dom0?)", errno);
+		tv_err("Cannot open Xen hypercall interface: errno=%d (%s) (not running on Xen dom0?)", errno, strerror(errno));
 		ret = -ENODEV;
 		goto out;
 	}
@@ -67,8 +67,8 @@ int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int 
 		mono[1] = after;
 	}
 	if (rc) {
-		tv_err("Cannot inject trace record: event=0x%x, errno=%d", event, errno);
 		ret = -errno;
+		tv_err("Cannot inject trace record: event=0x%x, errno=%d (%s)", event, -ret, strerror(-ret));
 	}
 	xencall_free_buffer(xcall, tr);
 out:

@@ -53,6 +53,18 @@ struct xen_cpu_buf {
 	uint64_t bytes;
 };
 
+/*
+ * Threads: the drain thread (xen_drain_thread) and the caller's thread.
+ *   cpus[i].map          shared with Xen itself: cons/prod are read and
+ *                        written as volatile words, with the fences in
+ *                        xen_drain_cpu() ordering data against them
+ *   cpus[i].fd, .bytes,  the drain thread's from tv_xen_recorder_start()
+ *   copy, drain_err      to the pthread_join() in _stop(), which orders
+ *                        them before the caller reads them
+ *   stop_fd              an eventfd: the caller writes it, the thread polls
+ *   the rest             the caller's; set before the thread starts
+ * The drain thread logs through tv_log(), whose callback is atomic.
+ */
 struct tv_xen_recorder {
 	struct tv_xen_record_opts opts;
 	xentoollog_logger_stdiostream *log;
@@ -103,8 +115,10 @@ static int tbuf_get_info(struct tv_xen_recorder *rec, uint32_t *mask, uint64_t *
 	sysctl.interface_version = XEN_SYSCTL_INTERFACE_VERSION;
 	sysctl.u.tbuf_op.cmd = XEN_SYSCTL_TBUFOP_get_info;
 	if (xc_sysctl(rec->xch, &sysctl)) {
-		tv_err("Cannot read trace buffer state: errno=%d", errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot read trace buffer state: errno=%d (%s)", err, strerror(err));
+		return -err;
 	}
 	*mask = sysctl.u.tbuf_op.evt_mask;
 	*mfn = sysctl.u.tbuf_op.buffer_mfn;
@@ -124,8 +138,8 @@ static int xen_open_handles(struct tv_xen_recorder *rec)
 	rec->fmem = xenforeignmemory_open((xentoollog_logger *)rec->log, 0);
 	rec->xce = xenevtchn_open((xentoollog_logger *)rec->log, 0);
 	if (!rec->fmem || !rec->xce) {
-		tv_err("Cannot open Xen %s: errno=%d (xen-privcmd, xen-evtchn loaded?)",
-		       rec->fmem ? "event channels" : "foreign memory", errno);
+		tv_err("Cannot open Xen %s: errno=%d (%s) (xen-privcmd, xen-evtchn loaded?)",
+		       rec->fmem ? "event channels" : "foreign memory", errno, strerror(errno));
 		return -ENODEV;
 	}
 	return 0;
@@ -163,9 +177,11 @@ static int xen_map_buffers(struct tv_xen_recorder *rec, uint64_t tinfo_mfn, uint
 		rec->tinfo = map_pages(rec, mfns, rec->tinfo_pages, PROT_READ);
 	}
 	if (!rec->tinfo) {
-		tv_err("Cannot map trace buffer info: mfn=0x%llx, errno=%d",
-		       (unsigned long long)tinfo_mfn, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot map trace buffer info: mfn=0x%llx, errno=%d (%s)",
+		       (unsigned long long)tinfo_mfn, err, strerror(err));
+		return -err;
 	}
 	tinfo = rec->tinfo;
 	rec->pages = tinfo[0];
@@ -186,8 +202,10 @@ static int xen_map_buffers(struct tv_xen_recorder *rec, uint64_t tinfo_mfn, uint
 			continue;	/* no buffer for this CPU (offline at allocation) */
 		rec->cpus[cpu].map = map_pages(rec, mfns, rec->pages, PROT_READ | PROT_WRITE);
 		if (!rec->cpus[cpu].map) {
-			tv_err("Cannot map trace buffer: cpu=%d, errno=%d", cpu, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot map trace buffer: cpu=%d, errno=%d (%s)", cpu, err, strerror(err));
+			return -err;
 		}
 	}
 	return 0;
@@ -214,18 +232,21 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 		return 0;
 	cons = *buf_cons(b);
 	prod = *buf_prod(b);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* read data after prod */
+	/* The load of prod before our reads of the records it covers. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	n = tv_xen_ring_copy(cons, prod, b->map + 8, rec->data_size, rec->copy, &new_cons);
 	if (n < 0) {
 		tv_err("Corrupt trace buffer: cpu=%d, cons=%u, prod=%u", cpu, cons, prod);
 		return (int)n;
 	}
 	if (n && write(b->fd, rec->copy, (size_t)n) != n) {
-		tv_err("Cannot write stream file: cpu=%d, errno=%d", cpu, errno);
+		tv_err("Cannot write stream file: cpu=%d, errno=%d (%s)", cpu, errno, strerror(errno));
 		return -EIO;
 	}
 	b->bytes += (uint64_t)n;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* copy done before Xen reuses it */
+	/* Our reads of the window happen before the store of cons that lets
+	 * Xen overwrite it (a full fence, as xentrace's mb()). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	*buf_cons(b) = new_cons;
 	return 0;
 }
@@ -284,8 +305,8 @@ static int xen_set_cpu_mask(struct tv_xen_recorder *rec, const char *list)
 		if (!list || tv_xen_cpu_in_list(list, cpu))
 			map[cpu / 8] |= (uint8_t)(1u << (cpu % 8));
 	if (xc_tbuf_set_cpu_mask(rec->xch, map)) {
-		tv_err("Cannot set trace CPU mask: errno=%d", errno);
 		ret = -errno;
+		tv_err("Cannot set trace CPU mask: errno=%d (%s)", -ret, strerror(-ret));
 	}
 	free(map);
 	return ret;
@@ -347,8 +368,10 @@ static int xen_open_files(struct tv_xen_recorder *rec)
 		snprintf(path, sizeof(path), "%s/cpu%d.xen", rec->dir, cpu);
 		rec->cpus[cpu].fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (rec->cpus[cpu].fd < 0) {
-			tv_err("Cannot create stream file: path=\"%s\", errno=%d", path, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+			return -err;
 		}
 	}
 	return 0;
@@ -377,8 +400,10 @@ static int xen_physinfo(struct tv_xen_recorder *rec)
 	int v;
 
 	if (xc_physinfo(rec->xch, &pi)) {
-		tv_err("Cannot read Xen physical info: errno=%d", errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot read Xen physical info: errno=%d (%s)", err, strerror(err));
+		return -err;
 	}
 	rec->ncpus = (int)pi.max_cpu_id + 1;
 	rec->info.ncpus = rec->ncpus;
@@ -405,8 +430,10 @@ static int xen_setup(struct tv_xen_recorder *rec)
 	if (size == 0) {
 		/* Not allocated yet: allocate ours (the size is fixed until reboot). */
 		if (xc_tbuf_set_size(rec->xch, rec->opts.pages)) {
-			tv_err("Cannot allocate trace buffers: pages=%u, errno=%d", rec->opts.pages, errno);
-			return -errno;
+			int err = errno;
+
+			tv_err("Cannot allocate trace buffers: pages=%u, errno=%d (%s)", rec->opts.pages, err, strerror(err));
+			return -err;
 		}
 		ret = tbuf_get_info(rec, &rec->old_mask, &mfn, &size);
 		if (ret)
@@ -420,8 +447,10 @@ static int xen_setup(struct tv_xen_recorder *rec)
 		return -ENOMEM;
 	rec->virq_port = xenevtchn_bind_virq(rec->xce, VIRQ_TBUF);
 	if (rec->virq_port < 0) {
-		tv_err("Cannot bind VIRQ_TBUF: errno=%d (another trace consumer running?)", errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot bind VIRQ_TBUF: errno=%d (%s) (another trace consumer running?)", err, strerror(err));
+		return -err;
 	}
 	xen_read_time_scale(rec);
 	return xen_open_files(rec);
@@ -468,8 +497,8 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 	rec->changed = 1;
 	ret = xen_set_cpu_mask(rec, rec->opts.cpus);
 	if (!ret && xc_tbuf_set_evt_mask(rec->xch, rec->opts.evt_mask)) {
-		tv_err("Cannot set trace event mask: mask=0x%08x, errno=%d", rec->opts.evt_mask, errno);
 		ret = -errno;
+		tv_err("Cannot set trace event mask: mask=0x%08x, errno=%d (%s)", rec->opts.evt_mask, -ret, strerror(-ret));
 	}
 	/*
 	 * Xen enables tracing with its current mask as soon as it allocates the
@@ -480,8 +509,8 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 		unsigned long mfn, size;
 
 		if (xc_tbuf_enable(rec->xch, rec->pages, &mfn, &size)) {
-			tv_err("Cannot enable trace buffers: errno=%d", errno);
 			ret = -errno;
+			tv_err("Cannot enable trace buffers: errno=%d (%s)", -ret, strerror(-ret));
 		}
 	}
 	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -502,14 +531,14 @@ static void xen_restore(struct tv_xen_recorder *rec)
 		return;
 	rec->changed = 0;
 	if (xc_tbuf_disable(rec->xch))
-		tv_warn("Cannot disable trace buffers: errno=%d", errno);
+		tv_warn("Cannot disable trace buffers: errno=%d (%s)", errno, strerror(errno));
 	if (xc_tbuf_set_evt_mask(rec->xch, rec->old_mask))
-		tv_warn("Cannot restore trace event mask: mask=0x%08x, errno=%d", rec->old_mask, errno);
+		tv_warn("Cannot restore trace event mask: mask=0x%08x, errno=%d (%s)", rec->old_mask, errno, strerror(errno));
 	map = xc_cpumap_alloc(rec->xch);
 	if (map) {
 		memset(map, 0xff, (size_t)xc_get_cpumap_size(rec->xch));
 		if (xc_tbuf_set_cpu_mask(rec->xch, map))
-			tv_warn("Cannot restore trace CPU mask: errno=%d", errno);
+			tv_warn("Cannot restore trace CPU mask: errno=%d (%s)", errno, strerror(errno));
 		free(map);
 	}
 }
@@ -539,9 +568,9 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	rec->started = 0;
 	/* Disable first: after it returns no more records are written. */
 	if (xc_tbuf_disable(rec->xch))
-		tv_warn("Cannot disable trace buffers: errno=%d", errno);
+		tv_warn("Cannot disable trace buffers: errno=%d (%s)", errno, strerror(errno));
 	if (write(rec->stop_fd, &one, sizeof(one)) != sizeof(one))
-		tv_warn("Cannot signal drain thread: errno=%d", errno);
+		tv_warn("Cannot signal drain thread: errno=%d (%s)", errno, strerror(errno));
 	pthread_join(rec->thread, NULL);
 	ret = rec->drain_err ? rec->drain_err : xen_drain_all(rec);
 	xen_restore(rec);

@@ -122,16 +122,20 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size, bool create_session)
 {
 	if (create_session && mkdir(session_dir, 0755)) {
-		if (errno == EEXIST)
+		int err = errno;
+
+		if (err == EEXIST)
 			tv_err("Output exists: path=\"%s\" (remove it or choose another -o)", session_dir);
 		else
-			tv_err("Cannot create session directory: path=\"%s\", errno=%d", session_dir, errno);
-		return errno == EEXIST ? -EEXIST : -errno;
+			tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", session_dir, err, strerror(err));
+		return -err;
 	}
 	snprintf(out, size, "%s/xen", session_dir);
 	if (mkdir(out, 0755)) {
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d", out, errno);
-		return -errno;
+		int err = errno;
+
+		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
+		return -err;
 	}
 	return tv_xen_write_formats(out);
 }

@@ -71,9 +71,14 @@ typedef void (*tv_log_fn)(enum tv_log_level level, const char *msg, void *ctx);
  * @fn: receives one formatted line (no trailing newline); NULL silences
  * @ctx: passed back to @fn
  *
- * Threads: the setting is process-wide; set it before other threads call
- * the library.  @fn may be called from any library thread (the Xen drain
- * thread, guest threads), so it must be thread-safe.
+ * errno: tv_log() keeps errno across the callback (saved before, restored
+ * after), so @fn may call anything that touches errno.
+ *
+ * Threads: @fn is called from whichever thread logs, including the
+ * library's own threads (capture, guest stream, Xen drain): it must be
+ * thread-safe.  The function, its context and the level are atomics; set
+ * them before recording starts, as a pair that changes while library
+ * threads run may deliver one message to the new @fn with the old @ctx.
  */
 void tv_log_set_callback(tv_log_fn fn, void *ctx);
 /**
@@ -174,6 +179,14 @@ struct tv_record_cpu_stats {
 	uint64_t lost;		/* overrun + dropped + commit overrun */
 };
 
+/*
+ * Threads: a recorder runs one capture thread per CPU between
+ * tv_recorder_start() and _stop(); call every tv_recorder_* function from
+ * one thread, except tv_recorder_write_marker(), tv_recorder_add_vcpu(),
+ * tv_recorder_set_vm_name() and tv_recorder_add_domain(), which the guest
+ * threads call too (an internal lock covers the vCPU map, VM names and
+ * the domain list; a marker is one write(), atomic in the kernel).
+ */
 struct tv_recorder;
 
 /**
@@ -358,6 +371,11 @@ struct tv_guest_stats {
 	char status[300];	/* "complete", "truncated: ...", "failed: ..." */
 };
 
+/*
+ * Threads: each guest recording runs its own thread (tv_guest_start() to
+ * tv_guest_stop()); call the tv_guest_* functions from one thread.  The
+ * guest thread adds to the host recorder through its locked functions.
+ */
 struct tv_guest;
 
 /**
@@ -772,6 +790,11 @@ struct tv_domain_info {
 	pid_t (*tgid_of)(const struct tv_domain_info *dom, pid_t tid);
 };
 
+/*
+ * Threads: a reader has no threads and no locks: one thread at a time per
+ * reader (readers of the same or different sessions may run in parallel;
+ * the library keeps no shared state but the log callback).
+ */
 struct tv_reader;
 
 /**
@@ -1051,6 +1074,10 @@ struct tv_xen_record_opts {
 	bool in_session;	/* outdir made by the host recorder: only add xen/ */
 };
 
+/*
+ * Threads: a Xen recorder runs one drain thread between its start and
+ * stop; call the tv_xen_recorder_* functions from one thread.
+ */
 struct tv_xen_recorder;
 
 /**

@@ -340,6 +340,11 @@ static void generate_nested(struct domain_gen *good, struct domain_gen *nested, 
 #define JUMP_MID (T0 + SPAN / 2)
 #define ROUND_NS (SPAN / ROUNDS)
 
+static void add_xen_guest(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc);
+static uint64_t xen_clock(uint64_t dom0);
+/* --write-golden: the main session gets a Xen domain too (host + guests + Xen). */
+static int golden_xen;
+
 static void generate(int rounds)
 {
 	struct domain_gen host = { 0 }, g[3] = { { 0 }, { 0 }, { 0 } };
@@ -388,15 +393,31 @@ static void generate(int rounds)
 			memcpy(host.recs[i].data + 14, &guest, 2);
 	}
 	generate_nested(&g[0], &g[2], rounds, t0, span);
+	if (golden_xen) {	/* dom0 markers 7/8 around Xen records, as generate_xen() */
+		struct domain_gen xen = { 0 };
+
+		for (int i = 0; i < rounds; i++) {
+			uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i + 70000, x = t + delay();
+			uint64_t seq = (1ULL << 32) + (uint64_t)i;
+
+			add_marker(&host, t, 7, seq);
+			add_xen_guest(&xen, xen_clock(x), seq, 1);
+			add_marker(&host, x + delay(), 8, seq);
+		}
+		write_domain(&xen, "xen");
+		free(xen.recs);
+	}
 	write_domain(&host, "host");
 	write_domain(&g[0], "guest-good");
 	write_domain(&g[1], "guest-jump");
 	write_domain(&g[2], "guest-nested");
-	snprintf(path, sizeof(path), "%s/session.meta", root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
+	snprintf(path, sizeof(path), "%s/session.meta", base);
+	put_file(path, golden_xen ? "format=tracevisor-session\nversion=1\n"
+		       "domains=host,guest-good,guest-jump,guest-nested,xen\nreference_domain=host\n"
+		       : "format=tracevisor-session\nversion=1\n"
 		       "domains=host,guest-good,guest-jump,guest-nested\nreference_domain=host\n");
 	/* The kvm_entry/kvm_exit thread (pid 200) is guest-good's vCPU 0. */
-	snprintf(path, sizeof(path), "%s/host/vcpus", root);
+	snprintf(path, sizeof(path), "%s/host/vcpus", base);
 	put_file(path, "# tid vm_pid vcpu vm_name\n200 199 0 good\n");
 	free(host.recs);
 	for (int k = 0; k < 3; k++)
@@ -857,9 +878,22 @@ static void quiet(enum tv_log_level level, const char *msg, void *ctx)
 		fprintf(stderr, "%s\n", msg);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char cmd[600];
+
+	/* The committed multi-domain sample tests/samples/synced-multi
+	 * (tests/root/golden-outputs.sh): host, three guests and Xen. */
+	if (argc == 3 && !strcmp(argv[1], "--write-golden")) {
+		if (mkdir(argv[2], 0755)) {
+			perror(argv[2]);
+			return 2;
+		}
+		base = argv[2];
+		golden_xen = 1;
+		generate(40);
+		return 0;
+	}
 
 	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root)) {
 		perror("mkdtemp");

@@ -1,0 +1,33 @@
+#!/bin/bash
+# libFuzzer on the whole session reader (tests/fuzz/fuzz_session.c:
+# session.meta, meta, vcpus, sync/transforms, header_page, formats, ftrace
+# pages, Xen records, zstd streams) for a bounded time (FUZZ_SECONDS,
+# default 45), seeded from every session in tests/samples.  0 crashes, 0
+# hangs (-timeout), 0 leaks (LeakSanitizer; tests/fuzz/lsan.supp lists the
+# leaks inside libtraceevent).  What it finds is kept under tests/samples
+# (fuzz-*, README-fuzz.md).  Needs no root; skips without clang.
+. "$(dirname "$0")/lib.bash"
+command -v clang >/dev/null || skip "clang not installed (libFuzzer)"
+cd "$TV_ROOT" || exit 1
+make -s build/fuzz/fuzz_session >"$TV_TMP/build.log" 2>&1 || { cat "$TV_TMP/build.log" >&2; fail "make fuzz failed"; }
+F=build/fuzz/fuzz_session
+mkdir -p "$TV_TMP/corpus" "$TV_TMP/seeds"
+# plus the multi-domain sample synchronised, so sync/transforms (pieces,
+# composition) is among the seeds
+cp -r tests/samples/synced-multi "$TV_TMP/synced" && "$TV" sync "$TV_TMP/synced" >/dev/null 2>&1 ||
+	fail "cannot synchronise tests/samples/synced-multi"
+python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" "$TV_TMP/synced" || fail "cannot make the seeds"
+LSAN_OPTIONS=suppressions=$TV_ROOT/tests/fuzz/lsan.supp \
+"$F" -max_total_time="${FUZZ_SECONDS:-45}" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
+	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
+rc=$?
+tail -n 3 "$TV_TMP/fuzz.log" >&2
+if [ $rc != 0 ]; then
+	grep -A20 "ERROR\|==.*==" "$TV_TMP/fuzz.log" | head -40 >&2
+	for a in "$TV_TMP"/crash-* "$TV_TMP"/leak-* "$TV_TMP"/timeout-* "$TV_TMP"/oom-*; do
+		[ -f "$a" ] && { mkdir -p "$TV_ROOT/build/fuzz/artifacts"; cp "$a" "$TV_ROOT/build/fuzz/artifacts/"; }
+	done
+	fail "fuzzer found a problem (exit $rc); inputs in build/fuzz/artifacts/"
+fi
+runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
+echo "PASS: ${runs:-?} sessions read, no crash, hang or leak" >&2
