@@ -296,10 +296,27 @@ static int arm_duration(double seconds)
 	return fd;
 }
 
-static void show_progress(const struct tv_recorder *rec, double secs)
+/*
+ * Host bytes reach the disk when a CPU's ring buffer is half full (the splice
+ * wake-up threshold), so a slow host shows 0 for a while; guests stream as
+ * they go: both are shown.
+ */
+static void show_progress(const struct tv_session_record *srec, double secs)
 {
-	fprintf(stderr, "\rtracevisor record: %.1f s, %.1f MB captured ", secs,
-		(double)tv_recorder_bytes(rec) / 1e6);
+	const struct tv_recorder *rec = tv_session_record_host(srec);
+	uint64_t guest = 0;
+
+	for (size_t i = 0; i < tv_session_record_nr_guests(srec); i++) {
+		struct tv_guest_stats st;
+
+		tv_guest_get_stats(tv_session_record_guest(srec, i), &st);
+		guest += st.bytes;
+	}
+	fprintf(stderr, "\rtracevisor record: %.1f s, host %.1f MB on disk", secs,
+		rec ? (double)tv_recorder_bytes(rec) / 1e6 : 0.0);
+	if (tv_session_record_nr_guests(srec))
+		fprintf(stderr, ", guests %.1f MB", (double)guest / 1e6);
+	fputs("  ", stderr);
 }
 
 static double now_s(void)
@@ -314,7 +331,6 @@ static double now_s(void)
 static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, int sfd,
 			 pid_t child, int *why_signal)
 {
-	struct tv_recorder *rec = tv_session_record_host(srec);
 	int tfd = arm_duration(cli->duration);
 	struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
 	int progress = !cli->quiet && isatty(STDERR_FILENO);
@@ -328,8 +344,8 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 		tv_session_record_tick(srec);	/* probes, vCPU rescans */
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (progress && rec)
-			show_progress(rec, now_s() - start);
+		if (progress)
+			show_progress(srec, now_s() - start);
 		if (n <= 0)
 			continue;
 		if (tfd >= 0 && (pfd[1].revents & POLLIN))
