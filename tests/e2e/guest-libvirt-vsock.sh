@@ -99,7 +99,7 @@ cat >/tmp/dom.xml <<EOF
     <initrd>/tmp/l2w/initrd</initrd>
     <cmdline>console=ttyS0 quiet panic=-1 lab.role=l2</cmdline>
   </os>
-  <cpu mode="host-passthrough"/>
+  <cpu mode="host-passthrough"><feature policy="disable" name="tsc_adjust"/></cpu>
   <on_poweroff>destroy</on_poweroff>
   <on_reboot>destroy</on_reboot>
   <on_crash>destroy</on_crash>
@@ -139,6 +139,7 @@ if grep -q "cannot connect to the agent" /out/record.log; then
 	tracevisor record -o /out/s --guest $DOM --sync-interval 0.25 --duration 8 >/out/record.log 2>&1
 	echo $? >/out/record.status
 fi
+touch /tmp/l2/bump-tsc
 tracevisor record -o /out/s-tsc --clock x86-tsc --guest $DOM --sync-interval 0.25 --duration 8 >/out/record-tsc.log 2>&1
 echo $? >/out/record-tsc.status
 touch /tmp/l2/done
@@ -232,6 +233,6 @@ sync_checks "$ST"
 	fail "x86-tsc: guest-$DOM is $q/$(get "$ST" method), not exact/tsc: $(get "$ST" message)"
 [ "$vviol" = 0 ] || fail "x86-tsc: $vviol of $vchecked guest events outside their vCPU's kvm_entry..kvm_exit"
 segs=$(get "$ST" tsc_segments)
-[ "${segs:-0}" -gt 100 ] || fail "x86-tsc: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
+[ "${segs:-0}" -ge 2 ] || fail "x86-tsc: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
 echo "ok: x86-tsc: guest-$DOM exact/tsc, $segs TSC offset segments, 0/$checked probe violations, 0/$vchecked vCPU-residency outliers" >&2
 echo "PASS: record --guest $DOM (libvirt KVM domain in L1, vsock CID 3 from its XML, qemu pid $QPID, vCPU thread $tid0 with $total kvm_exits): local clock $lq (bound $lbound ns), x86-tsc exact" >&2

@@ -27,10 +27,9 @@ cat >/tmp/l2.sh <<"EOF"
 '"$L2_AGENT_SCRIPT"'
 EOF
 for g in a b; do { echo "hostname l2-$g"; cat /tmp/l2.sh; } >/tmp/l2-$g.sh; done
-# Both at once, both on L1 CPU 1: two L2s running on both L1 vCPUs
-# crash L1 now and then under TCG (tests/lab/README.md, known limits).
-Q1=$(taskset -c 1 lab-guest --background --cid 3 --timeout 400 /tmp/l2-a.sh /tmp/l2a) || exit 20
-Q2=$(taskset -c 1 lab-guest --background --cid 4 --timeout 400 /tmp/l2-b.sh /tmp/l2b) || exit 21
+# Both at once, on the one vCPU of L1 (tests/lab/README.md, L1 freezes)
+Q1=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2-a.sh /tmp/l2a) || exit 20
+Q2=$(lab-guest --background --cid 4 --timeout 400 /tmp/l2-b.sh /tmp/l2b) || exit 21
 echo "$Q1 $Q2" >/out/qemu.pids
 n=0
 while { [ ! -e /tmp/l2a/agent.started ] || [ ! -e /tmp/l2b/agent.started ]; } && [ $n -lt 240 ]; do
@@ -38,6 +37,7 @@ while { [ ! -e /tmp/l2a/agent.started ] || [ ! -e /tmp/l2b/agent.started ]; } &&
 done
 [ -e /tmp/l2a/agent.started ] && [ -e /tmp/l2b/agent.started ] || { echo "L2 agents did not start"; exit 22; }
 echo "both L2 agents up after ${n}s, qemu pids $Q1 $Q2"
+touch /tmp/l2a/bump-tsc /tmp/l2b/bump-tsc
 tracevisor record -o /out/both --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
 	--clock x86-tsc --sync-interval 0.25 --duration 10 >/out/both.log 2>&1
 echo $? >/out/both.status
@@ -56,30 +56,7 @@ echo $? >/out/l2a.status
 lab-guest --wait $Q2 2>/dev/null
 cp /tmp/l2a/agent.log /out/agent-a.log; cp /tmp/l2b/agent.log /out/agent-b.log
 exit 0'
-# L1's own kernel failing under nested TCG with two L2s (tests/lab/README.md,
-# known limits: seen even with both L2s on one L1 CPU, a 45-71 s soft
-# lockup of that CPU once in 17 runs, once for good after L2 b was killed)
-# is the lab's, not tracevisor's: one more boot, then skip, naming it,
-# rather than fail.  L2 consoles are not in this one.
-l1_failure() {
-	local l1
-	l1=$(grep -m1 -E 'BUG: |Kernel panic|soft lockup|rcu: INFO: .*stall' "$OUT/console.log" 2>/dev/null)
-	[ "$RC" = 125 ] && grep -q "stopped without writing /out/.lab-status" "$STDERR" &&
-		l1=${l1:-"L1 stopped without a status (triple fault)"}
-	echo "$l1"
-}
 run_lab kvm "$L1_SCRIPT" guest-multi LAB_TIMEOUT=900
-l1=$(l1_failure)
-if [ -n "$l1" ]; then
-	echo "L1's kernel failed ($l1); its files are in $OUT.l1-failed; booting the lab once more" >&2
-	rm -rf "$OUT.l1-failed" && mv "$OUT" "$OUT.l1-failed"
-	run_lab kvm "$L1_SCRIPT" guest-multi LAB_TIMEOUT=900
-	l1=$(l1_failure)
-fi
-if [ -n "$l1" ]; then
-	tail -n 15 "$OUT/console.log" >&2
-	skip "L1's kernel failed under nested TCG with two L2s (known lab limit, tests/lab/README.md): $l1"
-fi
 expect_rc 0 "L1 script"
 read -r Q1 Q2 <"$OUT/qemu.pids" || fail "no qemu pids written"
 cat "$OUT/both.log" "$OUT/dies.log" >&2
@@ -99,8 +76,8 @@ check_guest() {
 tkey() { sed -n "s/^guest-$2\\.$3=//p" "$1/sync/transforms"; }
 
 # The synced guest G of SESSION (recorded with --clock x86-tsc): exact, by
-# the TSC relation made of its own VM's kvm_write_tsc_offset (L1's KVM
-# rewrites the offset at every vCPU load under TCG: hundreds of segments),
+# the TSC relation made of its own VM's kvm_write_tsc_offset (the L2
+# workload writes its TSC every few seconds: a new offset each time),
 # no probe pair inverted, and its events inside its own VM's vCPU
 # guest-mode intervals.  Offsets or kvm_entry/kvm_exit of the other VM
 # would put its events far outside (host/vcpus names swapped: 98-99%).
@@ -124,7 +101,7 @@ check_sync() {
 	[ "${vchecked:-0}" -gt 1000 ] || fail "guest $2: only ${vchecked:-0} events checked against vCPU residency"
 	[ "$((vviol * 1000))" -le "$vchecked" ] ||
 		fail "guest $2: $vviol of $vchecked events outside its vCPUs' guest-mode intervals"
-	[ "${segs:-0}" -gt 100 ] || fail "guest $2: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
+	[ "${segs:-0}" -ge 2 ] || fail "guest $2: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
 	echo "ok: guest $2 in ${1##*/}: sync exact/tsc, $segs TSC offset segments, 0/$checked probe causality violations, $vviol/$vchecked vCPU-residency outliers" >&2
 }
 

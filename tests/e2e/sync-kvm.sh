@@ -34,6 +34,7 @@ while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1))
 tracevisor record -o /out/s --guest vsock:3,pid:$QPID,name:l2 --sync-interval 0.25 --duration 10 >/out/record.log 2>&1
 echo $? >/out/record.status
 # The agent serves one session after another: the same L2, TSC clock.
+touch /tmp/l2/bump-tsc
 tracevisor record -o /out/s-tsc --clock x86-tsc --guest vsock:3,pid:$QPID,name:l2 --sync-interval 0.25 --duration 10 >/out/record-tsc.log 2>&1
 echo $? >/out/record-tsc.status
 touch /tmp/l2/done
@@ -92,9 +93,9 @@ sync_checks "$ST"
 [ "$vviol" = 0 ] || fail "x86-tsc: $vviol of $vchecked guest events outside their vCPU's kvm_entry..kvm_exit"
 segs=$(get "$ST" tsc_segments) hdiff=$(get "$ST" hull_tsc_diff) hbound=$(get "$ST" hull_bound)
 [ "$(wc -l <"$ST/sync/guest-l2.tsc")" = "$segs" ] || fail "x86-tsc: sync/guest-l2.tsc does not hold the $segs segments"
-# L1 under TCG marks its TSC unstable ("TSCs unsynchronized"), so its KVM
-# rewrites the offset at every vCPU load: thousands of changes to follow.
-[ "${segs:-0}" -gt 100 ] || fail "x86-tsc: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
+# The L2 workload writes its TSC every few seconds (L2_AGENT_SCRIPT), so
+# L1's KVM writes new offsets mid-recording: changes to follow.
+[ "${segs:-0}" -ge 2 ] || fail "x86-tsc: only ${segs:-0} TSC offset segments: kvm_write_tsc_offset not followed?"
 echo "ok: x86-tsc: guest-l2 tsc/exact, $segs TSC offset segments, 0/$checked probe causality violations, 0/$vchecked vCPU-residency outliers; probe hull vs TSC relation: $hdiff cycles apart, hull bound $hbound" >&2
 
 # merged_checks SESSION NAME: report in time order, CTF export in report's order.

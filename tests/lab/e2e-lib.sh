@@ -69,9 +69,26 @@ expect_rc() {
 
 # L2 side of the guest tests: start the agent, say "started" once it is
 # listening (it prints "Ready:"), run a syscall/IRQ workload until L1
-# touches /out/done, then stop the agent.
+# touches /out/done, then stop the agent.  Once L1 touches /out/bump-tsc
+# (before an x86-tsc recording), every 20 rounds (2-4 s) the workload moves
+# L2's TSC 2^31 cycles forward (wrmsr IA32_TSC through /dev/cpu/0/msr):
+# L1's KVM then writes a new TSC offset (kvm_write_tsc_offset), which an
+# x86-tsc sync must follow to stay exact.  (L1's KVM also rewrites the
+# offset when a vCPU moves between L1 CPUs; the one-vCPU L1 has none.)
+# The read-to-write delay under nested TCG is far below 2^31 cycles, so the
+# TSC only ever moves forward; /out/tsc-bumps counts the writes.  Not
+# while a local clock is recorded: L2's kvm-clock jumps with its TSC and
+# back when KVM next updates it, so that clock would be no line at all.
 # shellcheck disable=SC2016 # expanded in L2
 L2_AGENT_SCRIPT='
+bump_tsc() {
+	t=$(dd if=/dev/cpu/0/msr bs=8 skip=2 count=1 2>/dev/null | od -An -tu8 | tr -d " ")
+	[ -n "$t" ] || return 0
+	v=$((t + 2147483648)) b="" k=0
+	while [ $k -lt 8 ]; do b="$b\\$(printf %03o $(((v >> (8 * k)) & 255)))"; k=$((k + 1)); done
+	printf "$b" | dd of=/dev/cpu/0/msr bs=8 seek=2 count=1 conv=notrunc 2>/dev/null &&
+		echo $((${bumps:-0} + 1)) >/out/tsc-bumps && bumps=$(cat /out/tsc-bumps)
+}
 tracevisor-agent -v >/out/agent.log 2>&1 &
 echo $! >/out/agent.pid
 w=0
@@ -82,6 +99,7 @@ while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
 	dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null
 	sleep 0.05
 	i=$((i + 1))
+	[ $((i % 20)) = 0 ] && [ -e /out/bump-tsc ] && bump_tsc
 done
 kill $(cat /out/agent.pid)
 exit 0'
