@@ -8,10 +8,14 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <event-parse.h>
 #include <trace-seq.h>
 
@@ -20,6 +24,7 @@
 
 #define MAX_EVENT_ID 65536
 #define MAX_FORMAT_BYTES (1 << 20)
+#define FORMAT_TRIAL_SECONDS 20
 
 /* NULL with errno set; a file that is not a regular file inside the
  * session fails with EINVAL (TV_EUNSAFE), logged. */
@@ -128,114 +133,12 @@ static int load_header_page(struct tv_domain *dom)
 	return ret ? -EINVAL : 0;
 }
 
-/* Is @name (@n bytes) the name of a "field:" line of format text @text? */
-static int format_has_field(const char *text, const char *name, size_t n)
-{
-	for (const char *p = text; (p = strstr(p, "field:")); p++) {
-		const char *end = strchr(p, ';'), *s;
-
-		if (!end)
-			return 0;
-		/* the name ends at ';' or at its array bound: "char comm[16];" */
-		s = end;
-		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
-			s--;
-		if (s > p && s[-1] == ']')
-			while (s > p && s[-1] != '[')
-				s--;
-		if (s > p && s[-1] == '[')
-			s--;
-		while (s > p && (s[-1] == ' ' || s[-1] == '\t'))
-			s--;
-		if ((size_t)(s - p) > n && !strncmp(s - n, name, n) &&
-		    !(isalnum((unsigned char)s[-(long)n - 1]) || s[-(long)n - 1] == '_'))
-			return 1;
-	}
-	return 0;
-}
-
 /*
- * libtraceevent 1.7 crashes on a print fmt that names a field the format
- * does not declare (e.g. REC->x inside __print_flags(), found by
- * tests/fuzz/fuzz_session.c: sample fuzz-print-fmt-undeclared-field).
- * Refuse such a format before it reaches the parser.
+ * Parse one format file into dom->tep.  @report_fd >= 0 (the trial child,
+ * formats_trial()) gets the path before the parser sees the file, so the
+ * parent can name the file the parser crashed on.
  */
-static int print_fmt_fields_ok(const char *text, const char *path)
-{
-	const char *fmt = strstr(text, "print fmt:");
-	int quoted = 0;
-
-	/*
-	 * Outside strings, "->" only follows REC or (REC) (libtraceevent 1.7 crashes
-	 * on "X->field": sample fuzz-print-fmt-arrow).
-	 */
-	for (const char *p = fmt; p && *p; p++) {
-		if (*p == '\\' && quoted && p[1]) {
-			p++;
-			continue;
-		}
-		if (*p == '"')
-			quoted = !quoted;
-		if (quoted || p[0] != '-' || p[1] != '>')
-			continue;
-		if (p - fmt >= 5 && !strncmp(p - 5, "(REC)", 5))
-			continue;	/* "(REC)->field", as ftrace:func_repeats */
-		if (p - fmt < 4 || strncmp(p - 3, "REC", 3) || isalnum((unsigned char)p[-4]) ||
-		    p[-4] == '_') {
-			tv_err("Corrupt event format: path=\"%s\", offset=%zu: \"->\" not after REC in print fmt",
-			       path, (size_t)(p - text));
-			return -EINVAL;
-		}
-	}
-
-	for (const char *p = fmt; p && (p = strstr(p, "REC->")); ) {
-		size_t n = 0;
-
-		p += 5;
-		while (isalnum((unsigned char)p[n]) || p[n] == '_')
-			n++;
-		if (!n || !format_has_field(text, p, n)) {
-			tv_err("Corrupt event format: path=\"%s\": print fmt names an undeclared field \"%.*s\"",
-			       path, (int)(n > 64 ? 64 : n), p);
-			return -EINVAL;
-		}
-		p += n;
-	}
-	return 0;
-}
-
-/*
- * The shape libtraceevent's lexer assumes (it crashes on less, found by
- * tests/fuzz/fuzz_session.c: sample fuzz-format-field-bracket): printable
- * ASCII text, and every "field:" declaration ending in ';' with its
- * brackets closed.
- */
-static int format_shape_ok(const char *text, size_t len, const char *path)
-{
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-
-		if (c != '\t' && c != '\n' && (c < 0x20 || c > 0x7e)) {
-			tv_err("Corrupt event format: path=\"%s\", offset=%zu: not a text file", path, i);
-			return -EINVAL;
-		}
-	}
-	for (const char *p = text; (p = strstr(p, "field:")); p++) {
-		const char *end = strpbrk(p, ";\n");
-		int depth = 0;
-
-		for (const char *q = p; end && q < end; q++)
-			depth += (*q == '[') - (*q == ']');
-		if (!end || *end != ';' || depth) {
-			tv_err("Corrupt event format: path=\"%s\", offset=%zu: field declaration not closed",
-			       path, (size_t)(p - text));
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-static int load_format(struct tv_domain *dom, const char *system, const char *path)
+static int load_format(struct tv_domain *dom, const char *system, const char *path, int report_fd)
 {
 	size_t len;
 	char *buf = read_whole(dom, path, MAX_FORMAT_BYTES, &len);
@@ -249,10 +152,12 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
-	if (format_shape_ok(buf, len, path) || print_fmt_fields_ok(buf, path)) {
+	if (tv_format_text_check(buf, len, path)) {
 		free(buf);
 		return -EINVAL;
 	}
+	if (report_fd >= 0 && dprintf(report_fd, "%s\n", path) < 0)
+		_exit(3);
 	ret = tep_parse_event(dom->tep, buf, len, system);
 	free(buf);
 	if (ret) {
@@ -262,7 +167,7 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 	return 0;
 }
 
-static int load_formats(struct tv_domain *dom)
+static int load_formats(struct tv_domain *dom, int report_fd)
 {
 	char path[PATH_MAX + 300];
 	struct dirent *sys, *ev;
@@ -289,7 +194,7 @@ static int load_formats(struct tv_domain *dom)
 				continue;
 			snprintf(path, sizeof(path), "%s/events/%s/%s/format", dom->dir,
 				 sys->d_name, ev->d_name);
-			ret = load_format(dom, sys->d_name, path);
+			ret = load_format(dom, sys->d_name, path, report_fd);
 			n++;
 		}
 		closedir(ed);
@@ -300,6 +205,78 @@ static int load_formats(struct tv_domain *dom)
 		ret = -ENOENT;
 	}
 	return ret;
+}
+
+static void quiet_log(enum tv_log_level level, const char *msg, void *ctx)
+{
+	(void)level;
+	(void)msg;
+	(void)ctx;
+}
+
+/* The trial child: parse every format, die quietly if the parser crashes. */
+static void formats_trial_child(struct tv_domain *dom, int report_fd)
+{
+	static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM };
+	struct rlimit no_core = { 0, 0 };
+
+	/* default actions, so a crash ends this child only (and no sanitizer
+	 * or fuzzer handler inherited from the parent reports it as its own) */
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		signal(fatal[i], SIG_DFL);
+	setrlimit(RLIMIT_CORE, &no_core);
+	tv_log_set_callback(quiet_log, NULL);	/* the parent says what went wrong */
+	alarm(FORMAT_TRIAL_SECONDS);
+	_exit(load_formats(dom, report_fd) ? 2 : 0);
+}
+
+/*
+ * Run libtraceevent's format parser on this domain's formats in a child
+ * process before the reader runs it for real: the formats are untrusted,
+ * and that parser has crashed on malformed text more than once (see
+ * format_check.c).  The parser is deterministic, so formats the child
+ * parsed without crashing are safe to parse here.  A child that failed
+ * without crashing is not an error here: the real pass logs the reason.
+ */
+static int formats_trial(struct tv_domain *dom)
+{
+	char last[PATH_MAX + 300] = "", line[sizeof(last)];
+	int fds[2], status;
+	FILE *report;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return 0;	/* no sandbox possible: the checks above still hold */
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		tv_debug("Cannot fork to check event formats: errno=%d (%s); parsing them directly",
+			 err, strerror(err));
+		return 0;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		formats_trial_child(dom, fds[1]);
+	}
+	close(fds[1]);
+	report = fdopen(fds[0], "r");
+	while (report && fgets(line, sizeof(line), report))
+		memcpy(last, line, sizeof(last));
+	if (report)
+		fclose(report);
+	else
+		close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFSIGNALED(status))
+		return 0;
+	last[strcspn(last, "\n")] = '\0';
+	tv_err("Cannot parse event format: path=\"%s\": libtraceevent %s on it (signal %d)", last,
+	       WTERMSIG(status) == SIGALRM ? "did not finish" : "crashed", WTERMSIG(status));
+	return -EINVAL;
 }
 
 /*
@@ -568,7 +545,9 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	tep_set_flag(dom->tep, TEP_NSEC_OUTPUT);
 	ret = load_header_page(dom);
 	if (!ret)
-		ret = load_formats(dom);
+		ret = formats_trial(dom);
+	if (!ret)
+		ret = load_formats(dom, -1);
 	if (ret)
 		return ret;
 	register_printers(dom);

@@ -87,6 +87,16 @@ struct tv_domain {
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
 
 /*
+ * tv_format_text_check - refuse an event format libtraceevent would crash on
+ * @text: the format file's text, NUL-terminated
+ * @len: its length
+ * @path: the file, for the error
+ *
+ * Return: 0, or -EINVAL with a one-line error logged naming @path.
+ */
+int tv_format_text_check(const char *text, size_t len, const char *path);
+
+/*
  * Open a session file for reading (lib/session_file.c): a regular file, and
  * when @path is a symlink, one inside directory @root (NULL: not checked).
  * Return: the fd, -errno when open() fails (not logged: ENOENT is often
