@@ -9,7 +9,9 @@
  * buffer_percent full, or when the shared stop eventfd becomes readable.
  *
  * splice() only takes sub-buffers the writer has left; the last, partly
- * filled one is fetched with read() when draining after tracing stopped.
+ * filled one is fetched with read() when draining after tracing stopped,
+ * and on a flush asked while tracing (tv_capture_flush(): the live view
+ * reads the session as it is written).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
@@ -32,7 +35,7 @@ int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *ou
 	int ret, pipe_bytes;
 
 	memset(cap, 0, sizeof(*cap));
-	cap->raw_fd = cap->out_fd = cap->pipe_fd[0] = cap->pipe_fd[1] = -1;
+	cap->raw_fd = cap->out_fd = cap->pipe_fd[0] = cap->pipe_fd[1] = cap->flush_fd = -1;
 	cap->stop_fd = stop_fd;
 	cap->subbuf_size = subbuf_size;
 	snprintf(cap->out_path, sizeof(cap->out_path), "%s", out_path);
@@ -47,6 +50,12 @@ int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *ou
 	if (cap->out_fd < 0) {
 		ret = -errno;
 		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", out_path, -ret, strerror(-ret));
+		return ret;
+	}
+	cap->flush_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cap->flush_fd < 0) {
+		ret = -errno;
+		tv_err("Cannot create eventfd for CPU %s: errno=%d (%s)", raw_path, -ret, strerror(-ret));
 		return ret;
 	}
 	if (pipe2(cap->pipe_fd, O_CLOEXEC)) {
@@ -132,14 +141,16 @@ static int capture_read_remainder(struct tv_capture *cap)
 static void *capture_thread(void *arg)
 {
 	struct tv_capture *cap = arg;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = cap->raw_fd, .events = POLLIN },
 		{ .fd = cap->stop_fd, .events = POLLIN },
+		{ .fd = cap->flush_fd, .events = POLLIN },
 	};
+	uint64_t asked;
 	int ret = 0;
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			ret = -errno;
@@ -148,6 +159,11 @@ static void *capture_thread(void *arg)
 		if (pfd[1].revents & POLLIN)
 			break;
 		ret = capture_splice_available(cap);
+		if (!ret && (pfd[2].revents & POLLIN) && read(cap->flush_fd, &asked, sizeof(asked)) > 0) {
+			ret = capture_read_remainder(cap);
+			/* publishes the flush's file writes (see capture.h) */
+			__atomic_fetch_add(&cap->flushed, 1, __ATOMIC_RELEASE);
+		}
 		if (ret)
 			break;
 	}
@@ -174,6 +190,18 @@ int tv_capture_start(struct tv_capture *cap)
 	return 0;
 }
 
+int tv_capture_flush(struct tv_capture *cap)
+{
+	uint64_t one = 1;
+
+	return write(cap->flush_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+
+uint64_t tv_capture_flushed(const struct tv_capture *cap)
+{
+	return __atomic_load_n(&cap->flushed, __ATOMIC_ACQUIRE);
+}
+
 int tv_capture_join(struct tv_capture *cap)
 {
 	if (!cap->started)
@@ -188,7 +216,8 @@ int tv_capture_join(struct tv_capture *cap)
 
 void tv_capture_close(struct tv_capture *cap)
 {
-	int *fds[] = { &cap->raw_fd, &cap->out_fd, &cap->pipe_fd[0], &cap->pipe_fd[1] };
+	int *fds[] = { &cap->raw_fd, &cap->out_fd, &cap->pipe_fd[0], &cap->pipe_fd[1],
+		       &cap->flush_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)

@@ -12,6 +12,11 @@
  * bytes and error from start to tv_capture_join(); stop_fd is an eventfd
  * shared by every capture thread (readable once stop is asked); the rest
  * is set before the thread starts and read-only while it runs.
+ * flush_fd is this capture's own eventfd: the recorder's thread writes it
+ * to ask for a flush, the capture thread reads it; the capture thread then
+ * publishes the flush as done by incrementing @flushed (release; the
+ * recorder's thread reads it with acquire, which orders the file writes of
+ * the flush before whatever the recorder's thread does next).
  */
 struct tv_capture {
 	int cpu;
@@ -19,6 +24,8 @@ struct tv_capture {
 	int out_fd;		/* DIR/host/cpuN.raw */
 	int pipe_fd[2];
 	int stop_fd;		/* shared eventfd: readable once stop is asked */
+	int flush_fd;		/* own eventfd: readable when a flush is asked */
+	uint64_t flushed;	/* flushes done (atomic, see above) */
 	size_t subbuf_size;
 	size_t chunk;		/* bytes moved per splice */
 	pthread_t thread;
@@ -34,6 +41,13 @@ struct tv_capture {
 int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *out_path,
 		    int stop_fd, size_t subbuf_size);
 int tv_capture_start(struct tv_capture *cap);
+/*
+ * Ask the capture thread to write everything the CPU buffer holds now,
+ * partly filled sub-buffer included; tv_capture_flushed() counts the
+ * flushes done.  Return: 0 or -errno.
+ */
+int tv_capture_flush(struct tv_capture *cap);
+uint64_t tv_capture_flushed(const struct tv_capture *cap);
 /* Joins the thread (which drains everything left once stop_fd fires). */
 int tv_capture_join(struct tv_capture *cap);
 void tv_capture_close(struct tv_capture *cap);

@@ -20,6 +20,13 @@ int tv_kvm_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
 int tv_kvm_stat_pass_event(struct tv_kvm_stat_pass *p, const struct tv_event *ev);
 /* After the last event: the rows, sorted, into @out.  0 or -ENOMEM. */
 int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p);
+/*
+ * End an interval (the live view): the rows of the events since the last
+ * interval into @out (owned by the caller: tv_kvm_stat_free()), then start
+ * empty.  An exit whose entry has not come yet is timed in the interval of
+ * its entry; it is counted in the interval of its exit.  0 or -ENOMEM.
+ */
+int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out);
 void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p);
 
 #endif

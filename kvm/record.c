@@ -286,7 +286,8 @@ static int recorder_open_captures(struct tv_recorder *rec)
 		return -ENOMEM;
 	}
 	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
-		rec->caps[cpu].raw_fd = rec->caps[cpu].out_fd = -1;
+		rec->caps[cpu].raw_fd = rec->caps[cpu].out_fd = rec->caps[cpu].flush_fd =
+			rec->caps[cpu].pipe_fd[0] = rec->caps[cpu].pipe_fd[1] = -1;
 	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
 		snprintf(raw, sizeof(raw), "%s/per_cpu/cpu%d/trace_pipe_raw", inst_dir, cpu);
 		snprintf(out, sizeof(out), "%s/cpu%d.raw", rec->domain_dir, cpu);
@@ -527,11 +528,53 @@ static void recorder_apply_labels(struct tv_recorder *rec)
 	pthread_mutex_unlock(&rec->lock);
 }
 
+int tv_recorder_flush(struct tv_recorder *rec, int timeout_ms)
+{
+	uint64_t *want = calloc((size_t)rec->nr_cpus, sizeof(*want));
+	struct timespec pause = { 0, 1000000 };
+	int ret = 0, waited = 0;
+
+	if (!want)
+		return -ENOMEM;
+	if (!rec->started || rec->stopped)
+		ret = -EINVAL;
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
+		want[cpu] = tv_capture_flushed(&rec->caps[cpu]) + 1;
+		ret = tv_capture_flush(&rec->caps[cpu]);
+	}
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
+		while (!ret && tv_capture_flushed(&rec->caps[cpu]) < want[cpu]) {
+			if (waited++ >= timeout_ms)
+				ret = -ETIMEDOUT;
+			nanosleep(&pause, NULL);
+		}
+	}
+	free(want);
+	if (ret == -ETIMEDOUT)
+		tv_err("Cannot flush the ring buffers: no capture thread answer in %d ms", timeout_ms);
+	return ret;
+}
+
+int tv_recorder_checkpoint(struct tv_recorder *rec)
+{
+	char path[PATH_MAX + 32];
+	int ret;
+
+	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
+	tv_vcpu_map_scan(&rec->vcpus, "/proc");
+	pthread_mutex_unlock(&rec->lock);
+	recorder_apply_labels(rec);
+	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
+	pthread_mutex_lock(&rec->lock);
+	ret = tv_vcpu_map_write(&rec->vcpus, path);
+	pthread_mutex_unlock(&rec->lock);
+	return ret ? ret : tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
+}
+
 int tv_recorder_stop(struct tv_recorder *rec)
 {
 	uint64_t one = 1;
 	int ret = 0, err;
-	char path[PATH_MAX + 32];
 
 	if (!rec->started || rec->stopped)
 		return 0;
@@ -549,16 +592,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 			ret = err;
 		recorder_read_cpu_stats(rec, cpu);
 	}
-	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
-	tv_vcpu_map_scan(&rec->vcpus, "/proc");
-	pthread_mutex_unlock(&rec->lock);
-	recorder_apply_labels(rec);
-	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
-	pthread_mutex_lock(&rec->lock);
-	err = tv_vcpu_map_write(&rec->vcpus, path);
-	pthread_mutex_unlock(&rec->lock);
-	if (!err)
-		err = tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
+	err = tv_recorder_checkpoint(rec);
 	if (!err)
 		err = recorder_write_meta(rec);
 	if (!err)

@@ -32,6 +32,7 @@ struct stat_ctx {
 	 */
 	struct tv_exit_tracker threads;
 	uint64_t unmatched_exits;
+	uint64_t interval_unmatched;	/* unmatched + backwards when the interval began */
 };
 
 struct tv_kvm_stat_pass {
@@ -40,6 +41,7 @@ struct tv_kvm_stat_pass {
 	struct stat_ctx pvm;		/* until a kvm_exit fires */
 	bool have_pvm;
 	uint64_t nr_exits;
+	uint64_t interval_events;	/* out->events when the interval began */
 };
 
 static struct tv_exit_slot *thread_get(struct stat_ctx *c, int pid)
@@ -274,6 +276,56 @@ int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p)
 	if (out->have_exit_entry)
 		out->unmatched_exits += tv_exit_tracker_open(&c->threads);
 	return tv_latency_table_finish(&c->rows, out, cmp_rows);
+}
+
+/*
+ * A new, empty table for @c, into which the exits still open (their entry
+ * comes in the next interval) move as empty rows of the same name, so that
+ * their latency is added where their entry falls.
+ */
+static int stat_ctx_new_interval(struct stat_ctx *c)
+{
+	struct tv_latency_table fresh = { 0 };
+
+	for (size_t i = 0; i < c->threads.cap; i++) {
+		struct tv_exit_slot *t = &c->threads.slots[i];
+		struct tv_latency_acc *old = t->ptr;
+
+		if (!t->key || !t->open || !old)
+			continue;
+		t->ptr = tv_latency_row(&fresh, old->row.vm, old->row.vcpu, old->row.reason);
+		if (!t->ptr) {
+			tv_latency_table_free(&fresh);
+			return -ENOMEM;
+		}
+	}
+	tv_latency_table_free(&c->rows);
+	c->rows = fresh;
+	return 0;
+}
+
+int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out)
+{
+	bool exits = p->out->have_exit_entry && p->nr_exits;
+	struct stat_ctx *c = exits ? &p->exits : &p->pvm;
+	uint64_t unmatched = c->threads.unmatched + c->threads.backwards;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	out->have_exit_entry = exits;
+	snprintf(out->mode, sizeof(out->mode), "%s", exits ? "exits" : "pvm");
+	out->events = p->out->events - p->interval_events;
+	out->unmatched_exits = unmatched - c->interval_unmatched;
+	ret = tv_latency_table_finish(&c->rows, out, cmp_rows);
+	if (!ret)
+		ret = stat_ctx_new_interval(&p->exits);
+	if (!ret && p->have_pvm)
+		ret = stat_ctx_new_interval(&p->pvm);
+	p->interval_events = p->out->events;
+	c->interval_unmatched = unmatched;
+	if (ret)
+		tv_kvm_stat_free(out);
+	return ret;
 }
 
 void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p)

@@ -393,7 +393,7 @@ int tv_cpu_stream_next(struct tv_cpu_stream *st)
 				return ret;
 		}
 		if (next >= st->file_size) {
-			st->done = 1;
+			st->done = !st->dom->follow;	/* followed: refresh() may extend it */
 			return 0;
 		}
 		ret = stream_load_page(st, next);
@@ -416,9 +416,27 @@ void tv_cpu_stream_close(struct tv_cpu_stream *st)
 	st->page = NULL;
 }
 
+int tv_cpu_stream_refresh(struct tv_cpu_stream *st)
+{
+	struct stat sb;
+
+	if (st->zs || st->fd < 0)
+		return 0;	/* compressed after the recording: final */
+	if (fstat(st->fd, &sb)) {
+		int err = errno;
+
+		tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
+		return -err;
+	}
+	/* the capture writes whole sub-buffers; one may be half written now */
+	st->file_size = (uint64_t)sb.st_size - (uint64_t)sb.st_size % st->dom->subbuf_size;
+	return 0;
+}
+
 const struct tv_stream_source tv_ftrace_source = {
 	.kind = "linux-ftrace",
 	.open = tv_cpu_stream_open,
 	.next = tv_cpu_stream_next,
 	.close = tv_cpu_stream_close,
+	.refresh = tv_cpu_stream_refresh,
 };

@@ -414,6 +414,15 @@ static void load_task_maps(struct tv_domain *dom)
 	tv_vcpu_map_read(&dom->vcpus, path);
 }
 
+void tv_domain_reload_task_maps(struct tv_domain *dom)
+{
+	free(dom->tgids);
+	dom->tgids = NULL;
+	dom->nr_tgids = 0;
+	tv_vcpu_map_free(&dom->vcpus);
+	load_task_maps(dom);
+}
+
 static pid_t domain_tgid_of(const struct tv_domain_info *info, pid_t tid)
 {
 	const struct tv_domain *dom = (const struct tv_domain *)info;

@@ -49,6 +49,12 @@ struct tv_stream_source {
 	int (*next)(struct tv_cpu_stream *st);
 	/* Release what open made; safe after a failed open. */
 	void (*close)(struct tv_cpu_stream *st);
+	/*
+	 * Following a session being written (NULL: this kind cannot be
+	 * followed): see how far the file has grown, so that next() reads on
+	 * past the end it returned 0 at.  0 or -errno (logged).
+	 */
+	int (*refresh)(struct tv_cpu_stream *st);
 };
 
 /* linux-ftrace: cpuN.raw ring-buffer sub-buffers, or cpuN.raw.zst (cpu_stream.c). */
@@ -80,11 +86,14 @@ struct tv_domain {
 	int swap;		/* the session's byte order is not this machine's */
 	int nr_cpus;
 	int incomplete;		/* its recorder never finished: no meta, maybe a short tail */
+	int follow;		/* being recorded: its streams' ends are not final */
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
 
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
+/* Read the vCPU map and task maps again (a session being recorded). */
+void tv_domain_reload_task_maps(struct tv_domain *dom);
 
 /*
  * tv_format_text_check - refuse an event format libtraceevent would crash on
@@ -158,6 +167,8 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 /* Return: 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */
 int tv_cpu_stream_next(struct tv_cpu_stream *st);
 void tv_cpu_stream_close(struct tv_cpu_stream *st);
+/* The file's whole sub-buffers written so far (following a recording). */
+int tv_cpu_stream_refresh(struct tv_cpu_stream *st);
 
 /* The same three for a domain of kind xen-trace (lib/xen_stream.c). */
 struct tv_xen_stream;

@@ -33,6 +33,11 @@ struct tv_reader {
 	struct tv_cpu_stream *current;	/* returned last; advanced on next call */
 	struct tv_meta *session_meta;
 	int incomplete;		/* no session.meta: its recorder was killed */
+	/* Following a session being recorded: streams at their end wait here
+	 * for tv_reader_follow_refresh() instead of leaving the merge. */
+	int follow;
+	struct tv_cpu_stream **waiting;
+	size_t nr_waiting;
 };
 
 static int stream_before(const struct tv_cpu_stream *a, const struct tv_cpu_stream *b)
@@ -158,7 +163,8 @@ static int incomplete_session(struct tv_reader *rd, const char *dir)
 	if (ret)
 		return ret;
 	rd->incomplete = 1;
-	tv_warn("Incomplete session: path=\"%s\" has no session.meta (the recording did not finish): showing what reached the disk", dir);
+	if (!rd->follow)	/* followed: being recorded, not cut short */
+		tv_warn("Incomplete session: path=\"%s\" has no session.meta (the recording did not finish): showing what reached the disk", dir);
 	return 0;
 }
 
@@ -304,7 +310,8 @@ static int reader_open_streams(struct tv_reader *rd)
 		total += (size_t)rd->domains[d].nr_cpus * stream_cursors(&rd->domains[d]);
 	rd->streams = calloc(total, sizeof(*rd->streams));
 	rd->heap = calloc(total, sizeof(*rd->heap));
-	if (!rd->streams || !rd->heap)
+	rd->waiting = calloc(total, sizeof(*rd->waiting));
+	if (!rd->streams || !rd->heap || !rd->waiting)
 		return -ENOMEM;
 	for (size_t d = 0; d < rd->nr_domains && !ret; d++) {
 		size_t cursors = stream_cursors(&rd->domains[d]);
@@ -321,14 +328,33 @@ static int reader_open_streams(struct tv_reader *rd)
 				rd->heap[rd->heap_len] = st;
 				heap_sift_up(rd, rd->heap_len++);
 				ret = 0;
+			} else if (!ret && rd->follow) {
+				rd->waiting[rd->nr_waiting++] = st;
 			}
 		}
 	}
 	return ret;
 }
 
-/* @res: transforms to use; NULL: DIR/sync/transforms unless @raw. */
-static int reader_open(const char *dir, int raw, const struct tv_sync_result *res,
+/* Every domain of a followed session must be of a kind that can be followed. */
+static int reader_set_follow(struct tv_reader *rd, const char *dir)
+{
+	for (size_t d = 0; d < rd->nr_domains; d++) {
+		if (!rd->domains[d].source->refresh) {
+			tv_err("Cannot follow a session being recorded: path=\"%s\", domain=\"%s\" (kind %s is read only once recorded)",
+			       dir, rd->domains[d].subdir, rd->domains[d].source->kind);
+			return -EOPNOTSUPP;
+		}
+		rd->domains[d].follow = 1;
+	}
+	return 0;
+}
+
+/*
+ * @res: transforms to use; NULL: DIR/sync/transforms unless @raw.
+ * @follow: the session is being recorded (raw, never synchronised).
+ */
+static int reader_open(const char *dir, int raw, int follow, const struct tv_sync_result *res,
 		       struct tv_reader **out)
 {
 	struct tv_reader *rd = calloc(1, sizeof(*rd));
@@ -336,8 +362,11 @@ static int reader_open(const char *dir, int raw, const struct tv_sync_result *re
 
 	if (!rd)
 		return -ENOMEM;
+	rd->follow = follow;
 	ret = reader_load_domains(rd, dir);
-	if (!ret && res)
+	if (!ret && follow)
+		ret = reader_set_follow(rd, dir);
+	else if (!ret && res)
 		reader_use_sync(rd, res, 0);
 	else if (!ret && !raw)
 		reader_apply_sync(rd, dir);
@@ -353,21 +382,37 @@ static int reader_open(const char *dir, int raw, const struct tv_sync_result *re
 
 int tv_reader_open(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 0, NULL, out);
+	return reader_open(dir, 0, 0, NULL, out);
 }
 
 int tv_reader_open_raw(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 1, NULL, out);
+	return reader_open(dir, 1, 0, NULL, out);
+}
+
+int tv_reader_open_follow(const char *dir, struct tv_reader **out)
+{
+	return reader_open(dir, 1, 1, NULL, out);
 }
 
 int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
 			  struct tv_reader **out)
 {
-	return reader_open(dir, 0, res, out);
+	return reader_open(dir, 0, 0, res, out);
 }
 
-int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
+/* Put @st back into the merge after it moved on (1), or aside (0, followed). */
+static void reader_requeue(struct tv_reader *rd, struct tv_cpu_stream *st, int ret)
+{
+	if (ret > 0) {
+		rd->heap[rd->heap_len] = st;
+		heap_sift_up(rd, rd->heap_len++);
+	} else if (rd->follow) {
+		rd->waiting[rd->nr_waiting++] = st;
+	}
+}
+
+int tv_reader_next_before(struct tv_reader *rd, uint64_t limit, struct tv_event *ev)
 {
 	struct tv_cpu_stream *st;
 	int ret;
@@ -376,13 +421,10 @@ int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 		ret = stream_advance(rd->current);
 		if (ret < 0)
 			return ret;
-		if (ret > 0) {
-			rd->heap[rd->heap_len] = rd->current;
-			heap_sift_up(rd, rd->heap_len++);
-		}
+		reader_requeue(rd, rd->current, ret);
 		rd->current = NULL;
 	}
-	if (rd->heap_len == 0)
+	if (rd->heap_len == 0 || rd->heap[0]->rec.ts >= limit)
 		return 0;
 	st = rd->heap[0];
 	rd->heap[0] = rd->heap[--rd->heap_len];
@@ -403,6 +445,52 @@ int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
 	return 1;
 }
 
+int tv_reader_next(struct tv_reader *rd, struct tv_event *ev)
+{
+	return tv_reader_next_before(rd, UINT64_MAX, ev);
+}
+
+int tv_reader_follow_refresh(struct tv_reader *rd)
+{
+	size_t kept = 0;
+	int ret = 0;
+
+	if (!rd->follow)
+		return -EINVAL;
+	for (size_t d = 0; d < rd->nr_domains; d++)
+		tv_domain_reload_task_maps(&rd->domains[d]);
+	for (size_t i = 0; i < rd->nr_streams && !ret; i++)
+		ret = rd->streams[i].dom->source->refresh(&rd->streams[i]);
+	for (size_t i = 0; i < rd->nr_waiting; i++) {
+		struct tv_cpu_stream *st = rd->waiting[i];
+		int r = ret ? 0 : stream_advance(st);
+
+		if (r < 0)
+			ret = r;
+		if (r > 0) {
+			rd->heap[rd->heap_len] = st;
+			heap_sift_up(rd, rd->heap_len++);
+		} else {
+			rd->waiting[kept++] = st;
+		}
+	}
+	rd->nr_waiting = kept;
+	return ret;
+}
+
+uint64_t tv_reader_follow_done_bytes(const struct tv_reader *rd, const char *domain, int cpu)
+{
+	for (size_t i = 0; rd->follow && i < rd->nr_streams; i++) {
+		const struct tv_cpu_stream *st = &rd->streams[i];
+
+		/* a followed session is read raw: one cursor per CPU file; the
+		 * loaded sub-buffer is still in use, those before it are done */
+		if (st->cpu == cpu && !strcmp(st->dom->subdir, domain))
+			return st->page_off == (uint64_t)-1 ? 0 : st->page_off;
+	}
+	return 0;
+}
+
 void tv_reader_close(struct tv_reader *rd)
 {
 	if (!rd)
@@ -413,6 +501,7 @@ void tv_reader_close(struct tv_reader *rd)
 		tv_domain_unload(&rd->domains[d]);
 	free(rd->streams);
 	free(rd->heap);
+	free(rd->waiting);
 	free(rd->domains);
 	tv_meta_free(rd->session_meta);
 	free(rd);

@@ -66,6 +66,13 @@ struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
 /* rm -r of a directory tree this process created (lib/session_dir.c). */
 int tv_session_remove_tree(const char *path);
 
+/*
+ * Following a session (tv_reader_open_follow()): how many bytes of CPU
+ * @cpu's stream file of domain @domain (its subdirectory) the reader is
+ * done with; a live view may free them (lib/reader.c).  0 if unknown.
+ */
+uint64_t tv_reader_follow_done_bytes(const struct tv_reader *rd, const char *domain, int cpu);
+
 /* ------------------------------------------------------ sync markers */
 
 struct tv_sync_marker;

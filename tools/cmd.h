@@ -3,6 +3,9 @@
 #ifndef TV_TOOLS_CMD_H
 #define TV_TOOLS_CMD_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #define TV_VERSION "0.1.0"
 
 int cmd_record(int argc, char **argv);
@@ -13,12 +16,17 @@ int cmd_xen_mark(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_compress(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* Compress session @dir's stream files and say how much (tracevisor compress). */
 int tv_cli_compress(const char *dir);
 
 /* Print "tracevisor CMD: MESSAGE" on stderr. */
 void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* @ns as "123ns", "4.5us", "6.7ms" or "1.23s" into @buf. */
+const char *tv_cli_fmt_ns(uint64_t ns, char *buf, size_t size);
+/* @s as a JSON string on stdout. */
+void tv_cli_json_str(const char *s);
 /* Exit status for a library error code. */
 int tv_cli_status(int err);
 

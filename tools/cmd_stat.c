@@ -24,19 +24,6 @@ static void stat_usage(FILE *out)
 		"  -h, --help  this help\n");
 }
 
-static const char *fmt_ns(uint64_t ns, char *buf, size_t size)
-{
-	if (ns < 10000)
-		snprintf(buf, size, "%lluns", (unsigned long long)ns);
-	else if (ns < 10000000)
-		snprintf(buf, size, "%.1fus", (double)ns / 1e3);
-	else if (ns < 10000000000ULL)
-		snprintf(buf, size, "%.1fms", (double)ns / 1e6);
-	else
-		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
-	return buf;
-}
-
 static void print_hist(const struct tv_kvm_stat_row *r)
 {
 	uint64_t max = 0;
@@ -51,8 +38,8 @@ static void print_hist(const struct tv_kvm_stat_row *r)
 		if (!r->hist[b])
 			continue;
 		bar = (int)(r->hist[b] * 40 / (max ? max : 1));
-		fmt_ns(b ? 1ULL << (b - 1) : 0, lo, sizeof(lo));
-		fmt_ns(1ULL << b, hi, sizeof(hi));
+		tv_cli_fmt_ns(b ? 1ULL << (b - 1) : 0, lo, sizeof(lo));
+		tv_cli_fmt_ns(1ULL << b, hi, sizeof(hi));
 		printf("      [%8s, %8s) %10llu %.*s\n", lo, hi, (unsigned long long)r->hist[b],
 		       bar ? bar : 1, "########################################");
 	}
@@ -104,21 +91,12 @@ static void print_rows(const struct tv_kvm_stat *st, int hist)
 			continue;
 		}
 		printf("%-24s %-6s %-26s %10llu %9s %9s %9s %9s %10s\n", r->vm, r->vcpu, r->reason,
-		       (unsigned long long)r->count, fmt_ns(r->min_ns, b[0], 24),
-		       fmt_ns(r->p50_ns, b[1], 24), fmt_ns(r->p99_ns, b[2], 24),
-		       fmt_ns(r->max_ns, b[3], 24), fmt_ns(r->total_ns, b[4], 24));
+		       (unsigned long long)r->count, tv_cli_fmt_ns(r->min_ns, b[0], 24),
+		       tv_cli_fmt_ns(r->p50_ns, b[1], 24), tv_cli_fmt_ns(r->p99_ns, b[2], 24),
+		       tv_cli_fmt_ns(r->max_ns, b[3], 24), tv_cli_fmt_ns(r->total_ns, b[4], 24));
 		if (hist)
 			print_hist(r);
 	}
-}
-
-static void json_str(const char *s)
-{
-	struct tv_strbuf sb = { 0 };
-
-	tv_strbuf_append_json_string(&sb, s, strlen(s));
-	fputs(sb.data, stdout);
-	tv_strbuf_free(&sb);
 }
 
 static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
@@ -128,11 +106,11 @@ static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 
 		printf("%s\n{\"vm\":", *first ? "" : ",");
 		*first = 0;
-		json_str(r->vm);
+		tv_cli_json_str(r->vm);
 		printf(",\"vcpu\":");
-		json_str(r->vcpu);
+		tv_cli_json_str(r->vcpu);
 		printf(",\"reason\":");
-		json_str(r->reason);
+		tv_cli_json_str(r->reason);
 		printf(",\"count\":%llu", (unsigned long long)r->count);
 		if (r->has_latency)
 			printf(",\"min_ns\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu,\"total_ns\":%llu",

@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{ "import", cmd_import, "convert a recording of another tool (xentrace) into a session" },
 	{ "xen-mark", cmd_xen_mark, "(Xen dom0) write a sync point into Xen's trace buffers" },
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
+	{ "top", cmd_top, "live VM exit table per VM, vCPU, reason: rate, p50, p99, max (or a replay)" },
 	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
 	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },
 	{ "compress", cmd_compress, "compress a session's stream files (zstd); every command reads them" },
@@ -81,6 +82,28 @@ int tv_cli_status(int err)
 	if (err)
 		last_error = err;
 	return err ? 1 : 0;
+}
+
+const char *tv_cli_fmt_ns(uint64_t ns, char *buf, size_t size)
+{
+	if (ns < 10000)
+		snprintf(buf, size, "%lluns", (unsigned long long)ns);
+	else if (ns < 10000000)
+		snprintf(buf, size, "%.1fus", (double)ns / 1e3);
+	else if (ns < 10000000000ULL)
+		snprintf(buf, size, "%.1fms", (double)ns / 1e6);
+	else
+		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
+	return buf;
+}
+
+void tv_cli_json_str(const char *s)
+{
+	struct tv_strbuf sb = { 0 };
+
+	tv_strbuf_append_json_string(&sb, s, strlen(s));
+	fputs(sb.data, stdout);
+	tv_strbuf_free(&sb);
 }
 
 static void usage(FILE *out)

@@ -219,6 +219,26 @@ int tv_recorder_start(struct tv_recorder *rec);
  */
 int tv_recorder_stop(struct tv_recorder *rec);
 /**
+ * tv_recorder_flush - write everything traced so far into the session
+ * @rec: a started recorder
+ * @timeout_ms: how long to wait for the capture threads
+ *
+ * Every capture thread writes what its CPU buffer holds, the partly filled
+ * sub-buffer included, so that a reader following the session
+ * (tv_reader_open_follow()) sees every event traced before the call.
+ * Return: 0, -EINVAL (not recording) or -ETIMEDOUT (logged).
+ */
+int tv_recorder_flush(struct tv_recorder *rec, int timeout_ms);
+/**
+ * tv_recorder_checkpoint - write the vCPU map and task maps as they are now
+ * @rec: a created recorder
+ *
+ * tv_recorder_stop() writes them at the end; a live view calls this so that
+ * a following reader can name the VMs and vCPUs while the recording runs.
+ * Return: 0 or -errno (logged).
+ */
+int tv_recorder_checkpoint(struct tv_recorder *rec);
+/**
  * tv_recorder_destroy - remove the tracefs instance and free @rec
  * @rec: a recorder, started or not, or NULL
  *
@@ -839,6 +859,39 @@ int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
  */
 int tv_reader_next(struct tv_reader *rd, struct tv_event *ev);
 /**
+ * tv_reader_open_follow - read a session while it is being recorded
+ * @dir: the session directory a recorder writes (tv_recorder_flush())
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * Events come in time order up to a limit the caller knows to be complete
+ * (tv_reader_next_before()); streams that reach the end of what is written
+ * wait for tv_reader_follow_refresh().  Domains of host ftrace kind only;
+ * the session is read raw (never synchronised).
+ * Return: 0 or -errno (logged).
+ */
+int tv_reader_open_follow(const char *dir, struct tv_reader **out);
+/**
+ * tv_reader_follow_refresh - take in what the recorder wrote since
+ * @rd: a reader from tv_reader_open_follow()
+ *
+ * Call it after every flush: every stream sees its file's new length, and
+ * the vCPU and task maps are read again (tv_recorder_checkpoint()).
+ * Return: 0, -EINVAL (not following), or -errno on a corrupt file (logged).
+ */
+int tv_reader_follow_refresh(struct tv_reader *rd);
+/**
+ * tv_reader_next_before - the next event in time order, if before @limit
+ * @rd: the reader
+ * @limit: events at or after it stay for a later call
+ * @ev: as tv_reader_next()
+ *
+ * For a followed session, @limit is a time up to which every CPU's events
+ * are known to be written (a flush after it), so the order stays exact.
+ * Return: 1 with @ev filled, 0 when no event before @limit is left,
+ * -errno on a corrupt file (logged).
+ */
+int tv_reader_next_before(struct tv_reader *rd, uint64_t limit, struct tv_event *ev);
+/**
  * tv_reader_close - close every stream and free @rd (and its domain info)
  * @rd: a reader, or NULL
  */
@@ -1059,6 +1112,88 @@ int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out);
  * @st: the analysis; the struct itself is the caller's
  */
 void tv_kvm_stat_free(struct tv_kvm_stat *st);
+
+/* ------------------------------------------------------------- live view */
+
+/* What an interval's rows are sorted by (all descending). */
+enum tv_top_sort {
+	TV_TOP_SORT_TOTAL,	/* total exit->entry time (the default) */
+	TV_TOP_SORT_COUNT,
+	TV_TOP_SORT_RATE,	/* exits per second: in one interval, as count */
+	TV_TOP_SORT_P99,
+};
+
+struct tv_top_opts {
+	const char *replay_dir;		/* a recorded session to play; NULL: live */
+	const char *outdir;		/* live: keep the recording here (a new
+					 * directory); NULL: a temporary session
+					 * in $TMPDIR, removed by tv_top_close() */
+	uint64_t interval_ns;		/* 0: one second */
+	double speed;			/* replay: 1 real time, 2 twice as fast,
+					 * 0 as fast as the session can be read */
+	const char *const *vms;		/* keep rows of these VMs only: a name
+					 * (glob) or a VMM pid; none: every VM */
+	size_t nr_vms;
+	const char *const *events;	/* live: as record's -e; none: the events
+					 * the exit analysis reads */
+	size_t nr_events;
+	const char *filter;		/* live: ftrace filter, or NULL */
+	unsigned int buffer_kb;		/* live: per CPU; 0: default */
+	enum tv_top_sort sort;
+	int stop_fd;			/* readable: tv_top_next() returns 0 at
+					 * once (e.g. a signalfd); -1: none */
+};
+
+/* One interval of the live view. */
+struct tv_top_interval {
+	uint64_t t_ns;			/* its end, in the trace clock */
+	uint64_t interval_ns;		/* its length */
+	uint64_t lost;			/* events lost in it (ring buffer full) */
+	struct tv_kvm_stat stat;	/* its rows: the stat analysis of the
+					 * interval, sorted and filtered */
+};
+
+struct tv_top;
+
+/**
+ * tv_top_open - start the live view, or a replay of a session
+ * @opts: what to show (copied; its strings must outlive @out)
+ * @out: the view, owned by the caller (tv_top_close())
+ *
+ * Live, it records the host (a tracefs instance, as tv_recorder_create())
+ * with the "mono" trace clock.  Needs root for live; a replay needs none.
+ * Return: 0 or -errno (logged).
+ */
+int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out);
+/**
+ * tv_top_next - wait for the end of the next interval and give its table
+ * @top: the view
+ * @out: the interval; free it with tv_top_interval_free()
+ *
+ * An exit is counted in the interval of its exit event and timed in the
+ * interval of its entry; summed over the intervals, the rows are those of
+ * tv_kvm_stat_compute() on the same recording.
+ * Return: 1 with @out filled, 0 at the end of a replay or when
+ * opts->stop_fd became readable, -errno (logged).
+ */
+int tv_top_next(struct tv_top *top, struct tv_top_interval *out);
+/**
+ * tv_top_close - stop recording (the kept session is complete) and free @top
+ * @top: a view, or NULL
+ *
+ * Return: 0, or -errno of the recorder's stop (logged).
+ */
+int tv_top_close(struct tv_top *top);
+/* Free @iv's rows (the struct is the caller's). */
+void tv_top_interval_free(struct tv_top_interval *iv);
+/* Exits per second of row @r in interval @iv. */
+double tv_top_row_rate(const struct tv_top_interval *iv, const struct tv_kvm_stat_row *r);
+/* Sort @st's rows by @key (descending; ties by count, then name). */
+void tv_top_sort(struct tv_kvm_stat *st, enum tv_top_sort key);
+/* "total", "count", "rate" or "p99" into *@key: 0, or -EINVAL (logged). */
+int tv_top_sort_parse(const char *name, enum tv_top_sort *key);
+/* The session the view reads (the live recording's, or the replayed one). */
+const char *tv_top_session_dir(const struct tv_top *top);
 
 /* ------------------------------------------------------------------ Xen */
 

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The live view's engine (tracevisor top): the VM exit analysis of
+ * kvm/stat.c cut into intervals, so that each interval's table has the
+ * numbers `stat` would give for that stretch of time.
+ *
+ * Live: the host recorder writes a session (kept with opts->outdir, else a
+ * temporary one removed at the end); at each interval's end the engine
+ * takes the time (the trace clock is "mono", CLOCK_MONOTONIC, so user space
+ * can read it), flushes every CPU's buffer, and reads the session in time
+ * order up to that time (tv_reader_next_before()): every event before it
+ * is written by then, so exits pair with their entries exactly as in stat.
+ * Replay: a recorded session read the same way, the intervals cut in its
+ * own time stamps, at a chosen speed.
+ *
+ * Threads: a top belongs to the thread that calls it (the recorder's
+ * capture threads are the recorder's own).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "kvm_stat.h"
+
+#define TOP_DEFAULT_INTERVAL_NS 1000000000ULL
+#define TOP_FLUSH_TIMEOUT_MS 2000
+#define TOP_MIN_LIVE_INTERVAL_NS 10000000ULL
+
+/* What the exit analysis reads, on VMX/SVM hosts and on PVM ones. */
+static const char *const top_default_events[] = {
+	"kvm:kvm_exit", "kvm:kvm_entry", "kvm:kvm_userspace_exit", "kvm:kvm_pio",
+	"kvm:kvm_mmio", "kvm:kvm_cpuid", "kvm:kvm_emulate_insn", "kvm:kvm_hypercall",
+};
+
+struct tv_top {
+	struct tv_top_opts opts;
+	struct tv_recorder *rec;	/* live only */
+	char outdir[4096];
+	int remove_outdir;		/* a temporary session of our own */
+	struct tv_reader *rd;
+	struct tv_kvm_stat totals;	/* the pass's running totals */
+	struct tv_kvm_stat_pass *pass;
+	uint64_t interval_ns;
+	uint64_t t_start;		/* the first interval's start (trace clock) */
+	uint64_t t_begin, t_end;	/* the current interval (trace clock) */
+	uint64_t lost;			/* events lost, seen by the reader */
+	struct timespec wall_next;	/* replay at a speed: when to give the next */
+	int pending;			/* replay: ev is read, not yet counted */
+	int ended;
+	struct tv_event ev;
+};
+
+static uint64_t mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Sleep until @deadline (CLOCK_MONOTONIC ns) unless @stop_fd becomes
+ * readable.  Return: 1 if stop was asked, 0 at the deadline.
+ */
+static int wait_until(uint64_t deadline, int stop_fd)
+{
+	for (;;) {
+		uint64_t now = mono_now();
+		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+		int ms;
+
+		if (now >= deadline)
+			return 0;
+		ms = (int)((deadline - now + 999999) / 1000000);
+		if (poll(&pfd, stop_fd >= 0 ? 1 : 0, ms) > 0)
+			return 1;
+	}
+}
+
+static int top_start_live(struct tv_top *top)
+{
+	struct tv_record_opts ro = {
+		.events = top->opts.nr_events ? top->opts.events : top_default_events,
+		.nr_events = top->opts.nr_events ? top->opts.nr_events
+						 : sizeof(top_default_events) / sizeof(top_default_events[0]),
+		.filter = top->opts.filter,
+		.buffer_kb = top->opts.buffer_kb,
+		.clock = "mono",	/* readable from user space: the interval limits */
+	};
+	int ret;
+
+	if (top->opts.outdir) {
+		snprintf(top->outdir, sizeof(top->outdir), "%s", top->opts.outdir);
+	} else {
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(top->outdir, sizeof(top->outdir), "%s/tracevisor-top.%d",
+			 tmp && *tmp ? tmp : "/tmp", (int)getpid());
+		top->remove_outdir = 1;
+	}
+	ro.outdir = top->outdir;
+	ret = tv_recorder_create(&ro, &top->rec);
+	if (!ret)
+		ret = tv_recorder_start(top->rec);
+	if (!ret)
+		ret = tv_recorder_checkpoint(top->rec);
+	if (!ret)
+		ret = tv_reader_open_follow(top->outdir, &top->rd);
+	top->t_start = mono_now();
+	top->t_end = top->t_start;
+	return ret;
+}
+
+int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
+{
+	struct tv_top *top = calloc(1, sizeof(*top));
+	int ret;
+
+	*out = NULL;
+	if (!top)
+		return -ENOMEM;
+	top->opts = *opts;
+	top->interval_ns = opts->interval_ns ? opts->interval_ns : TOP_DEFAULT_INTERVAL_NS;
+	if (!opts->replay_dir && top->interval_ns < TOP_MIN_LIVE_INTERVAL_NS) {
+		tv_err("Interval too short for the live view: %.6f s (at least %.2f s: each one flushes every CPU)",
+		       (double)top->interval_ns / 1e9, (double)TOP_MIN_LIVE_INTERVAL_NS / 1e9);
+		free(top);
+		return -EINVAL;
+	}
+	if (opts->replay_dir)
+		ret = tv_reader_open(opts->replay_dir, &top->rd);
+	else
+		ret = top_start_live(top);
+	if (!ret)
+		ret = tv_kvm_stat_pass_new(top->rd, &top->totals, &top->pass);
+	if (ret) {
+		tv_top_close(top);
+		return ret;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &top->wall_next);
+	*out = top;
+	return 0;
+}
+
+static int top_count(struct tv_top *top, const struct tv_event *ev)
+{
+	if (ev->missed_before > 0)
+		top->lost += (uint64_t)ev->missed_before;
+	return tv_kvm_stat_pass_event(top->pass, ev);
+}
+
+/*
+ * A temporary session is only read once: give back the space of what the
+ * reader is done with (the files keep their size; the reader reads on at
+ * its offsets), so a live view running for hours takes no more disk than
+ * an interval's worth.  Best effort: a file system without hole punching
+ * keeps the data until tv_top_close() removes the session.
+ */
+static void top_free_read_space(struct tv_top *top)
+{
+	char path[sizeof(top->outdir) + 32];
+
+	for (int cpu = 0; cpu < tv_recorder_nr_cpus(top->rec); cpu++) {
+		uint64_t done = tv_reader_follow_done_bytes(top->rd, "host", cpu);
+		int fd;
+
+		if (!done)
+			continue;
+		snprintf(path, sizeof(path), "%s/host/cpu%d.raw", top->outdir, cpu);
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)done)) {
+			int err = errno;
+
+			tv_debug("Cannot free read space: path=\"%s\", errno=%d (%s)", path, err,
+				 strerror(err));
+		}
+		close(fd);
+	}
+}
+
+/* Live: everything traced before now, then the interval's table. */
+static int top_read_live(struct tv_top *top)
+{
+	struct tv_event ev;
+	uint64_t limit;
+	int ret;
+
+	if (wait_until(top->t_end + top->interval_ns, top->opts.stop_fd))
+		return 0;
+	limit = mono_now();
+	top->t_begin = top->t_end;
+	ret = tv_recorder_checkpoint(top->rec);
+	if (!ret)
+		ret = tv_recorder_flush(top->rec, TOP_FLUSH_TIMEOUT_MS);
+	if (!ret)
+		ret = tv_reader_follow_refresh(top->rd);
+	while (!ret && (ret = tv_reader_next_before(top->rd, limit, &ev)) > 0)
+		ret = top_count(top, &ev);
+	top->t_end = limit;
+	if (!ret && top->remove_outdir)
+		top_free_read_space(top);
+	return ret ? ret : 1;
+}
+
+/* Replay: the session's events up to the interval's end, in its own time. */
+static int top_read_replay(struct tv_top *top)
+{
+	int ret = 1;
+
+	if (!top->pending) {
+		ret = tv_reader_next(top->rd, &top->ev);
+		if (ret <= 0)
+			return ret;
+		top->pending = 1;
+		top->t_start = top->t_end = top->ev.ts;
+	}
+	top->t_begin = top->t_end;
+	top->t_end += top->interval_ns;
+	while (top->pending && top->ev.ts < top->t_end) {
+		ret = top_count(top, &top->ev);
+		if (!ret)
+			ret = tv_reader_next(top->rd, &top->ev);
+		if (ret < 0)
+			return ret;
+		top->pending = ret > 0;
+	}
+	top->ended = !top->pending;
+	if (top->opts.speed > 0) {
+		uint64_t wall = (uint64_t)((double)top->interval_ns / top->opts.speed);
+		uint64_t next = (uint64_t)top->wall_next.tv_sec * 1000000000ULL +
+				(uint64_t)top->wall_next.tv_nsec + wall;
+
+		top->wall_next.tv_sec = (time_t)(next / 1000000000ULL);
+		top->wall_next.tv_nsec = (long)(next % 1000000000ULL);
+		if (wait_until(next, top->opts.stop_fd))
+			return 0;
+	}
+	return 1;
+}
+
+/* Does row VM label "NAME[PID]" (or "pidPID") match --vm @want? */
+static int vm_matches(const char *label, const char *want)
+{
+	const char *br = strrchr(label, '[');
+	char name[80], pid[24];
+
+	if (!fnmatch(want, label, 0))
+		return 1;
+	snprintf(name, sizeof(name), "%.*s", br ? (int)(br - label) : (int)strlen(label), label);
+	snprintf(pid, sizeof(pid), "%s", br ? br + 1 : !strncmp(label, "pid", 3) ? label + 3 : "");
+	pid[strcspn(pid, "]")] = '\0';
+	return !fnmatch(want, name, 0) || (*pid && !strcmp(pid, want));
+}
+
+static void top_filter_vms(const struct tv_top *top, struct tv_kvm_stat *st)
+{
+	size_t kept = 0;
+
+	if (!top->opts.nr_vms)
+		return;
+	for (size_t i = 0; i < st->nr_rows; i++) {
+		for (size_t v = 0; v < top->opts.nr_vms; v++) {
+			if (vm_matches(st->rows[i].vm, top->opts.vms[v])) {
+				st->rows[kept++] = st->rows[i];
+				break;
+			}
+		}
+	}
+	st->nr_rows = kept;
+}
+
+int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
+{
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (top->ended)
+		return 0;
+	ret = top->rec ? top_read_live(top) : top_read_replay(top);
+	if (ret <= 0)
+		return ret;
+	ret = tv_kvm_stat_pass_interval(top->pass, &out->stat);
+	if (ret)
+		return ret;
+	top_filter_vms(top, &out->stat);
+	tv_top_sort(&out->stat, top->opts.sort);
+	out->t_ns = top->t_end;
+	out->interval_ns = top->t_end - top->t_begin;
+	out->lost = top->lost;
+	top->lost = 0;
+	return 1;
+}
+
+double tv_top_row_rate(const struct tv_top_interval *iv, const struct tv_kvm_stat_row *r)
+{
+	return iv->interval_ns ? (double)r->count * 1e9 / (double)iv->interval_ns : 0;
+}
+
+static int cmp_by_key(const void *x, const void *y, void *arg)
+{
+	const struct tv_kvm_stat_row *a = x, *b = y;
+	enum tv_top_sort key = *(const enum tv_top_sort *)arg;
+	uint64_t ka, kb;
+
+	switch (key) {
+	case TV_TOP_SORT_COUNT:
+	case TV_TOP_SORT_RATE:	/* one interval: the same order */
+		ka = a->count, kb = b->count;
+		break;
+	case TV_TOP_SORT_P99:
+		ka = a->p99_ns, kb = b->p99_ns;
+		break;
+	default:
+		ka = a->total_ns, kb = b->total_ns;
+		break;
+	}
+	if (ka != kb)
+		return ka < kb ? 1 : -1;
+	if (a->count != b->count)
+		return a->count < b->count ? 1 : -1;
+	return strcmp(a->vm, b->vm) ?: strcmp(a->vcpu, b->vcpu) ?: strcmp(a->reason, b->reason);
+}
+
+void tv_top_sort(struct tv_kvm_stat *st, enum tv_top_sort key)
+{
+	qsort_r(st->rows, st->nr_rows, sizeof(*st->rows), cmp_by_key, &key);
+}
+
+int tv_top_sort_parse(const char *name, enum tv_top_sort *key)
+{
+	static const char *const names[] = { "total", "count", "rate", "p99" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(name, names[i])) {
+			*key = (enum tv_top_sort)i;
+			return 0;
+		}
+	}
+	tv_err("Unknown sort key: \"%s\" (total, count, rate or p99)", name);
+	return -EINVAL;
+}
+
+void tv_top_interval_free(struct tv_top_interval *iv)
+{
+	tv_kvm_stat_free(&iv->stat);
+}
+
+const char *tv_top_session_dir(const struct tv_top *top)
+{
+	return top->opts.replay_dir ? top->opts.replay_dir : top->outdir;
+}
+
+int tv_top_close(struct tv_top *top)
+{
+	int ret = 0;
+
+	if (!top)
+		return 0;
+	tv_kvm_stat_pass_free(top->pass);
+	tv_reader_close(top->rd);
+	if (top->rec) {
+		ret = tv_recorder_stop(top->rec);
+		tv_recorder_destroy(top->rec);
+	}
+	if (top->remove_outdir && tv_session_remove_tree(top->outdir))
+		tv_warn("Cannot remove the live view's session: path=\"%s\"", top->outdir);
+	tv_kvm_stat_free(&top->totals);
+	free(top);
+	return ret;
+}

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor top: the live VM exit table (kvm/top.c), refreshed every
+ * interval on a terminal, or printed per interval (--batch, --json).
+ * Signals are taken through a signalfd, blocked before the recorder's
+ * threads exist, so Ctrl-C always ends through tv_top_close(): tracing off,
+ * the kept session complete, the tracefs instance removed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+#define MAX_VMS 32
+#define MAX_EVENTS 64
+
+enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER };
+
+struct top_cli {
+	struct tv_top_opts opts;
+	const char *vms[MAX_VMS];
+	const char *events[MAX_EVENTS];
+	int batch, json, screen;
+	long count;			/* intervals to show; 0: until stopped */
+	int max_rows;			/* screen: rows that fit */
+	double cpu_prev;		/* seconds of CPU used by this process */
+};
+
+static void top_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor top [--vm NAME|PID]... [--interval S] [--sort total|count|rate|p99]\n"
+		"                      [--filter EXPR] [-e EVENT]... [--batch] [--json] [--count N]\n"
+		"                      [-o DIR] [--replay DIR [--speed X]]\n\n"
+		"A live table of the host's VM exits per VM, vCPU and exit reason: count,\n"
+		"rate per second, p50, p99, max and total exit->entry latency, refreshed\n"
+		"every interval (the numbers of `tracevisor stat` for that interval).\n"
+		"Where kvm_exit/kvm_entry do not fire (PVM), user-space exits, port I/O,\n"
+		"MMIO, CPUID and emulated instructions, as stat shows them.\n\n"
+		"  --vm NAME|PID      only this VM (a name or glob, or the VMM's pid); repeatable\n"
+		"  --interval S       seconds per interval (default 1; live: at least 0.01)\n"
+		"  --sort KEY         total (default), count, rate or p99\n"
+		"  --filter EXPR      ftrace filter on the recorded events, evaluated in the kernel\n"
+		"                     (e.g. 'exit_reason == 0x7b')\n"
+		"  -e, --event EVENT  events to record instead of the exit analysis' own\n"
+		"  --batch            print a text table per interval (default when stdout is\n"
+		"                     not a terminal)\n"
+		"  --json             print one JSON object per interval: t_ns, interval_ns, lost,\n"
+		"                     rows [vm, vcpu, reason, count, rate, p50_ns, p99_ns, max_ns,\n"
+		"                     total_ns]\n"
+		"  --count N          stop after N intervals\n"
+		"  -o, --output DIR   keep the recording as a session in DIR (`tracevisor stat\n"
+		"                     DIR` gives the sum of the intervals)\n"
+		"  --replay DIR       play a recorded session through the same view\n"
+		"  --speed X          replay speed (default 1: real time; 0: as fast as it reads)\n"
+		"  -b, --buffer-kb KB ring buffer per CPU\n"
+		"  -h, --help         this help\n\n"
+		"Live needs root (tracefs).  Ctrl-C stops and leaves the kept session complete.\n");
+}
+
+static int parse_double(const char *s, double min, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return (errno || end == s || *end || *out < min) ? -1 : 0;
+}
+
+static int parse_top_args(int argc, char **argv, struct top_cli *cli)
+{
+	static const struct option longopts[] = {
+		{ "vm", required_argument, NULL, 'v' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "batch", no_argument, NULL, 'B' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "replay", required_argument, NULL, OPT_REPLAY },
+		{ "speed", required_argument, NULL, OPT_SPEED },
+		{ "buffer-kb", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	double d;
+	char *end;
+	int c;
+
+	cli->opts.speed = 1;
+	cli->opts.stop_fd = -1;
+	while ((c = getopt_long(argc, argv, "v:i:s:f:e:Bjn:o:b:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'v':
+			if (cli->opts.nr_vms == MAX_VMS)
+				goto bad;
+			cli->vms[cli->opts.nr_vms++] = optarg;
+			break;
+		case 'i':
+			if (parse_double(optarg, 1e-6, &d))
+				goto bad;
+			cli->opts.interval_ns = (uint64_t)(d * 1e9);
+			break;
+		case 's':
+			if (tv_top_sort_parse(optarg, &cli->opts.sort))
+				return -1;
+			break;
+		case 'f':
+			cli->opts.filter = optarg;
+			break;
+		case 'e':
+			if (cli->opts.nr_events == MAX_EVENTS)
+				goto bad;
+			cli->events[cli->opts.nr_events++] = optarg;
+			break;
+		case 'B':
+			cli->batch = 1;
+			break;
+		case 'j':
+			cli->json = 1;
+			break;
+		case 'n':
+			cli->count = strtol(optarg, &end, 10);
+			if (*end || cli->count <= 0)
+				goto bad;
+			break;
+		case 'o':
+			cli->opts.outdir = optarg;
+			break;
+		case OPT_REPLAY:
+			cli->opts.replay_dir = optarg;
+			break;
+		case OPT_SPEED:
+			if (parse_double(optarg, 0, &cli->opts.speed))
+				goto bad;
+			break;
+		case 'b':
+			cli->opts.buffer_kb = (unsigned int)strtoul(optarg, &end, 10);
+			if (*end || !cli->opts.buffer_kb)
+				goto bad;
+			break;
+		case 'h':
+			top_usage(stdout);
+			exit(0);
+		default:
+			top_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		tv_cli_error("top", "unexpected argument: \"%s\"", argv[optind]);
+		return -1;
+	}
+	if (cli->opts.replay_dir && (cli->opts.outdir || cli->opts.nr_events || cli->opts.filter)) {
+		tv_cli_error("top", "--replay reads a recorded session: -o, -e and --filter are for live");
+		return -1;
+	}
+	cli->opts.vms = cli->vms;
+	cli->opts.events = cli->events;
+	cli->screen = !cli->batch && !cli->json && isatty(STDOUT_FILENO);
+	return 0;
+bad:
+	tv_cli_error("top", "invalid value for an option: \"%s\" (see tracevisor top --help)", optarg);
+	return -1;
+}
+
+/* CPU used by this process (its capture threads included) since the last call, in %. */
+static double top_cpu_percent(struct top_cli *cli, uint64_t interval_ns)
+{
+	struct rusage ru;
+	double now, used;
+
+	getrusage(RUSAGE_SELF, &ru);
+	now = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	used = now - cli->cpu_prev;
+	cli->cpu_prev = now;
+	return interval_ns ? used * 1e11 / (double)interval_ns : 0;
+}
+
+static uint64_t interval_exits(const struct tv_top_interval *iv)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < iv->stat.nr_rows; i++)
+		n += iv->stat.rows[i].count;
+	return n;
+}
+
+static void print_json_interval(const struct tv_top_interval *iv)
+{
+	printf("{\"t_ns\":%llu,\"interval_ns\":%llu,\"lost\":%llu,\"mode\":\"%s\",\"rows\":[",
+	       (unsigned long long)iv->t_ns, (unsigned long long)iv->interval_ns,
+	       (unsigned long long)iv->lost, iv->stat.mode);
+	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+
+		printf("%s{\"vm\":", i ? "," : "");
+		tv_cli_json_str(r->vm);
+		printf(",\"vcpu\":");
+		tv_cli_json_str(r->vcpu);
+		printf(",\"reason\":");
+		tv_cli_json_str(r->reason);
+		printf(",\"count\":%llu,\"rate\":%.1f", (unsigned long long)r->count,
+		       tv_top_row_rate(iv, r));
+		if (r->has_latency)
+			printf(",\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu,\"total_ns\":%llu}",
+			       (unsigned long long)r->p50_ns, (unsigned long long)r->p99_ns,
+			       (unsigned long long)r->max_ns, (unsigned long long)r->total_ns);
+		else
+			printf(",\"p50_ns\":null,\"p99_ns\":null,\"max_ns\":null,\"total_ns\":null}");
+	}
+	printf("]}\n");
+}
+
+static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, const char *dir)
+{
+	uint64_t exits = interval_exits(iv);
+	double secs = (double)iv->interval_ns / 1e9;
+	size_t shown = iv->stat.nr_rows;
+	char b[4][24];
+
+	if (cli->screen)
+		fputs("\033[H\033[2J", stdout);	/* home, clear: one table per screen */
+	printf("tracevisor top - %s - %.2fs interval: %llu exits, %.0f/s, %llu lost, top %.1f%% CPU%s\n",
+	       dir, secs, (unsigned long long)exits, secs > 0 ? (double)exits / secs : 0,
+	       (unsigned long long)iv->lost, top_cpu_percent(cli, iv->interval_ns),
+	       strcmp(iv->stat.mode, "pvm") ? "" : " (PVM: no kvm_exit; user-space exits, I/O, MMIO, CPUID)");
+	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
+	       "RATE/s", "P50", "P99", "MAX", "TOTAL");
+	if (cli->screen && cli->max_rows > 0 && shown > (size_t)cli->max_rows)
+		shown = (size_t)cli->max_rows;
+	for (size_t i = 0; i < shown; i++) {
+		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+
+		if (!r->has_latency) {
+			printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s\n", r->vm, r->vcpu,
+			       r->reason, (unsigned long long)r->count, tv_top_row_rate(iv, r), "-", "-",
+			       "-", "-");
+			continue;
+		}
+		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s\n", r->vm, r->vcpu, r->reason,
+		       (unsigned long long)r->count, tv_top_row_rate(iv, r),
+		       tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
+		       tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
+	}
+	if (!iv->stat.nr_rows)
+		printf("(no VM exits in this interval)\n");
+	if (!cli->screen)
+		printf("\n");
+}
+
+static int screen_rows(void)
+{
+	const char *lines = getenv("LINES");
+	int n = lines ? atoi(lines) : 0;
+
+	return (n > 4 ? n : 25) - 4;
+}
+
+static int run_top(struct top_cli *cli, struct tv_top *top)
+{
+	struct tv_top_interval iv;
+	long shown = 0;
+	int ret;
+
+	while ((ret = tv_top_next(top, &iv)) > 0) {
+		if (cli->json)
+			print_json_interval(&iv);
+		else
+			print_table(cli, &iv, tv_top_session_dir(top));
+		fflush(stdout);
+		tv_top_interval_free(&iv);
+		if (cli->count && ++shown >= cli->count)
+			break;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top_cli cli = { 0 };
+	struct tv_top *top;
+	sigset_t mask;
+	int sfd, ret, cret;
+
+	if (parse_top_args(argc, argv, &cli))
+		return 2;
+	/* Block before the recorder's threads exist, so all of them inherit it. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		tv_cli_error("top", "Cannot create signalfd: errno=%d (%s)", errno, strerror(errno));
+		return 1;
+	}
+	cli.opts.stop_fd = sfd;
+	cli.max_rows = screen_rows();
+	ret = tv_top_open(&cli.opts, &top);
+	if (ret) {
+		close(sfd);
+		return tv_cli_status(ret);
+	}
+	top_cpu_percent(&cli, 0);
+	if (cli.screen)
+		fputs("\033[?1049h", stdout);	/* the terminal's alternate screen */
+	ret = run_top(&cli, top);
+	if (cli.screen)
+		fputs("\033[?1049l", stdout);
+	cret = tv_top_close(top);
+	close(sfd);
+	if (!ret && cret)
+		ret = cret;
+	if (!ret && cli.opts.outdir)
+		fprintf(stderr, "tracevisor top: session kept in %s (tracevisor stat %s)\n",
+			cli.opts.outdir, cli.opts.outdir);
+	return tv_cli_status(ret);
+}
