@@ -17,7 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
-PKGS    := libtracefs libtraceevent libzstd
+PKGS    := libtracefs libtraceevent libzstd liburcu-bp
 ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
@@ -41,6 +41,8 @@ endif
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
             $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c))
 CLI_SRCS := $(wildcard tools/*.c)
+# top's full-screen view (tools/top_screen.c); the library has no terminal code
+CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -83,7 +85,7 @@ $(LIBTV_SO): $(LIB_OBJS) $(LIBTV_MAP)
 # The CLI sees the library only through its exported (public) symbols; it
 # finds it beside itself (build/) or in ../lib once installed.
 $(TRACEVISOR): $(CLI_OBJS) $(LIBTV_SO)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--as-needed $(LIBTV_SO) $(LDLIBS) \
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--as-needed $(LIBTV_SO) $(LDLIBS) $(CLI_LIBS) \
 		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib'
 
 # pkg-config file for PREFIX (written again by install, whose PREFIX may differ).

@@ -14,11 +14,23 @@
  * own time stamps, at a chosen speed.
  *
  * Threads: a top belongs to the thread that calls it (the recorder's
- * capture threads are the recorder's own).
+ * capture threads are the recorder's own), unless tv_top_start() gave the
+ * intervals a thread of their own (the full-screen view, which must answer
+ * keys while an interval is being read).  Then that thread alone calls
+ * tv_top_next() and owns everything but @latest, @interval_ns and the two
+ * eventfds; it publishes each interval as a new snapshot through RCU
+ * (urcu-bp: the flavour for libraries, readers need no registration), so
+ * the display reads the latest one lock-free and never waits for the
+ * reading (tv_top_latest()).  @interval_ns is an atomic word the display
+ * may change; the eventfds are written by one side, read by the other.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/eventfd.h>
+#include <urcu/urcu-bp.h>
 #include <fnmatch.h>
 #include <poll.h>
 #include <stdio.h>
@@ -57,6 +69,13 @@ struct tv_top {
 	int pending;			/* replay: ev is read, not yet counted */
 	int ended;
 	struct tv_event ev;
+	/* tv_top_start()'s thread and what it shares (see the top comment) */
+	pthread_t thread;
+	bool running;
+	int thread_ret;			/* read after pthread_join() */
+	int stop_efd;			/* written by tv_top_stop(), polled by the thread */
+	int publish_efd;		/* written by the thread per interval: tv_top_fd() */
+	struct tv_top_interval *latest;	/* RCU-published, NULL until the first */
 };
 
 static uint64_t mono_now(void)
@@ -68,22 +87,32 @@ static uint64_t mono_now(void)
 }
 
 /*
- * Sleep until @deadline (CLOCK_MONOTONIC ns) unless @stop_fd becomes
- * readable.  Return: 1 if stop was asked, 0 at the deadline.
+ * Sleep until @deadline (CLOCK_MONOTONIC ns) unless the caller's stop fd or
+ * tv_top_stop()'s becomes readable.  Return: 1 if stop was asked, 0 at the
+ * deadline.
  */
-static int wait_until(uint64_t deadline, int stop_fd)
+static int wait_until(const struct tv_top *top, uint64_t deadline)
 {
+	struct pollfd pfd[2] = {
+		{ .fd = top->opts.stop_fd, .events = POLLIN },
+		{ .fd = top->stop_efd, .events = POLLIN },
+	};
+
 	for (;;) {
 		uint64_t now = mono_now();
-		struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
 		int ms;
 
 		if (now >= deadline)
 			return 0;
 		ms = (int)((deadline - now + 999999) / 1000000);
-		if (poll(&pfd, stop_fd >= 0 ? 1 : 0, ms) > 0)
+		if (poll(pfd, 2, ms) > 0)	/* poll ignores fds < 0 */
 			return 1;
 	}
+}
+
+static uint64_t top_interval(const struct tv_top *top)
+{
+	return __atomic_load_n(&top->interval_ns, __ATOMIC_RELAXED);
 }
 
 static int top_start_live(struct tv_top *top)
@@ -129,6 +158,7 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 	if (!top)
 		return -ENOMEM;
 	top->opts = *opts;
+	top->stop_efd = top->publish_efd = -1;
 	top->interval_ns = opts->interval_ns ? opts->interval_ns : TOP_DEFAULT_INTERVAL_NS;
 	if (!opts->replay_dir && top->interval_ns < TOP_MIN_LIVE_INTERVAL_NS) {
 		tv_err("Interval too short for the live view: %.6f s (at least %.2f s: each one flushes every CPU)",
@@ -196,7 +226,7 @@ static int top_read_live(struct tv_top *top)
 	uint64_t limit;
 	int ret;
 
-	if (wait_until(top->t_end + top->interval_ns, top->opts.stop_fd))
+	if (wait_until(top, top->t_end + top_interval(top)))
 		return 0;
 	limit = mono_now();
 	top->t_begin = top->t_end;
@@ -226,7 +256,7 @@ static int top_read_replay(struct tv_top *top)
 		top->t_start = top->t_end = top->ev.ts;
 	}
 	top->t_begin = top->t_end;
-	top->t_end += top->interval_ns;
+	top->t_end += top_interval(top);
 	while (top->pending && top->ev.ts < top->t_end) {
 		ret = top_count(top, &top->ev);
 		if (!ret)
@@ -235,15 +265,15 @@ static int top_read_replay(struct tv_top *top)
 			return ret;
 		top->pending = ret > 0;
 	}
-	top->ended = !top->pending;
+	__atomic_store_n(&top->ended, !top->pending, __ATOMIC_RELAXED);	/* tv_top_running() */
 	if (top->opts.speed > 0) {
-		uint64_t wall = (uint64_t)((double)top->interval_ns / top->opts.speed);
+		uint64_t wall = (uint64_t)((double)top_interval(top) / top->opts.speed);
 		uint64_t next = (uint64_t)top->wall_next.tv_sec * 1000000000ULL +
 				(uint64_t)top->wall_next.tv_nsec + wall;
 
 		top->wall_next.tv_sec = (time_t)(next / 1000000000ULL);
 		top->wall_next.tv_nsec = (long)(next % 1000000000ULL);
-		if (wait_until(next, top->opts.stop_fd))
+		if (wait_until(top, next))
 			return 0;
 	}
 	return 1;
@@ -367,6 +397,15 @@ int tv_top_close(struct tv_top *top)
 
 	if (!top)
 		return 0;
+	if (top->running)
+		tv_top_stop(top);
+	if (top->latest)
+		tv_top_interval_free(top->latest);
+	free(top->latest);
+	if (top->stop_efd >= 0)
+		close(top->stop_efd);
+	if (top->publish_efd >= 0)
+		close(top->publish_efd);
 	tv_kvm_stat_pass_free(top->pass);
 	tv_reader_close(top->rd);
 	if (top->rec) {
@@ -378,4 +417,126 @@ int tv_top_close(struct tv_top *top)
 	tv_kvm_stat_free(&top->totals);
 	free(top);
 	return ret;
+}
+
+/* ---------------------------------------------- the intervals' own thread */
+
+static int interval_copy(struct tv_top_interval *dst, const struct tv_top_interval *src)
+{
+	*dst = *src;
+	dst->stat.rows = malloc((src->stat.nr_rows ? src->stat.nr_rows : 1) * sizeof(*dst->stat.rows));
+	if (!dst->stat.rows)
+		return -ENOMEM;
+	memcpy(dst->stat.rows, src->stat.rows, src->stat.nr_rows * sizeof(*dst->stat.rows));
+	return 0;
+}
+
+/* Make @iv (taken over) the latest interval; free the one it replaces. */
+static void top_publish(struct tv_top *top, struct tv_top_interval *iv)
+{
+	struct tv_top_interval *old;
+	uint64_t one = 1;
+
+	/* rcu_xchg_pointer orders @iv's contents before the pointer, for readers */
+	old = rcu_xchg_pointer(&top->latest, iv);
+	/* a reader that found @old has left its read-side section after this */
+	urcu_bp_synchronize_rcu();
+	if (old) {
+		tv_top_interval_free(old);
+		free(old);
+	}
+	if (write(top->publish_efd, &one, sizeof(one)) != sizeof(one))
+		tv_debug("Cannot signal a new interval: errno=%d", errno);
+}
+
+static void *top_thread(void *arg)
+{
+	struct tv_top *top = arg;
+	int ret;
+
+	for (;;) {
+		struct tv_top_interval *iv = calloc(1, sizeof(*iv));
+
+		if (!iv) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = tv_top_next(top, iv);
+		if (ret <= 0) {
+			free(iv);
+			break;
+		}
+		top_publish(top, iv);
+	}
+	top->thread_ret = ret;
+	return NULL;
+}
+
+int tv_top_start(struct tv_top *top)
+{
+	int ret;
+
+	top->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	top->publish_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (top->stop_efd < 0 || top->publish_efd < 0) {
+		ret = -errno;
+		tv_err("Cannot create eventfd for the live view: errno=%d (%s)", -ret, strerror(-ret));
+		return ret;
+	}
+	ret = pthread_create(&top->thread, NULL, top_thread, top);
+	if (ret) {
+		tv_err("Cannot start the live view's thread: errno=%d (%s)", ret, strerror(ret));
+		return -ret;
+	}
+	top->running = true;
+	return 0;
+}
+
+int tv_top_fd(const struct tv_top *top)
+{
+	return top->publish_efd;
+}
+
+int tv_top_latest(struct tv_top *top, struct tv_top_interval *out)
+{
+	struct tv_top_interval *iv;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	urcu_bp_read_lock();
+	iv = rcu_dereference(top->latest);
+	if (iv)
+		ret = interval_copy(out, iv) ?: 1;
+	urcu_bp_read_unlock();
+	return ret;
+}
+
+void tv_top_set_interval(struct tv_top *top, uint64_t interval_ns)
+{
+	uint64_t min = top->rec ? TOP_MIN_LIVE_INTERVAL_NS : 1;
+
+	__atomic_store_n(&top->interval_ns, interval_ns < min ? min : interval_ns, __ATOMIC_RELAXED);
+}
+
+uint64_t tv_top_get_interval(const struct tv_top *top)
+{
+	return top_interval(top);
+}
+
+bool tv_top_running(const struct tv_top *top)
+{
+	return top->running && !__atomic_load_n(&top->ended, __ATOMIC_RELAXED);
+}
+
+int tv_top_stop(struct tv_top *top)
+{
+	uint64_t one = 1;
+
+	if (!top->running)
+		return 0;
+	if (write(top->stop_efd, &one, sizeof(one)) != sizeof(one))
+		tv_debug("Cannot ask the live view's thread to stop: errno=%d", errno);
+	pthread_join(top->thread, NULL);
+	top->running = false;
+	return top->thread_ret;
 }

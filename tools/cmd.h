@@ -25,6 +25,12 @@ int tv_cli_compress(const char *dir);
 void tv_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* @ns as "123ns", "4.5us", "6.7ms" or "1.23s" into @buf. */
 const char *tv_cli_fmt_ns(uint64_t ns, char *buf, size_t size);
+/* CPU used by this process and its threads since the last call (@prev
+ * keeps the total), as % of @interval_ns (0: just remember the total). */
+double tv_cli_cpu_percent(double *prev, uint64_t interval_ns);
+/* top's full-screen view of a started @top until q or @sfd (tools/top_screen.c). */
+struct tv_top;
+int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort);
 /* @s as a JSON string on stdout. */
 void tv_cli_json_str(const char *s);
 /* Exit status for a library error code. */

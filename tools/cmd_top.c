@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +31,6 @@ struct top_cli {
 	const char *events[MAX_EVENTS];
 	int batch, json, screen;
 	long count;			/* intervals to show; 0: until stopped */
-	int max_rows;			/* screen: rows that fit */
 	double cpu_prev;		/* seconds of CPU used by this process */
 };
 
@@ -176,20 +174,6 @@ bad:
 	return -1;
 }
 
-/* CPU used by this process (its capture threads included) since the last call, in %. */
-static double top_cpu_percent(struct top_cli *cli, uint64_t interval_ns)
-{
-	struct rusage ru;
-	double now, used;
-
-	getrusage(RUSAGE_SELF, &ru);
-	now = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-	used = now - cli->cpu_prev;
-	cli->cpu_prev = now;
-	return interval_ns ? used * 1e11 / (double)interval_ns : 0;
-}
-
 static uint64_t interval_exits(const struct tv_top_interval *iv)
 {
 	uint64_t n = 0;
@@ -229,20 +213,15 @@ static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, c
 {
 	uint64_t exits = interval_exits(iv);
 	double secs = (double)iv->interval_ns / 1e9;
-	size_t shown = iv->stat.nr_rows;
 	char b[4][24];
 
-	if (cli->screen)
-		fputs("\033[H\033[2J", stdout);	/* home, clear: one table per screen */
 	printf("tracevisor top - %s - %.2fs interval: %llu exits, %.0f/s, %llu lost, top %.1f%% CPU%s\n",
 	       dir, secs, (unsigned long long)exits, secs > 0 ? (double)exits / secs : 0,
-	       (unsigned long long)iv->lost, top_cpu_percent(cli, iv->interval_ns),
+	       (unsigned long long)iv->lost, tv_cli_cpu_percent(&cli->cpu_prev, iv->interval_ns),
 	       strcmp(iv->stat.mode, "pvm") ? "" : " (PVM: no kvm_exit; user-space exits, I/O, MMIO, CPUID)");
 	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
 	       "RATE/s", "P50", "P99", "MAX", "TOTAL");
-	if (cli->screen && cli->max_rows > 0 && shown > (size_t)cli->max_rows)
-		shown = (size_t)cli->max_rows;
-	for (size_t i = 0; i < shown; i++) {
+	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
 
 		if (!r->has_latency) {
@@ -258,16 +237,7 @@ static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, c
 	}
 	if (!iv->stat.nr_rows)
 		printf("(no VM exits in this interval)\n");
-	if (!cli->screen)
-		printf("\n");
-}
-
-static int screen_rows(void)
-{
-	const char *lines = getenv("LINES");
-	int n = lines ? atoi(lines) : 0;
-
-	return (n > 4 ? n : 25) - 4;
+	printf("\n");
 }
 
 static int run_top(struct top_cli *cli, struct tv_top *top)
@@ -310,18 +280,21 @@ int cmd_top(int argc, char **argv)
 		return 1;
 	}
 	cli.opts.stop_fd = sfd;
-	cli.max_rows = screen_rows();
 	ret = tv_top_open(&cli.opts, &top);
 	if (ret) {
 		close(sfd);
 		return tv_cli_status(ret);
 	}
-	top_cpu_percent(&cli, 0);
-	if (cli.screen)
-		fputs("\033[?1049h", stdout);	/* the terminal's alternate screen */
-	ret = run_top(&cli, top);
-	if (cli.screen)
-		fputs("\033[?1049l", stdout);
+	tv_cli_cpu_percent(&cli.cpu_prev, 0);
+	if (cli.screen) {
+		ret = tv_top_start(top);
+		if (!ret)
+			ret = tv_cli_top_screen(top, sfd, tv_top_session_dir(top), cli.opts.sort);
+		cret = tv_top_stop(top);
+		ret = ret ? ret : cret;
+	} else {
+		ret = run_top(&cli, top);
+	}
 	cret = tv_top_close(top);
 	close(sfd);
 	if (!ret && cret)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "tracevisor/tracevisor.h"
 #include "cmd.h"
@@ -95,6 +96,19 @@ const char *tv_cli_fmt_ns(uint64_t ns, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%.2fs", (double)ns / 1e9);
 	return buf;
+}
+
+double tv_cli_cpu_percent(double *prev, uint64_t interval_ns)
+{
+	struct rusage ru;
+	double now, used;
+
+	getrusage(RUSAGE_SELF, &ru);
+	now = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	used = now - *prev;
+	*prev = now;
+	return interval_ns ? used * 1e11 / (double)interval_ns : 0;
 }
 
 void tv_cli_json_str(const char *s)

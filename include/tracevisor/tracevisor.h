@@ -1194,6 +1194,41 @@ void tv_top_sort(struct tv_kvm_stat *st, enum tv_top_sort key);
 int tv_top_sort_parse(const char *name, enum tv_top_sort *key);
 /* The session the view reads (the live recording's, or the replayed one). */
 const char *tv_top_session_dir(const struct tv_top *top);
+/**
+ * tv_top_start - read the intervals in a thread of the view's own
+ * @top: a view from tv_top_open(), not read with tv_top_next() since
+ *
+ * For a display that must stay responsive (keys, redraws) while an
+ * interval is read: the thread calls tv_top_next() and publishes each
+ * interval; tv_top_fd() becomes readable, tv_top_latest() copies it.
+ * From then on, call only tv_top_fd(), _latest(), _set_interval(),
+ * _get_interval(), _running(), _stop() and _close() on @top.
+ * Return: 0 or -errno (logged).
+ */
+int tv_top_start(struct tv_top *top);
+/* An eventfd, readable when an interval was published (read it to reset). */
+int tv_top_fd(const struct tv_top *top);
+/**
+ * tv_top_latest - a copy of the latest published interval
+ * @top: a started view
+ * @out: the copy, the caller's (tv_top_interval_free())
+ *
+ * Lock-free: the thread publishes through RCU and never waits for this.
+ * Return: 1 with @out filled, 0 if none was published yet, -ENOMEM.
+ */
+int tv_top_latest(struct tv_top *top, struct tv_top_interval *out);
+/* Change the interval (from the next one on; live: at least 10 ms). */
+void tv_top_set_interval(struct tv_top *top, uint64_t interval_ns);
+uint64_t tv_top_get_interval(const struct tv_top *top);
+/* Is the started view still reading (false once a replay ended)? */
+bool tv_top_running(const struct tv_top *top);
+/**
+ * tv_top_stop - end the started view's thread
+ * @top: a view; not started: nothing to do
+ *
+ * Return: 0, or -errno the thread ended with (logged).
+ */
+int tv_top_stop(struct tv_top *top);
 
 /* ------------------------------------------------------------------ Xen */
 

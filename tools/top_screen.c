@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor top's full-screen view (ncurses), in the spirit of kvm_stat's:
+ * the intervals are read by the view's own thread (tv_top_start()), so keys
+ * are answered at once, and every key re-draws the latest interval.
+ *
+ *   s  sort: total, count, rate, p99     v  one VM, the next, all
+ *   c  one vCPU of the rows shown (drill-down), the next, all
+ *   +  interval x2     -  interval /2     r  reset (sort, VM, vCPU)
+ *   h  help            q  quit (also Ctrl-C)
+ */
+#define _GNU_SOURCE
+#include <curses.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+static const char *const sort_names[] = { "total", "count", "rate", "p99" };
+
+struct screen {
+	struct tv_top *top;
+	const char *dir;
+	struct tv_top_interval cur;	/* the latest interval, our copy */
+	int have;
+	enum tv_top_sort sort;
+	char vm[80];			/* "" all VMs */
+	char vcpu[24];			/* "" all vCPUs */
+	int help;
+	double cpu_prev, cpu_pct;
+};
+
+static int row_shown(const struct screen *s, const struct tv_kvm_stat_row *r)
+{
+	return (!s->vm[0] || !strcmp(r->vm, s->vm)) && (!s->vcpu[0] || !strcmp(r->vcpu, s->vcpu));
+}
+
+/*
+ * The value after @cur among the rows' @field values (VMs, or the vCPUs of
+ * the rows shown), in row order; "" after the last one: all again.
+ */
+static void cycle(const struct screen *s, char *cur, size_t size, int vcpu)
+{
+	int after = !cur[0];
+
+	for (size_t i = 0; i < s->cur.stat.nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &s->cur.stat.rows[i];
+		const char *v = vcpu ? r->vcpu : r->vm;
+
+		if (vcpu && s->vm[0] && strcmp(r->vm, s->vm))
+			continue;
+		if (after && strcmp(v, cur)) {
+			snprintf(cur, size, "%s", v);
+			return;
+		}
+		if (!strcmp(v, cur))
+			after = 1;
+	}
+	cur[0] = '\0';
+}
+
+static void draw_help(void)
+{
+	static const char *const lines[] = {
+		"tracevisor top: keys",
+		"",
+		"  s   sort by total time, count, rate, p99 (descending)",
+		"  v   show one VM, the next one, all VMs",
+		"  c   drill down: one vCPU of the rows shown, the next, all",
+		"  +   double the interval     -   halve it",
+		"  r   reset sort, VM and vCPU",
+		"  h   this help (any key goes back)",
+		"  q   quit (Ctrl-C too): the kept session is complete",
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		mvprintw(2 + (int)i, 2, "%s", lines[i]);
+}
+
+static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row *r)
+{
+	char b[4][24];
+
+	if (!r->has_latency) {
+		mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
+			 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r), "-", "-",
+			 "-", "-");
+		return;
+	}
+	mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
+		 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r),
+		 tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
+		 tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
+}
+
+static void draw(struct screen *s)
+{
+	double secs = (double)s->cur.interval_ns / 1e9;
+	uint64_t exits = 0;
+	int y = 2;
+
+	erase();
+	for (size_t i = 0; i < s->cur.stat.nr_rows; i++)
+		if (row_shown(s, &s->cur.stat.rows[i]))
+			exits += s->cur.stat.rows[i].count;
+	mvprintw(0, 0, "tracevisor top - %s - %.2fs interval (next %.2fs) - %.0f exits/s - %llu lost - top %.1f%% CPU",
+		 s->dir, secs, (double)tv_top_get_interval(s->top) / 1e9,
+		 secs > 0 ? (double)exits / secs : 0, (unsigned long long)s->cur.lost, s->cpu_pct);
+	mvprintw(1, 0, "sort: %s   vm: %s   vcpu: %s%s%s", sort_names[s->sort], s->vm[0] ? s->vm : "all",
+		 s->vcpu[0] ? s->vcpu : "all", strcmp(s->cur.stat.mode, "pvm") ? "" : "   (PVM: no kvm_exit)",
+		 tv_top_running(s->top) ? "" : "   (replay ended)");
+	if (s->help) {
+		draw_help();
+		refresh();
+		return;
+	}
+	attron(A_REVERSE);
+	mvprintw(y++, 0, "%-24s %-7s %-26s %9s %10s %9s %9s %9s %10s", "VM", "VCPU", "REASON", "COUNT",
+		 "RATE/s", "P50", "P99", "MAX", "TOTAL");
+	attroff(A_REVERSE);
+	for (size_t i = 0; i < s->cur.stat.nr_rows && y < LINES - 1; i++)
+		if (row_shown(s, &s->cur.stat.rows[i]))
+			draw_row(y++, s, &s->cur.stat.rows[i]);
+	if (!s->have)
+		mvprintw(y, 0, "(waiting for the first interval)");
+	else if (!exits)
+		mvprintw(y, 0, "(no VM exits in this interval)");
+	mvprintw(LINES - 1, 0, "s sort  v VM  c vCPU  +/- interval  r reset  h help  q quit");
+	refresh();
+}
+
+/* Take the latest published interval. */
+static int take_latest(struct screen *s)
+{
+	struct tv_top_interval iv;
+	uint64_t n;
+	int ret;
+
+	if (read(tv_top_fd(s->top), &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return -errno;
+	ret = tv_top_latest(s->top, &iv);
+	if (ret <= 0)
+		return ret;
+	tv_top_interval_free(&s->cur);
+	s->cur = iv;
+	s->have = 1;
+	s->cpu_pct = tv_cli_cpu_percent(&s->cpu_prev, iv.interval_ns);
+	tv_top_sort(&s->cur.stat, s->sort);
+	return 0;
+}
+
+/* One key; returns 1 to quit. */
+static int key(struct screen *s, int k)
+{
+	if (s->help) {
+		s->help = 0;
+		return k == 'q';
+	}
+	switch (k) {
+	case 'q':
+		return 1;
+	case 's':
+		s->sort = (enum tv_top_sort)((s->sort + 1) % 4);
+		tv_top_sort(&s->cur.stat, s->sort);
+		break;
+	case 'v':
+		cycle(s, s->vm, sizeof(s->vm), 0);
+		s->vcpu[0] = '\0';
+		break;
+	case 'c':
+		cycle(s, s->vcpu, sizeof(s->vcpu), 1);
+		break;
+	case '+':
+		tv_top_set_interval(s->top, tv_top_get_interval(s->top) * 2);
+		break;
+	case '-':
+		tv_top_set_interval(s->top, tv_top_get_interval(s->top) / 2);
+		break;
+	case 'r':
+		s->sort = TV_TOP_SORT_TOTAL;
+		s->vm[0] = s->vcpu[0] = '\0';
+		tv_top_sort(&s->cur.stat, s->sort);
+		break;
+	case 'h':
+	case '?':
+		s->help = 1;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort)
+{
+	struct screen s = { .top = top, .dir = dir, .sort = (enum tv_top_sort)sort };
+	struct pollfd pfd[3] = {
+		{ .fd = STDIN_FILENO, .events = POLLIN },
+		{ .fd = tv_top_fd(top), .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
+	int ret = 0, quit = 0;
+
+	tv_cli_cpu_percent(&s.cpu_prev, 0);
+	initscr();
+	cbreak();
+	noecho();
+	nodelay(stdscr, TRUE);
+	keypad(stdscr, TRUE);
+	curs_set(0);
+	draw(&s);
+	while (!quit && !ret) {
+		int k;
+
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno != EINTR)
+				ret = -errno;
+			continue;
+		}
+		if (pfd[2].revents & POLLIN)
+			break;	/* Ctrl-C: the caller stops the view */
+		if (pfd[1].revents & POLLIN)
+			ret = take_latest(&s);
+		while (!quit && (k = getch()) != ERR)
+			quit = key(&s, k);
+		draw(&s);
+	}
+	endwin();
+	tv_top_interval_free(&s.cur);
+	return ret;
+}
