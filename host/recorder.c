@@ -32,6 +32,7 @@
 struct tv_session_record {
 	struct tv_session_record_opts opts;
 	const char *events[TV_SESSION_MAX_EVENTS];
+	const char *filters[TV_SESSION_MAX_EVENTS];	/* events[i]'s own, or NULL */
 	struct tv_recorder *host;
 	struct tv_xen_recorder *xen;
 	struct tv_guest **guests;	/* opts.nr_guests, NULL: not started */
@@ -79,7 +80,7 @@ static int start_recorders(struct tv_session_record *s)
 {
 	int ret = 0;
 
-	if (!s->opts.xen || s->opts.host.nr_events) {
+	if (!s->opts.xen || s->opts.host.nr_events || s->opts.host.nr_time_functions) {
 		ret = tv_recorder_create(&s->opts.host, &s->host);
 		if (ret)
 			return ret;
@@ -150,9 +151,12 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 		tv_err("too many events (at most %d)", TV_SESSION_MAX_EVENTS);
 		return -EINVAL;
 	}
-	for (size_t i = 0; i < opts->host.nr_events; i++)
+	for (size_t i = 0; i < opts->host.nr_events; i++) {
 		s->events[i] = opts->host.events[i];
+		s->filters[i] = opts->host.event_filters ? opts->host.event_filters[i] : NULL;
+	}
 	s->opts.host.events = s->events;
+	s->opts.host.event_filters = s->filters;	/* sized for add_sync_events() */
 	s->opts.xen_opts.outdir = s->opts.host.outdir;
 	s->opts.guest_opts.clock = s->opts.host.clock;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));

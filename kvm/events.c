@@ -14,7 +14,8 @@
 #include "tv_internal.h"
 #include "events.h"
 
-static int event_list_add(struct tv_event_list *list, const char *sys, const char *ev)
+static int event_list_add(struct tv_event_list *list, const char *sys, const char *ev,
+			  size_t spec)
 {
 	struct tv_event_id *ids;
 
@@ -27,6 +28,7 @@ static int event_list_add(struct tv_event_list *list, const char *sys, const cha
 	list->ids = ids;
 	ids[list->nr].system = strdup(sys);
 	ids[list->nr].event = strdup(ev);
+	ids[list->nr].spec = spec;
 	if (!ids[list->nr].system || !ids[list->nr].event)
 		return -ENOMEM;
 	list->nr++;
@@ -34,7 +36,7 @@ static int event_list_add(struct tv_event_list *list, const char *sys, const cha
 }
 
 static int match_system(struct tv_event_list *list, const char *dir, const char *sys,
-			const char *ev_glob)
+			const char *ev_glob, size_t spec)
 {
 	char **events = tracefs_system_events(dir, sys);
 	int matched = 0;
@@ -42,7 +44,7 @@ static int match_system(struct tv_event_list *list, const char *dir, const char 
 	for (size_t i = 0; events && events[i]; i++) {
 		if (fnmatch(ev_glob, events[i], 0))
 			continue;
-		if (event_list_add(list, sys, events[i]) < 0) {
+		if (event_list_add(list, sys, events[i], spec) < 0) {
 			tracefs_list_free(events);
 			return -ENOMEM;
 		}
@@ -53,7 +55,7 @@ static int match_system(struct tv_event_list *list, const char *dir, const char 
 }
 
 static int resolve_one(struct tv_event_list *list, const char *dir, char **systems,
-		       const char *spec)
+		       const char *spec, size_t index)
 {
 	char sys_glob[256], ev_glob[256];
 	const char *colon = strchr(spec, ':');
@@ -70,14 +72,14 @@ static int resolve_one(struct tv_event_list *list, const char *dir, char **syste
 		if (fnmatch(sys_glob, systems[i], 0))
 			continue;
 		systems_named++;
-		int n = match_system(list, dir, systems[i], ev_glob);
+		int n = match_system(list, dir, systems[i], ev_glob, index);
 		if (n < 0)
 			return n;
 		matched += n;
 	}
 	/* "kvm_exit" alone: an event name in any system. */
 	for (size_t i = 0; !colon && !systems_named && systems && systems[i]; i++) {
-		int n = match_system(list, dir, systems[i], spec);
+		int n = match_system(list, dir, systems[i], spec, index);
 		if (n < 0)
 			return n;
 		matched += n;
@@ -96,7 +98,7 @@ int tv_event_list_resolve(struct tv_event_list *list, const char *tracing_dir,
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < nr_specs && !ret; i++) {
-		int n = resolve_one(list, tracing_dir, systems, specs[i]);
+		int n = resolve_one(list, tracing_dir, systems, specs[i], i);
 
 		if (n < 0) {
 			ret = n;

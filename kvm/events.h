@@ -8,6 +8,7 @@
 struct tv_event_id {
 	char *system;
 	char *event;
+	size_t spec;	/* index of the first spec that matched it */
 };
 
 struct tv_event_list {

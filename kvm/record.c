@@ -33,6 +33,7 @@
 #include "proto.h"
 #include "events.h"
 #include "session_files.h"
+#include "probes.h"
 
 #define INSTANCE_PREFIX "tracevisor-"
 
@@ -45,6 +46,12 @@ struct tv_recorder {
 	struct tracefs_instance *instance;
 	const char *tracing_dir;
 	struct tv_event_list events;
+	/* the specs resolved: opts' events with dynamic probes created and
+	 * named ("GROUP:NAME"), then --time-function's pairs; a filter each */
+	char **specs;
+	const char **spec_filters;
+	size_t nr_specs;
+	struct tv_probe_set probes;
 	char *outdir;
 	char domain_dir[PATH_MAX];
 	int created_outdir;
@@ -173,17 +180,54 @@ static int recorder_set_clock(struct tv_recorder *rec)
 	return instance_write(rec, "trace_clock", clock);
 }
 
+/*
+ * Filters: a spec's own (-f after its -e) or else the recording's global
+ * one, each applied where the event has its fields; a filter that fits
+ * none of the events it was given for is an error.
+ */
+static int recorder_set_filters(struct tv_recorder *rec)
+{
+	size_t *fits = calloc(rec->nr_specs + 1, sizeof(*fits));	/* [nr_specs]: global */
+	size_t global = 0;
+	int ret = 0;
+
+	if (!fits)
+		return -ENOMEM;
+	for (size_t i = 0; i < rec->events.nr; i++) {
+		const struct tv_event_id *id = &rec->events.ids[i];
+		const char *own = id->spec < rec->nr_specs ? rec->spec_filters[id->spec] : NULL;
+		const char *filter = own ? own : rec->opts.filter;
+
+		if (!own && filter)
+			global++;
+		if (filter && tracefs_event_file_write(rec->instance, id->system, id->event, "filter",
+						       filter) >= 0)
+			fits[own ? id->spec : rec->nr_specs]++;
+	}
+	for (size_t s = 0; s <= rec->nr_specs && !ret; s++) {
+		const char *filter = s < rec->nr_specs ? rec->spec_filters[s] : rec->opts.filter;
+
+		if (filter && !fits[s] && (s < rec->nr_specs || global)) {
+			tv_err("Invalid filter: filter=\"%s\" fits no event of %s (see %s/instances/%s/error_log)",
+			       filter, s < rec->nr_specs ? rec->specs[s] : "the recording",
+			       rec->tracing_dir, tracefs_instance_get_name(rec->instance));
+			ret = -EINVAL;
+		}
+	}
+	if (!ret && rec->opts.filter && fits[rec->nr_specs] < global)
+		tv_warn("Filter applies to %zu of %zu events; the others have no such fields and are recorded unfiltered",
+			fits[rec->nr_specs], global);
+	free(fits);
+	return ret;
+}
+
 static int recorder_enable_events(struct tv_recorder *rec)
 {
-	size_t filtered = 0;
+	int ret = recorder_set_filters(rec);
 
-	for (size_t i = 0; i < rec->events.nr; i++) {
+	for (size_t i = 0; i < rec->events.nr && !ret; i++) {
 		struct tv_event_id *id = &rec->events.ids[i];
 
-		if (rec->opts.filter &&
-		    tracefs_event_file_write(rec->instance, id->system, id->event, "filter",
-					     rec->opts.filter) >= 0)
-			filtered++;
 		if (tracefs_event_file_write(rec->instance, id->system, id->event,
 					     "enable", "1") < 0) {
 			int err = errno;
@@ -193,15 +237,64 @@ static int recorder_enable_events(struct tv_recorder *rec)
 			return -err;
 		}
 	}
-	if (rec->opts.filter && filtered == 0) {
-		tv_err("Invalid filter for every selected event: filter=\"%s\" (see %s/instances/%s/error_log)",
-		       rec->opts.filter, rec->tracing_dir, tracefs_instance_get_name(rec->instance));
-		return -EINVAL;
-	}
-	if (rec->opts.filter && filtered < rec->events.nr)
-		tv_warn("Filter applies to %zu of %zu events; the others have no such fields and are recorded unfiltered",
-			filtered, rec->events.nr);
+	return ret;
+}
+
+static int specs_add(struct tv_recorder *rec, const char *spec, const char *filter)
+{
+	char **specs = realloc(rec->specs, (rec->nr_specs + 1) * sizeof(*specs));
+	const char **filters;
+
+	if (!specs)
+		return -ENOMEM;
+	rec->specs = specs;
+	filters = realloc(rec->spec_filters, (rec->nr_specs + 1) * sizeof(*filters));
+	if (!filters)
+		return -ENOMEM;
+	rec->spec_filters = filters;
+	rec->specs[rec->nr_specs] = strdup(spec);
+	if (!rec->specs[rec->nr_specs])
+		return -ENOMEM;
+	rec->spec_filters[rec->nr_specs++] = filter;
 	return 0;
+}
+
+/*
+ * The events to enable: the options' specs, where a dynamic probe is first
+ * created and then named by its group, and --time-function's entry and
+ * return probes.
+ */
+static int recorder_build_specs(struct tv_recorder *rec)
+{
+	static const char *const default_events[] = { TV_RECORD_DEFAULT_EVENTS };
+	const struct tv_record_opts *o = &rec->opts;
+	const char *const *events = o->nr_events ? o->events : default_events;
+	size_t nr = o->nr_events ? o->nr_events : 1;
+	char spec[256], ret_spec[256];
+	int ret = 0;
+
+	if (nr && o->nr_time_functions && !o->nr_events)
+		nr = 0;	/* only the functions asked for, not every kvm event */
+	for (size_t i = 0; i < nr && !ret; i++) {
+		const char *filter = o->event_filters && o->nr_events ? o->event_filters[i] : NULL;
+
+		if (!tv_probe_spec_is_dynamic(events[i])) {
+			ret = specs_add(rec, events[i], filter);
+			continue;
+		}
+		ret = tv_probe_create(&rec->probes, rec->tracing_dir, events[i], spec, sizeof(spec));
+		if (!ret)
+			ret = specs_add(rec, spec, filter);
+	}
+	for (size_t i = 0; i < o->nr_time_functions && !ret; i++) {
+		ret = tv_probe_time_function(&rec->probes, rec->tracing_dir, o->time_functions[i], spec,
+					     ret_spec, sizeof(spec));
+		if (!ret)
+			ret = specs_add(rec, spec, NULL);
+		if (!ret)
+			ret = specs_add(rec, ret_spec, NULL);
+	}
+	return ret;
 }
 
 static int recorder_setup_instance(struct tv_recorder *rec)
@@ -323,7 +416,6 @@ static void recorder_open_marker(struct tv_recorder *rec)
 
 int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out)
 {
-	static const char *const default_events[] = { TV_RECORD_DEFAULT_EVENTS };
 	struct tv_recorder *rec = calloc(1, sizeof(*rec));
 	int ret;
 
@@ -340,12 +432,14 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 		return -ENOMEM;
 	}
 	ret = recorder_check_access(rec);
-	if (!ret)
+	if (!ret) {
 		tv_tracefs_cleanup_stale();
+		tv_probes_cleanup_stale();
+		ret = recorder_build_specs(rec);
+	}
 	if (!ret)
 		ret = tv_event_list_resolve(&rec->events, rec->tracing_dir,
-					    opts->nr_events ? opts->events : default_events,
-					    opts->nr_events ? opts->nr_events : 1);
+					    (const char *const *)rec->specs, rec->nr_specs);
 	if (!ret)
 		ret = recorder_make_outdir(rec);
 	if (!ret)
@@ -621,6 +715,12 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 				tracefs_instance_get_name(rec->instance), errno, strerror(errno));
 		tracefs_instance_free(rec->instance);
 	}
+	/* after the instance: a probe still enabled somewhere cannot go */
+	tv_probes_destroy(&rec->probes);
+	for (size_t i = 0; i < rec->nr_specs; i++)
+		free(rec->specs[i]);
+	free(rec->specs);
+	free(rec->spec_filters);
 	if (rec->stop_fd >= 0)
 		close(rec->stop_fd);
 	free(rec->labels);

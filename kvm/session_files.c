@@ -14,6 +14,7 @@
 #include "tv_internal.h"
 #include "events.h"
 #include "session_files.h"
+#include "probes.h"
 
 static int copy_file(const char *src, const char *dst)
 {
@@ -103,8 +104,10 @@ int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 	}
 	for (size_t i = 0; i < events->nr; i++) {
 		const struct tv_event_id *id = &events->ids[i];
+		/* a probe group named after our pid is "probes" or "func" in the session */
+		const char *sys = tv_probe_session_system(id->system);
 
-		snprintf(dst, sizeof(dst), "%s/events/%s/%s", domain_dir, id->system, id->event);
+		snprintf(dst, sizeof(dst), "%s/events/%s/%s", domain_dir, sys, id->event);
 		ret = mkdir_p(dst);
 		if (ret) {
 			tv_err("Cannot create directory: path=\"%s\", errno=%d (%s)", dst, -ret, strerror(-ret));
@@ -112,8 +115,7 @@ int tv_session_write_formats(const char *domain_dir, const char *tracing_dir,
 		}
 		snprintf(src, sizeof(src), "%s/events/%s/%s/format", tracing_dir, id->system,
 			 id->event);
-		snprintf(dst, sizeof(dst), "%s/events/%s/%s/format", domain_dir, id->system,
-			 id->event);
+		snprintf(dst, sizeof(dst), "%s/events/%s/%s/format", domain_dir, sys, id->event);
 		ret = copy_file(src, dst);
 		if (ret)
 			return ret;

@@ -39,6 +39,12 @@ struct tv_kvm_stat_pass {
 	struct tv_kvm_stat *out;
 	struct stat_ctx exits;		/* when kvm_exit/kvm_entry were recorded */
 	struct stat_ctx pvm;		/* until a kvm_exit fires */
+	/*
+	 * --time-function's probes (system "func": NAME__entry, NAME__return),
+	 * key: thread and function; a recursive call times its innermost pair
+	 * (an entry before the return counts the outer one unmatched).
+	 */
+	struct stat_ctx funcs;
 	bool have_pvm;
 	uint64_t nr_exits;
 	uint64_t interval_events;	/* out->events when the interval began */
@@ -186,6 +192,63 @@ static int stat_event(struct stat_ctx *c, const struct tv_event *ev)
 	return 0;
 }
 
+static uint64_t func_key(int tid, const char *fn, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)fn[i]) * 1099511628211ULL;
+	return ((uint64_t)(uint32_t)tid << 24) ^ (h & 0xffffff);
+}
+
+/* A function's row: the process (comm[tgid]), and the vCPU if it is one. */
+static void func_labels(struct stat_ctx *c, const struct tv_event *ev, char *vm, size_t vm_size,
+			char *vcpu, size_t vcpu_size)
+{
+	const struct tv_domain_info *dom = tv_reader_event_domain(c->rd, ev);
+	const struct tv_vcpu_thread *known = tv_vcpu_map_find(dom->vcpus, ev->pid);
+	pid_t tgid = dom->tgid_of(dom, ev->pid);
+	const char *comm = known ? known->vm_name : tep_data_comm_from_pid(ev->tep, tgid);
+
+	if (!comm || !strcmp(comm, "<...>"))
+		comm = tep_data_comm_from_pid(ev->tep, ev->pid);
+	if (comm && strcmp(comm, "<...>"))
+		snprintf(vm, vm_size, "%s[%d]", comm, (int)tgid);
+	else
+		snprintf(vm, vm_size, "pid%d", (int)tgid);
+	if (known && known->vcpu >= 0)
+		snprintf(vcpu, vcpu_size, "%d", known->vcpu);
+	else
+		snprintf(vcpu, vcpu_size, "-");
+}
+
+static int func_event(struct stat_ctx *c, const struct tv_event *ev)
+{
+	const char *name = ev->format->name;
+	size_t n = strlen(name);
+	char vm[80], vcpu[24], reason[48];
+	struct tv_latency_acc *a;
+	struct tv_exit_slot *t;
+	uint64_t key;
+
+	if (n > 8 && !strcmp(name + n - 8, "__return")) {
+		t = tv_exit_tracker_find(&c->threads, func_key(ev->pid, name, n - 8));
+		return t ? thread_resolve(c, t, ev->ts) : 0;
+	}
+	if (n <= 7 || strcmp(name + n - 7, "__entry"))
+		return 0;
+	key = func_key(ev->pid, name, n - 7);
+	func_labels(c, ev, vm, sizeof(vm), vcpu, sizeof(vcpu));
+	snprintf(reason, sizeof(reason), "func:%.*s", (int)(n - 7), name);
+	a = tv_latency_row(&c->rows, vm, vcpu, reason);
+	t = a ? tv_exit_tracker_exit(&c->threads, key, ev->ts) : NULL;
+	if (!t)
+		return -ENOMEM;
+	a->row.count++;
+	t->ptr = a;
+	return 0;
+}
+
 static int cmp_rows(const void *x, const void *y)
 {
 	const struct tv_kvm_stat_row *a = x, *b = y;
@@ -231,6 +294,7 @@ int tv_kvm_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
 	p->exits.rd = rd;
 	p->exits.exits = true;
 	p->pvm.rd = rd;
+	p->funcs.rd = rd;
 	/*
 	 * Recorded kvm_exit may still never fire (PVM): the PVM analysis runs
 	 * beside the exits one until the first kvm_exit, so one pass serves.
@@ -245,6 +309,8 @@ int tv_kvm_stat_pass_event(struct tv_kvm_stat_pass *p, const struct tv_event *ev
 	int ret = 0;
 
 	p->out->events++;
+	if (ev->format && !strcmp(ev->format->system, "func"))
+		return func_event(&p->funcs, ev);
 	if (!ev->format || strcmp(ev->format->system, "kvm"))
 		return 0;
 	if (p->out->have_exit_entry && !strcmp(ev->format->name, "kvm_exit") && !p->nr_exits++ &&
@@ -257,6 +323,30 @@ int tv_kvm_stat_pass_event(struct tv_kvm_stat_pass *p, const struct tv_event *ev
 	if (!ret && p->have_pvm)
 		ret = stat_event(&p->pvm, ev);
 	return ret;
+}
+
+/* The timed functions' rows after the exits' (their own order inside). */
+static int append_func_rows(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out)
+{
+	struct tv_kvm_stat f = { 0 };
+	struct tv_kvm_stat_row *rows;
+	int ret;
+
+	if (!p->funcs.rows.nr)
+		return 0;
+	ret = tv_latency_table_finish(&p->funcs.rows, &f, cmp_rows);
+	if (ret)
+		return ret;
+	rows = realloc(out->rows, (out->nr_rows + f.nr_rows) * sizeof(*rows));
+	if (!rows) {
+		tv_kvm_stat_free(&f);
+		return -ENOMEM;
+	}
+	memcpy(rows + out->nr_rows, f.rows, f.nr_rows * sizeof(*rows));
+	out->rows = rows;
+	out->nr_rows += f.nr_rows;
+	tv_kvm_stat_free(&f);
+	return 0;
 }
 
 int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p)
@@ -275,7 +365,7 @@ int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p)
 	out->unmatched_exits = c->threads.unmatched + c->threads.backwards;
 	if (out->have_exit_entry)
 		out->unmatched_exits += tv_exit_tracker_open(&c->threads);
-	return tv_latency_table_finish(&c->rows, out, cmp_rows);
+	return tv_latency_table_finish(&c->rows, out, cmp_rows) ?: append_func_rows(p, out);
 }
 
 /*
@@ -316,7 +406,9 @@ int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *ou
 	snprintf(out->mode, sizeof(out->mode), "%s", exits ? "exits" : "pvm");
 	out->events = p->out->events - p->interval_events;
 	out->unmatched_exits = unmatched - c->interval_unmatched;
-	ret = tv_latency_table_finish(&c->rows, out, cmp_rows);
+	ret = tv_latency_table_finish(&c->rows, out, cmp_rows) ?: append_func_rows(p, out);
+	if (!ret)
+		ret = stat_ctx_new_interval(&p->funcs);
 	if (!ret)
 		ret = stat_ctx_new_interval(&p->exits);
 	if (!ret && p->have_pvm)
@@ -334,6 +426,7 @@ void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p)
 		return;
 	stat_ctx_free(&p->exits);
 	stat_ctx_free(&p->pvm);
+	stat_ctx_free(&p->funcs);
 	free(p);
 }
 

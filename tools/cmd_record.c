@@ -33,11 +33,14 @@ enum {
 	OPT_GUEST_LIMIT,
 	OPT_SYNC_INTERVAL,
 	OPT_COMPRESS,
+	OPT_TIME_FUNCTION,
 };
 
 struct record_cli {
 	struct tv_session_record_opts so;	/* host opts in so.host */
 	const char *events[MAX_EVENTS];
+	const char *filters[MAX_EVENTS];	/* -f after events[i] */
+	const char *functions[MAX_EVENTS];	/* --time-function */
 	double duration;
 	char **command;
 	int quiet;
@@ -58,8 +61,16 @@ static void record_usage(FILE *out)
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
 		"  -o, --output DIR        session directory to create (default: tracevisor-session)\n"
-		"  -e, --event EVENT       SYSTEM, SYSTEM:EVENT or a glob (repeatable; default: kvm)\n"
-		"  -f, --filter FILTER     ftrace filter applied in the kernel, e.g. 'vcpu_id==0'\n"
+		"  -e, --event EVENT       SYSTEM, SYSTEM:EVENT or a glob (repeatable; default: kvm),\n"
+		"                          or a dynamic probe, recorded as probes:NAME:\n"
+		"                            kprobe:NAME=SYMBOL[+OFFS] [FETCHARGS]\n"
+		"                            kretprobe:NAME=SYMBOL [$retval]\n"
+		"                            uprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS]\n"
+		"                            uretprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS]\n"
+		"  -f, --filter FILTER     ftrace filter evaluated in the kernel, e.g. 'vcpu_id==0',\n"
+		"                          for the -e it follows (before any -e: for every event)\n"
+		"      --time-function F   time kernel function SYMBOL or user function PATH:SYMBOL\n"
+		"                          (entry and return probes; stat gives its latency rows)\n"
 		"  -b, --buffer KB         ring buffer per CPU in KB (default: %d)\n"
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
 		"      --duration SECONDS  stop after SECONDS\n"
@@ -118,6 +129,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "guest-limit", required_argument, NULL, OPT_GUEST_LIMIT },
 		{ "sync-interval", required_argument, NULL, OPT_SYNC_INTERVAL },
 		{ "compress", no_argument, NULL, OPT_COMPRESS },
+		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -141,7 +153,18 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->events[cli->so.host.nr_events++] = optarg;
 			break;
 		case 'f':
-			cli->so.host.filter = optarg;
+			/* trace-cmd's rule: a filter belongs to the -e before it */
+			if (cli->so.host.nr_events)
+				cli->filters[cli->so.host.nr_events - 1] = optarg;
+			else
+				cli->so.host.filter = optarg;
+			break;
+		case OPT_TIME_FUNCTION:
+			if (cli->so.host.nr_time_functions == MAX_EVENTS) {
+				tv_cli_error("record", "too many --time-function options (at most %d)", MAX_EVENTS);
+				return -1;
+			}
+			cli->functions[cli->so.host.nr_time_functions++] = optarg;
 			break;
 		case 'b': {
 			unsigned long kb = strtoul(optarg, &end, 10);
@@ -242,6 +265,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		}
 	}
 	cli->so.host.events = cli->events;
+	cli->so.host.event_filters = cli->filters;
+	cli->so.host.time_functions = cli->functions;
 	if ((cli->so.xen_opts.evt_mask || cli->so.xen_opts.cpus || cli->so.xen_opts.pages) && !cli->so.xen) {
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
 		return -1;

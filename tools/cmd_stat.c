@@ -47,11 +47,20 @@ static void print_hist(const struct tv_kvm_stat_row *r)
 
 static void print_rows(const struct tv_kvm_stat *st, int hist);
 
+/* Rows of KVM's events, not only of timed functions (func:NAME)? */
+static int has_kvm_rows(const struct tv_kvm_stat *st)
+{
+	for (size_t i = 0; i < st->nr_rows; i++)
+		if (strncmp(st->rows[i].reason, "func:", 5))
+			return 1;
+	return 0;
+}
+
 static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 {
 	printf("VM exit analysis of %s: %llu events, %llu lost\n", dir,
 	       (unsigned long long)st->events, (unsigned long long)st->lost);
-	if (!st->have_exit_entry)
+	if (!st->have_exit_entry && has_kvm_rows(st))
 		printf("note: kvm_exit/kvm_entry did not fire on this host (PVM KVM, or not recorded);\n"
 		       "      showing user-space exits (timed until the vCPU thread is back in KVM),\n"
 		       "      port I/O, MMIO, CPUID leaves and emulated instructions instead.\n");

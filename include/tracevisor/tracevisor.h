@@ -165,8 +165,17 @@ int tv_session_write_meta(const char *session_dir, const char *domains, const ch
 
 struct tv_record_opts {
 	const char *outdir;
-	const char *const *events;	/* "system", "system:event" or globs */
+	const char *const *events;	/* "system", "system:event" or globs, or a
+					 * dynamic probe: "kprobe:NAME=SYMBOL[+OFFS]
+					 * [ARGS]", "kretprobe:NAME=SYMBOL [$retval]",
+					 * "uprobe:NAME=PATH:SYMBOL|OFFSET [ARGS]",
+					 * "uretprobe:..." (stored as system "probes") */
 	size_t nr_events;		/* 0: TV_RECORD_DEFAULT_EVENTS */
+	const char *const *event_filters;	/* NULL, or one per event: the
+					 * ftrace filter of events[i] (NULL: @filter) */
+	const char *const *time_functions;	/* SYMBOL or PATH:SYMBOL: entry and
+					 * return probes, system "func" (stat times them) */
+	size_t nr_time_functions;
 	const char *filter;		/* ftrace filter expression, or NULL */
 	unsigned int buffer_kb;		/* per CPU; 0: default */
 	const char *clock;		/* trace clock, NULL: "local" */
