@@ -32,6 +32,8 @@ struct stat_ctx {
 	 */
 	struct tv_exit_tracker threads;
 	uint64_t unmatched_exits;
+	tv_kvm_stat_guest_fn guest_of;	/* stat --by guest-task, or NULL */
+	void *guest_arg;
 	uint64_t interval_unmatched;	/* unmatched + backwards when the interval began */
 };
 
@@ -150,6 +152,20 @@ static int reason_of_other(const struct tv_event *ev, char *buf, size_t size)
 	return 0;
 }
 
+/* The row of an exit: by guest task too when asked (timed exits only). */
+static struct tv_latency_acc *stat_row(struct stat_ctx *c, const struct tv_event *ev,
+				       const struct tv_exit_slot *t, const char *vm,
+				       const char *vcpu, const char *reason, int timed)
+{
+	struct tv_kvm_stat_row guest = { .guest_pid = -1 };
+
+	if (!c->guest_of || !timed)
+		return tv_latency_row(&c->rows, vm, vcpu, reason);
+	if (c->guest_of(c->guest_arg, ev, t->label, &guest))
+		snprintf(guest.guest_task, sizeof(guest.guest_task), "?");
+	return tv_latency_row_guest(&c->rows, vm, vcpu, reason, &guest);
+}
+
 static int stat_event(struct stat_ctx *c, const struct tv_event *ev)
 {
 	char vm[80], vcpu[24], reason[48];
@@ -180,7 +196,7 @@ static int stat_event(struct stat_ctx *c, const struct tv_event *ev)
 		if (!reason[0])
 			return 0;
 	}
-	a = tv_latency_row(&c->rows, vm, vcpu, reason);
+	a = stat_row(c, ev, t, vm, vcpu, reason, timed);
 	if (!a)
 		return -ENOMEM;
 	a->row.count++;
@@ -383,7 +399,8 @@ static int stat_ctx_new_interval(struct stat_ctx *c)
 
 		if (!t->key || !t->open || !old)
 			continue;
-		t->ptr = tv_latency_row(&fresh, old->row.vm, old->row.vcpu, old->row.reason);
+		t->ptr = tv_latency_row_guest(&fresh, old->row.vm, old->row.vcpu, old->row.reason,
+					      &old->row);
 		if (!t->ptr) {
 			tv_latency_table_free(&fresh);
 			return -ENOMEM;
@@ -418,6 +435,12 @@ int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *ou
 	if (ret)
 		tv_kvm_stat_free(out);
 	return ret;
+}
+
+void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_kvm_stat_guest_fn fn, void *arg)
+{
+	p->exits.guest_of = p->pvm.guest_of = fn;
+	p->exits.guest_arg = p->pvm.guest_arg = arg;
 }
 
 void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p)

@@ -16,9 +16,18 @@ static uint64_t hash_str(const char *s, uint64_t h)
 	return h;
 }
 
-static uint64_t hash_row(const char *vm, const char *vcpu, const char *reason)
+static uint64_t hash_row(const struct tv_kvm_stat_row *r)
 {
-	return hash_str(reason, hash_str(vcpu, hash_str(vm, FNV_OFFSET)));
+	uint64_t h = hash_str(r->reason, hash_str(r->vcpu, hash_str(r->vm, FNV_OFFSET)));
+
+	return hash_str(r->guest_context, hash_str(r->guest_task, h)) ^ (uint64_t)(uint32_t)r->guest_pid;
+}
+
+static int same_row(const struct tv_kvm_stat_row *a, const struct tv_kvm_stat_row *b)
+{
+	return !strcmp(a->reason, b->reason) && !strcmp(a->vcpu, b->vcpu) && !strcmp(a->vm, b->vm) &&
+	       a->guest_pid == b->guest_pid && !strcmp(a->guest_task, b->guest_task) &&
+	       !strcmp(a->guest_context, b->guest_context);
 }
 
 static int grow(struct tv_latency_table *t)
@@ -34,7 +43,7 @@ static int grow(struct tv_latency_table *t)
 
 		if (!a)
 			continue;
-		j = hash_row(a->row.vm, a->row.vcpu, a->row.reason) % cap;
+		j = hash_row(&a->row) % cap;
 		while (r[j])
 			j = (j + 1) % cap;
 		r[j] = a;
@@ -45,28 +54,42 @@ static int grow(struct tv_latency_table *t)
 	return 0;
 }
 
-struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm,
-				      const char *vcpu, const char *reason)
+struct tv_latency_acc *tv_latency_row_guest(struct tv_latency_table *t, const char *vm,
+					    const char *vcpu, const char *reason,
+					    const struct tv_kvm_stat_row *guest)
 {
-	uint64_t h = hash_row(vm, vcpu, reason);
+	struct tv_kvm_stat_row key = { .guest_pid = -1 };
 	struct tv_latency_acc *a;
+	uint64_t h;
 	size_t j;
 
+	snprintf(key.vm, sizeof(key.vm), "%s", vm);
+	snprintf(key.vcpu, sizeof(key.vcpu), "%s", vcpu);
+	snprintf(key.reason, sizeof(key.reason), "%s", reason);
+	if (guest) {
+		snprintf(key.guest_task, sizeof(key.guest_task), "%s", guest->guest_task);
+		snprintf(key.guest_context, sizeof(key.guest_context), "%s", guest->guest_context);
+		key.guest_pid = guest->guest_pid;
+	}
+	h = hash_row(&key);
 	if ((t->nr + 1) * 2 > t->cap && grow(t))
 		return NULL;
 	for (j = h % t->cap; (a = t->rows[j]); j = (j + 1) % t->cap)
-		if (!strcmp(a->row.reason, reason) && !strcmp(a->row.vcpu, vcpu) &&
-		    !strcmp(a->row.vm, vm))
+		if (same_row(&a->row, &key))
 			return a;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
-	snprintf(a->row.vm, sizeof(a->row.vm), "%s", vm);
-	snprintf(a->row.vcpu, sizeof(a->row.vcpu), "%s", vcpu);
-	snprintf(a->row.reason, sizeof(a->row.reason), "%s", reason);
+	a->row = key;
 	t->rows[j] = a;
 	t->nr++;
 	return a;
+}
+
+struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm,
+				      const char *vcpu, const char *reason)
+{
+	return tv_latency_row_guest(t, vm, vcpu, reason, NULL);
 }
 
 int tv_latency_add(struct tv_latency_acc *a, uint64_t ns)

@@ -29,6 +29,13 @@ struct tv_latency_table {
 /* The row of (@vm, @vcpu, @reason), created empty on first use; NULL: -ENOMEM. */
 struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm,
 				      const char *vcpu, const char *reason);
+/*
+ * The row of (@vm, @vcpu, @reason) and @guest's task, pid and context
+ * (stat --by guest-task), created empty on first use; NULL: -ENOMEM.
+ */
+struct tv_latency_acc *tv_latency_row_guest(struct tv_latency_table *t, const char *vm,
+					    const char *vcpu, const char *reason,
+					    const struct tv_kvm_stat_row *guest);
 /* One latency of @a's row: total, histogram and the percentiles' sample. */
 int tv_latency_add(struct tv_latency_acc *a, uint64_t ns);
 /*

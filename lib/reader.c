@@ -38,6 +38,7 @@ struct tv_reader {
 	int follow;
 	struct tv_cpu_stream **waiting;
 	size_t nr_waiting;
+	const char *only;	/* read this domain alone (tv_reader_open_domain()) */
 };
 
 static int stream_before(const struct tv_cpu_stream *a, const struct tv_cpu_stream *b)
@@ -208,6 +209,8 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 			ret = -EINVAL;
 			break;
 		}
+		if (rd->only && strcmp(d, rd->only))
+			continue;
 		rd->domains[rd->nr_domains].incomplete = rd->incomplete;
 		ret = tv_domain_load(&rd->domains[rd->nr_domains], dir, d);
 		rd->nr_domains++;
@@ -388,6 +391,31 @@ int tv_reader_open(const char *dir, struct tv_reader **out)
 int tv_reader_open_raw(const char *dir, struct tv_reader **out)
 {
 	return reader_open(dir, 1, 0, NULL, out);
+}
+
+int tv_reader_open_domain(const char *dir, const char *subdir, struct tv_reader **out)
+{
+	struct tv_reader *rd = calloc(1, sizeof(*rd));
+	int ret;
+
+	if (!rd)
+		return -ENOMEM;
+	rd->only = subdir;
+	ret = reader_load_domains(rd, dir);
+	if (!ret && !rd->nr_domains) {
+		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, subdir);
+		ret = -ENOENT;
+	}
+	if (!ret)
+		reader_apply_sync(rd, dir);
+	if (!ret)
+		ret = reader_open_streams(rd);
+	if (ret) {
+		tv_reader_close(rd);
+		return ret;
+	}
+	*out = rd;
+	return 0;
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)

@@ -72,6 +72,12 @@ int tv_session_remove_tree(const char *path);
  * done with; a live view may free them (lib/reader.c).  0 if unknown.
  */
 uint64_t tv_reader_follow_done_bytes(const struct tv_reader *rd, const char *domain, int cpu);
+/*
+ * A reader of domain @subdir of the session alone, in the reference clock
+ * when synchronised (a second look at one domain, e.g. where its trace
+ * ends).  Return: 0, -ENOENT (no such domain, logged) or -errno.
+ */
+int tv_reader_open_domain(const char *dir, const char *subdir, struct tv_reader **out);
 
 /* ------------------------------------------------------ sync markers */
 

@@ -10,10 +10,18 @@
 #include "tracevisor/tracevisor.h"
 #include "../kvm/kvm_stat.h"
 #include "../xen/xen_stat.h"
+#include "guest_context.h"
 
 int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
 		    bool *have_xen)
 {
+	return tv_stat_compute_opts(dir, NULL, kvm, xen, have_xen);
+}
+
+int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_kvm_stat *kvm,
+			 struct tv_kvm_stat *xen, bool *have_xen)
+{
+	struct tv_guest_context *gc = NULL;
 	struct tv_kvm_stat_pass *kp = NULL;
 	struct tv_xen_stat_pass *xp = NULL;
 	struct tv_reader *rd;
@@ -27,6 +35,11 @@ int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat
 	if (ret)
 		return ret;
 	ret = tv_kvm_stat_pass_new(rd, kvm, &kp);
+	if (!ret && opts && opts->by_guest_task) {
+		ret = tv_guest_context_new(rd, dir, &gc);
+		if (!ret)
+			tv_kvm_stat_pass_set_guest(kp, tv_guest_context_of, gc);
+	}
 	if (!ret) {
 		ret = tv_xen_stat_pass_new(rd, xen, &xp);
 		*have_xen = !ret;
@@ -34,7 +47,9 @@ int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat
 			ret = 0;
 	}
 	while (!ret && (ret = tv_reader_next(rd, &ev)) > 0) {
-		ret = tv_kvm_stat_pass_event(kp, &ev);
+		ret = gc ? tv_guest_context_event(gc, &ev) : 0;
+		if (!ret)
+			ret = tv_kvm_stat_pass_event(kp, &ev);
 		if (!ret && xp)
 			ret = tv_xen_stat_pass_event(xp, &ev);
 	}
@@ -44,6 +59,7 @@ int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat
 		ret = tv_xen_stat_pass_finish(xp);
 	tv_kvm_stat_pass_free(kp);
 	tv_xen_stat_pass_free(xp);
+	tv_guest_context_free(gc);
 	tv_reader_close(rd);
 	if (ret) {
 		tv_kvm_stat_free(kvm);

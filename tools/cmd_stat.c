@@ -11,7 +11,7 @@
 static void stat_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor stat [--json] [--hist] DIR\n\n"
+		"usage: tracevisor stat [--json] [--hist] [--by guest-task] DIR\n\n"
 		"Xen sessions (xen/): per domain and vCPU, time in each runstate, HVM exits\n"
 		"by reason timed VMEXIT->VMENTRY, and hypercalls and HVM handlers counted.\n"
 		"Per VM and vCPU: exit counts and exit->entry latency (min, p50, p99, max,\n"
@@ -21,6 +21,11 @@ static void stat_usage(FILE *out)
 		"  --json      a JSON list of rows: vm, vcpu, reason, count, min_ns, p50_ns,\n"
 		"              p99_ns, max_ns, total_ns (null when not timed)\n"
 		"  --hist      add a log2 histogram of latencies per row\n"
+		"  --by guest-task\n"
+		"              each exit attributed to what the guest ran on that vCPU then:\n"
+		"              its task, pid, and syscall, IRQ or softirq (a host + guest\n"
+		"              session, synchronised; JSON rows gain guest_task, guest_pid,\n"
+		"              guest_context)\n"
 		"  -h, --help  this help\n");
 }
 
@@ -46,6 +51,9 @@ static void print_hist(const struct tv_kvm_stat_row *r)
 }
 
 static void print_rows(const struct tv_kvm_stat *st, int hist);
+
+/* stat --by guest-task: one more column (text) and three keys (JSON). */
+static int by_guest;
 
 /* Rows of KVM's events, not only of timed functions (func:NAME)? */
 static int has_kvm_rows(const struct tv_kvm_stat *st)
@@ -85,24 +93,39 @@ static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int h
 		printf("(no Xen scheduling, exits or hypercalls in this session)\n");
 }
 
+/* "comm[pid] context" of a row by guest task, "" otherwise. */
+static const char *guest_label(const struct tv_kvm_stat_row *r, char *buf, size_t size)
+{
+	if (r->guest_pid < 0)
+		snprintf(buf, size, "%s", r->guest_task);
+	else
+		snprintf(buf, size, "%s[%d]%s%s", r->guest_task, r->guest_pid,
+			 r->guest_context[0] ? " " : "", r->guest_context);
+	return buf;
+}
+
 static void print_rows(const struct tv_kvm_stat *st, int hist)
 {
-	char b[5][24];
+	char b[5][24], g[80];
 
-	printf("\n%-24s %-6s %-26s %10s %9s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
-	       "MIN", "P50", "P99", "MAX", "TOTAL");
+	printf("\n%-24s %-6s %-26s %s%10s %9s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON",
+	       by_guest ? "GUEST TASK                     " : "", "COUNT", "MIN", "P50", "P99", "MAX",
+	       "TOTAL");
 	for (size_t i = 0; i < st->nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &st->rows[i];
 
+		printf("%-24s %-6s %-26s ", r->vm, r->vcpu, r->reason);
+		if (by_guest)
+			printf("%-30s ", guest_label(r, g, sizeof(g)));
 		if (!r->has_latency) {
-			printf("%-24s %-6s %-26s %10llu %9s %9s %9s %9s %10s\n", r->vm, r->vcpu,
-			       r->reason, (unsigned long long)r->count, "-", "-", "-", "-", "-");
+			printf("%10llu %9s %9s %9s %9s %10s\n", (unsigned long long)r->count, "-", "-",
+			       "-", "-", "-");
 			continue;
 		}
-		printf("%-24s %-6s %-26s %10llu %9s %9s %9s %9s %10s\n", r->vm, r->vcpu, r->reason,
-		       (unsigned long long)r->count, tv_cli_fmt_ns(r->min_ns, b[0], 24),
-		       tv_cli_fmt_ns(r->p50_ns, b[1], 24), tv_cli_fmt_ns(r->p99_ns, b[2], 24),
-		       tv_cli_fmt_ns(r->max_ns, b[3], 24), tv_cli_fmt_ns(r->total_ns, b[4], 24));
+		printf("%10llu %9s %9s %9s %9s %10s\n", (unsigned long long)r->count,
+		       tv_cli_fmt_ns(r->min_ns, b[0], 24), tv_cli_fmt_ns(r->p50_ns, b[1], 24),
+		       tv_cli_fmt_ns(r->p99_ns, b[2], 24), tv_cli_fmt_ns(r->max_ns, b[3], 24),
+		       tv_cli_fmt_ns(r->total_ns, b[4], 24));
 		if (hist)
 			print_hist(r);
 	}
@@ -129,6 +152,17 @@ static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 		else
 			printf(",\"min_ns\":null,\"p50_ns\":null,\"p99_ns\":null,\"max_ns\":null,\"total_ns\":null");
 		printf(",\"mode\":\"%s\"", st->mode);
+		if (by_guest) {
+			printf(",\"guest_task\":");
+			tv_cli_json_str(r->guest_task);
+			printf(",\"guest_pid\":");
+			if (r->guest_pid >= 0)
+				printf("%d", r->guest_pid);
+			else
+				printf("null");
+			printf(",\"guest_context\":");
+			tv_cli_json_str(r->guest_context);
+		}
 		if (hist && r->has_latency) {
 			printf(",\"hist_log2\":[");
 			for (int b = 0; b < 64; b++)
@@ -155,9 +189,11 @@ int cmd_stat(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "hist", no_argument, NULL, 'H' },
+		{ "by", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct tv_stat_opts opts = { 0 };
 	struct tv_kvm_stat st, xst;
 	int json = 0, hist = 0, c, ret, xret;
 	bool have_xen;
@@ -167,6 +203,13 @@ int cmd_stat(int argc, char **argv)
 			json = 1;
 		} else if (c == 'H') {
 			hist = 1;
+		} else if (c == 'B') {
+			if (strcmp(optarg, "guest-task")) {
+				tv_cli_error("stat", "unknown --by: \"%s\" (guest-task)", optarg);
+				return 2;
+			}
+			opts.by_guest_task = true;
+			by_guest = 1;
 		} else if (c == 'h') {
 			stat_usage(stdout);
 			return 0;
@@ -179,7 +222,7 @@ int cmd_stat(int argc, char **argv)
 		stat_usage(stderr);
 		return 2;
 	}
-	ret = tv_stat_compute(argv[optind], &st, &xst, &have_xen);
+	ret = tv_stat_compute_opts(argv[optind], &opts, &st, &xst, &have_xen);
 	if (ret)
 		return tv_cli_status(ret);
 	/* A session with a Xen domain gets the Xen analysis as well. */

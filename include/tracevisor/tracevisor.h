@@ -1091,6 +1091,10 @@ struct tv_kvm_stat_row {
 	char vm[80];
 	char vcpu[24];
 	char reason[48];
+	/* stat --by guest-task: what the guest ran on that vCPU at the exit */
+	char guest_task[24];		/* its comm; "" when not asked or unknown */
+	int guest_pid;			/* -1 when unknown */
+	char guest_context[32];		/* "syscall:N", "irq:N", "softirq:N" or "" */
 	uint64_t count;
 	uint64_t min_ns, p50_ns, p99_ns, max_ns, total_ns;
 	bool has_latency;
@@ -1397,6 +1401,29 @@ int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
  */
 int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
 		    bool *have_xen);
+
+struct tv_stat_opts {
+	/*
+	 * Attribute every timed VM exit to what the guest ran on that vCPU
+	 * at that moment (its task, pid, and syscall, IRQ or softirq): rows
+	 * gain guest_task, guest_pid and guest_context.  Needs the guest's
+	 * sched_switch (and for the context raw_syscalls, irq and softirq
+	 * events), recorded through its agent, and a synchronised session
+	 * (tracevisor sync) for the two clocks to be one.
+	 */
+	bool by_guest_task;
+};
+
+/**
+ * tv_stat_compute_opts - tv_stat_compute() with options
+ * @dir: session directory
+ * @opts: NULL for tv_stat_compute()'s analysis
+ * @kvm, @xen, @have_xen: as tv_stat_compute()
+ *
+ * Return: 0 or -errno (logged).
+ */
+int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_kvm_stat *kvm,
+			 struct tv_kvm_stat *xen, bool *have_xen);
 
 /* ------------------------------------------------- session recording */
 

@@ -1,0 +1,88 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# stat --by guest-task on a real SVM KVM host (the lab's nested L1) with a
+# Linux L2 whose tracevisor-agent streams its scheduler, syscall and IRQ
+# events: L1 records its kvm exits and L2 at once (x86-tsc: the exact clock
+# relation), L2 runs tv-cpuid N (N cpuid instructions from user space),
+# `tracevisor sync` aligns the clocks, and stat attributes each exit to
+# what L2 ran on that vCPU at that moment:
+#  - tv-cpuid's cpuid exits: every one of the N on tv-cpuid, its pid (as
+#    tv-cpuid printed it), in user space (no syscall or IRQ context), plus
+#    the few of the C library's start-up;
+#  - hlt exits: at least 99% of those with a known task on the idle task
+#    (pid 0);
+#  - "?" (no guest task) only outside the guest's trace: at most 30% of
+#    the exits of a recording whose guest trace starts ~1 s late.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+TV=${TV:-$REPO/build/tracevisor}
+[ -x "$REPO/build/tracevisor-agent" ] || fail "build/tracevisor-agent not built (make)"
+[ -x "$REPO/build/tests/tv-cpuid" ] || fail "build/tests/tv-cpuid not built (make)"
+N=5000
+
+L2_SCRIPT='
+tracevisor-agent -v >/out/agent.log 2>&1 &
+AG=$!
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+touch /out/agent.started
+w=0
+while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+/opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
+touch /out/cpuid.done
+w=0
+while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+kill $AG
+exit 0'
+
+run_lab kvm '
+PATH=/opt/tracevisor:$PATH
+cat >/tmp/l2.sh <<"EOF"
+'"$L2_SCRIPT"'
+EOF
+QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
+n=0
+while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
+[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
+	--guest vsock:3,pid:$QPID,name:l2 -- sh -c "sleep 2; touch /tmp/l2/go;
+	n=0; while [ ! -e /tmp/l2/cpuid.done ] && [ \$n -lt 600 ]; do sleep 0.2; n=\$((n + 1)); done; sleep 2" \
+	>/out/record.log 2>&1 || exit 22
+touch /tmp/l2/done
+lab-guest --wait $QPID
+cp /tmp/l2/cpuid.txt /tmp/l2/agent.log /out/ 2>/dev/null
+tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 23
+tracevisor stat --by guest-task --json /out/s >/out/gt.json || exit 24
+tracevisor stat --by guest-task /out/s >/out/gt.txt || exit 25
+exit 0' guest-task LAB_TIMEOUT=900
+expect_rc 0 "L1 script"
+cat "$OUT/sync.txt" >&2
+head -n 20 "$OUT/gt.txt" >&2
+pid=$(sed -n 's/^tv-cpuid: pid=\([0-9]*\) cpuids=.*/\1/p' "$OUT/cpuid.txt")
+[ -n "$pid" ] || fail "tv-cpuid did not run in L2: $(cat "$OUT/cpuid.txt")"
+python3 - "$OUT/gt.json" "$pid" $N <<'PY' || fail "exits by guest task"
+import json, sys
+rows, pid, n = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+l2 = [r for r in rows if r["vm"].startswith("l2[")]
+assert l2, "no rows for the L2 VM: %s" % rows[:3]
+mine = [r for r in l2 if r["guest_pid"] == pid]
+cpuid = sum(r["count"] for r in mine if r["reason"] == "cpuid")
+# the N of its loop, and the few of the C library's start-up (CPU features)
+assert n <= cpuid <= n + 200, "cpuid exits on tv-cpuid[%d]: %d, want %d + start-up (%s)" % (pid, cpuid, n, mine)
+# the same pid ran as sh between fork and exec: its cpuid exits are tv-cpuid's
+assert all(r["guest_task"] == "tv-cpuid" for r in mine if r["reason"] == "cpuid"), mine
+assert all(r["guest_context"] == "" for r in mine if r["reason"] == "cpuid"), mine
+hlt = [r for r in l2 if r["reason"] == "hlt" and r["guest_task"] != "?"]
+idle = sum(r["count"] for r in hlt if r["guest_pid"] == 0)
+total = sum(r["count"] for r in hlt)
+assert total > 0 and idle >= 0.99 * total, "hlt exits on the idle task: %d of %d" % (idle, total)
+# "?": exits before the guest's trace began (the agent's stream starts about
+# a second after the host's recording) and after it ended (it stops first)
+unknown = sum(r["count"] for r in l2 if r["guest_task"] == "?")
+every = sum(r["count"] for r in l2)
+assert unknown <= 0.3 * every, "%d of %d exits with no guest task" % (unknown, every)
+print("tv-cpuid[%d]: %d cpuid exits, all in user space; hlt on idle %d/%d; unknown %d/%d" %
+      (pid, cpuid, idle, total, unknown, every))
+PY
+echo "PASS: stat --by guest-task puts L2's exits on the task that caused them" >&2
