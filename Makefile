@@ -17,7 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
-PKGS    := libtracefs libtraceevent libzstd liburcu-bp
+PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf
 ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
@@ -38,8 +38,11 @@ CFLAGS  += -DTV_HAVE_LIBVIRT $(shell pkg-config --cflags libvirt libvirt-qemu)
 LDLIBS  += -ldl
 endif
 
+# top's in-kernel aggregation: kvm/bpf/*.bpf.c compiled for BPF, then
+# built into the library as bytes (build/gen/*_bpf.c, loaded by libbpf).
+BPF_GEN  := $(BUILD)/gen/top_exits_bpf.c
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c))
+            $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
@@ -68,6 +71,19 @@ all: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(TESTVMM) $(AGENT) $(H
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h
+	@mkdir -p $(dir $@)
+	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
+
+$(BUILD)/gen/%_bpf.c: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from kvm/bpf/$*.bpf.c by the Makefile: do not edit. */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const unsigned char tv_$*_bpf[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo "const size_t tv_$*_bpf_len = $$(stat -c %s $<);"; } >$@
 
 # Rebuilt from scratch: a renamed source must not leave its old member.
 $(LIBTV): $(LIB_OBJS)

@@ -16,6 +16,7 @@
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "exit_tracker.h"
 #include "latency_table.h"
 #include "kvm_stat.h"
@@ -97,16 +98,10 @@ static int thread_resolve(struct stat_ctx *c, struct tv_exit_slot *t, uint64_t t
 static void reason_of_exit(const struct tv_event *ev, char *buf, size_t size)
 {
 	uint64_t code = 0, isa = 0;
-	const char *name;
 
 	tv_event_field_u64(ev, "exit_reason", &code);
 	tv_event_field_u64(ev, "isa", &isa);
-	name = tv_kvm_exit_reason_name((enum tv_kvm_isa)isa, code);
-	if (name)
-		snprintf(buf, size, "%s", name);
-	else
-		snprintf(buf, size, "%s:0x%llx", isa == 1 ? "vmx" : isa == 2 ? "svm" : "isa?",
-			 (unsigned long long)code);
+	tv_kvm_exit_reason_label((enum tv_kvm_isa)isa, code, buf, size);
 }
 
 /* PVM-mode reasons; returns 1 when the event starts a timed round trip. */

@@ -42,6 +42,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "kvm_stat.h"
+#include "top_bpf.h"
 
 #define TOP_DEFAULT_INTERVAL_NS 1000000000ULL
 #define TOP_FLUSH_TIMEOUT_MS 2000
@@ -55,7 +56,8 @@ static const char *const top_default_events[] = {
 
 struct tv_top {
 	struct tv_top_opts opts;
-	struct tv_recorder *rec;	/* live only */
+	struct tv_recorder *rec;	/* live, from tracefs */
+	struct tv_top_bpf *bpf;		/* live, aggregated in the kernel (opts.bpf) */
 	char outdir[4096];
 	int remove_outdir;		/* a temporary session of our own */
 	struct tv_reader *rd;
@@ -149,6 +151,14 @@ static int top_start_live(struct tv_top *top)
 	return ret;
 }
 
+static int top_start_bpf(struct tv_top *top)
+{
+	int ret = tv_top_bpf_open(&top->bpf);
+
+	top->t_start = top->t_end = mono_now();
+	return ret;
+}
+
 int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 {
 	struct tv_top *top = calloc(1, sizeof(*top));
@@ -166,11 +176,18 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 		free(top);
 		return -EINVAL;
 	}
+	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events)) {
+		tv_err("The in-kernel aggregation (--bpf) records nothing: no --replay, -o or -e with it");
+		free(top);
+		return -EINVAL;
+	}
 	if (opts->replay_dir)
 		ret = tv_reader_open(opts->replay_dir, &top->rd);
+	else if (opts->bpf)
+		ret = top_start_bpf(top);
 	else
 		ret = top_start_live(top);
-	if (!ret)
+	if (!ret && !top->bpf)
 		ret = tv_kvm_stat_pass_new(top->rd, &top->totals, &top->pass);
 	if (ret) {
 		tv_top_close(top);
@@ -310,6 +327,25 @@ static void top_filter_vms(const struct tv_top *top, struct tv_kvm_stat *st)
 	st->nr_rows = kept;
 }
 
+static int top_finish_interval(struct tv_top *top, struct tv_top_interval *out);
+
+/* In-kernel aggregation: the rows the BPF maps gained in the interval. */
+static int top_read_bpf(struct tv_top *top, struct tv_top_interval *out)
+{
+	uint64_t lost = 0;
+	int ret;
+
+	if (wait_until(top, top->t_end + top_interval(top)))
+		return 0;
+	top->t_begin = top->t_end;
+	top->t_end = mono_now();
+	ret = tv_top_bpf_interval(top->bpf, &out->stat, &lost);
+	if (ret)
+		return ret;
+	top->lost += lost;
+	return top_finish_interval(top, out);
+}
+
 int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
 {
 	int ret;
@@ -317,12 +353,20 @@ int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
 	memset(out, 0, sizeof(*out));
 	if (top->ended)
 		return 0;
+	if (top->bpf)
+		return top_read_bpf(top, out);
 	ret = top->rec ? top_read_live(top) : top_read_replay(top);
 	if (ret <= 0)
 		return ret;
 	ret = tv_kvm_stat_pass_interval(top->pass, &out->stat);
 	if (ret)
 		return ret;
+	return top_finish_interval(top, out);
+}
+
+/* Filter, sort and time an interval's rows. */
+static int top_finish_interval(struct tv_top *top, struct tv_top_interval *out)
+{
 	top_filter_vms(top, &out->stat);
 	tv_top_sort(&out->stat, top->opts.sort);
 	out->t_ns = top->t_end;
@@ -408,6 +452,7 @@ int tv_top_close(struct tv_top *top)
 		close(top->publish_efd);
 	tv_kvm_stat_pass_free(top->pass);
 	tv_reader_close(top->rd);
+	tv_top_bpf_close(top->bpf);
 	if (top->rec) {
 		ret = tv_recorder_stop(top->rec);
 		tv_recorder_destroy(top->rec);
@@ -513,7 +558,7 @@ int tv_top_latest(struct tv_top *top, struct tv_top_interval *out)
 
 void tv_top_set_interval(struct tv_top *top, uint64_t interval_ns)
 {
-	uint64_t min = top->rec ? TOP_MIN_LIVE_INTERVAL_NS : 1;
+	uint64_t min = top->rec || top->bpf ? TOP_MIN_LIVE_INTERVAL_NS : 1;
 
 	__atomic_store_n(&top->interval_ns, interval_ns < min ? min : interval_ns, __ATOMIC_RELAXED);
 }

@@ -7,8 +7,10 @@
  * kvm_exit's print format so that sessions of any kernel get the same names.
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 struct reason_name {
 	uint64_t code;
@@ -119,4 +121,15 @@ const char *tv_kvm_exit_reason_name(enum tv_kvm_isa isa, uint64_t code)
 const char *tv_kvm_userspace_exit_name(uint64_t reason)
 {
 	return LOOKUP(userspace_reasons, reason);
+}
+
+void tv_kvm_exit_reason_label(enum tv_kvm_isa isa, uint64_t code, char *buf, size_t size)
+{
+	const char *name = tv_kvm_exit_reason_name(isa, code);
+
+	if (name)
+		snprintf(buf, size, "%s", name);
+	else
+		snprintf(buf, size, "%s:0x%llx", isa == TV_KVM_ISA_VMX ? "vmx" : isa == TV_KVM_ISA_SVM ? "svm" : "isa?",
+			 (unsigned long long)code);
 }

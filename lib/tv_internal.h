@@ -58,6 +58,12 @@ static inline int tv_array_grow(void *arrp, size_t *cap, size_t n, size_t size, 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
+/*
+ * A kvm_exit reason as the analyses name it: "io", "EPT_VIOLATION", or
+ * "svm:0x3ff" when unknown (lib/exit_reasons.c).
+ */
+void tv_kvm_exit_reason_label(enum tv_kvm_isa isa, uint64_t code, char *buf, size_t size);
+
 /* ------------------------------------------------------ session files */
 
 /* The entry of thread @tid in @map, added (vcpu -1) if new; NULL: no memory. */

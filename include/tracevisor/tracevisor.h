@@ -1153,6 +1153,10 @@ struct tv_top_opts {
 	const char *filter;		/* live: ftrace filter, or NULL */
 	unsigned int buffer_kb;		/* live: per CPU; 0: default */
 	enum tv_top_sort sort;
+	bool bpf;			/* live: aggregate in the kernel (a BPF
+					 * program on kvm_exit/kvm_entry): no event
+					 * crosses to user space; p50/p99 within
+					 * 3.1%; VMX/SVM hosts (PVM fires neither) */
 	int stop_fd;			/* readable: tv_top_next() returns 0 at
 					 * once (e.g. a signalfd); -1: none */
 };

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * What kvm/bpf/top_exits.bpf.c (in the kernel) and kvm/top_bpf.c (user
+ * space) share: the maps' keys and values and the load-time settings.
+ * Plain C types of fixed width, the same layout on both sides.
+ */
+#ifndef TV_KVM_BPF_TOP_EXITS_H
+#define TV_KVM_BPF_TOP_EXITS_H
+
+/*
+ * Log-linear latency buckets (HDR-style): values below 16 ns exact, then
+ * 16 buckets per power of two, so a bucket is at most 1/16 of its values
+ * wide and its midpoint within 1/32 (3.1%) of any value in it: p50 and
+ * p99 within 5% as the live view promises.
+ */
+#define TOP_SUB_BITS 4
+#define TOP_SUB (1 << TOP_SUB_BITS)
+#define TOP_NBUCKETS (61 * TOP_SUB)	/* bucket of 2^64 - 1: 975 */
+
+/*
+ * The bucket of a latency of @v ns: @v itself below TOP_SUB, then
+ * (floor(log2 v) - TOP_SUB_BITS + 1) * TOP_SUB + the TOP_SUB_BITS bits
+ * after the leading one.  At most 975 (v = 2^64 - 1).  Shifts and
+ * compares only: the BPF side has no count-leading-zeros instruction.
+ */
+static inline unsigned int top_bucket(unsigned long long v)
+{
+	unsigned long long x = v;
+	unsigned int msb = 0;
+
+	if (v < TOP_SUB)
+		return (unsigned int)v;
+	if (x >> 32) { msb += 32; x >>= 32; }
+	if (x >> 16) { msb += 16; x >>= 16; }
+	if (x >> 8) { msb += 8; x >>= 8; }
+	if (x >> 4) { msb += 4; x >>= 4; }
+	if (x >> 2) { msb += 2; x >>= 2; }
+	if (x >> 1) msb += 1;
+	return (msb - TOP_SUB_BITS + 1) * TOP_SUB +
+	       (unsigned int)((v >> (msb - TOP_SUB_BITS)) & (TOP_SUB - 1));
+}
+
+struct top_key {
+	unsigned int tgid;	/* the VMM process */
+	unsigned int vcpu;	/* kvm_exit's vcpu_id */
+	unsigned int reason;	/* exit_reason, as kvm_exit has it */
+	unsigned int isa;	/* 1 VMX, 2 SVM */
+};
+
+struct top_val {
+	char comm[16];			/* the first exiting thread's, for a VMM gone
+					 * before user space reads /proc */
+	unsigned long long count;	/* counted at kvm_exit */
+	unsigned long long timed;	/* paired with their kvm_entry */
+	unsigned long long total_ns;
+	unsigned long long max_ns;
+	unsigned long long hist[TOP_NBUCKETS];
+};
+
+/* Load-time settings: the event fields' offsets on this kernel. */
+struct top_cfg {
+	unsigned int off_reason;
+	unsigned int off_isa;		/* 0: no isa field (VMX only kernels) */
+	unsigned int off_vcpu;
+	unsigned int isa_default;
+};
+
+/* Counters of what could not be aggregated (the header's "lost"). */
+enum { TOP_LOST_ROWS, TOP_LOST_OPEN, TOP_NSTATS };
+
+#endif

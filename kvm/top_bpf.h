@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * The live view's in-kernel aggregation (kvm/top_bpf.c): a BPF program on
+ * kvm_exit/kvm_entry keeps per (VMM, vCPU, reason) counts and latency
+ * histograms; each interval reads the difference.
+ * Threads: one reader thread.
+ */
+#ifndef TV_KVM_TOP_BPF_H
+#define TV_KVM_TOP_BPF_H
+
+#include <stdint.h>
+
+#include "tracevisor/tracevisor.h"
+
+struct tv_top_bpf;
+
+/* Load and attach.  Return: 0, or -errno logged (no BPF, no kvm events...). */
+int tv_top_bpf_open(struct tv_top_bpf **out);
+/* The rows since the last call into @out (tv_kvm_stat_free()); @lost: exits not aggregated. */
+int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost);
+void tv_top_bpf_close(struct tv_top_bpf *b);
+/* Bucket @i's values: [*lo, *hi) (kvm/bpf/top_exits.h's top_bucket()). */
+void tv_top_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi);
+/* Nearest-rank percentile @pct of histogram @h of @n values: its bucket's middle. */
+uint64_t tv_top_hist_percentile(const uint64_t *h, uint64_t n, unsigned int pct);
+
+#endif
