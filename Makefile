@@ -39,8 +39,9 @@ LDLIBS  += -ldl
 endif
 
 # top's in-kernel aggregation: kvm/bpf/*.bpf.c compiled for BPF, then
-# built into the library as bytes (build/gen/*_bpf.c, loaded by libbpf).
-BPF_GEN  := $(BUILD)/gen/top_exits_bpf.c
+# built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
+# layer; loaded by libbpf).
+BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
             $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
@@ -76,7 +77,7 @@ $(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
 
-$(BUILD)/gen/%_bpf.c: $(BUILD)/bpf/%.bpf.o
+$(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(dir $@)
 	{ echo '/* Generated from kvm/bpf/$*.bpf.c by the Makefile: do not edit. */'; \
 	  echo '#include <stddef.h>'; \

@@ -27,6 +27,13 @@ allowed() {	# from to
 	esac
 }
 
+# An object's source path; generated sources (build/gen/FOLDER/...) are
+# their folder's.
+layer_file() {
+	local f=${1#"$OBJ"/}
+	echo "${f#"${TV_BUILD:-build}"/gen/}"
+}
+
 # Objects of sources that still exist (a renamed source leaves its old .o).
 objs=()
 while IFS= read -r o; do
@@ -37,8 +44,9 @@ done < <(find "$OBJ" -name '*.o' | sort)
 
 declare -A def
 for o in "${objs[@]}"; do
+	f=$(layer_file "$o")
 	while read -r _ _ sym; do
-		def[$sym]=${o#"$OBJ"/}
+		def[$sym]=$f
 	done < <(nm --defined-only -g "$o" | awk 'NF == 3 && $2 ~ /[TDBRVWGS]/')
 done
 
@@ -54,7 +62,7 @@ while read -r sym; do public[$sym]=1; done < <(
 
 bad=0 refs=0
 for o in "${objs[@]}"; do
-	file=${o#"$OBJ"/}
+	file=$(layer_file "$o")
 	from=${file%%/*}
 	for sym in $(nm -u "$o" | awk '{print $2}'); do
 		to_file=${def[$sym]:-}
