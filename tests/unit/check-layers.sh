@@ -31,7 +31,10 @@ allowed() {	# from to
 # their folder's.
 layer_file() {
 	local f=${1#"$OBJ"/}
-	echo "${f#"${TV_BUILD:-build}"/gen/}"
+	case $f in
+	*/gen/*) f=${f#*/gen/} ;;
+	esac
+	echo "$f"
 }
 
 # Objects of sources that still exist (a renamed source leaves its old .o).
