@@ -124,6 +124,8 @@ static int top_start_live(struct tv_top *top)
 		.nr_events = top->opts.nr_events ? top->opts.nr_events
 						 : sizeof(top_default_events) / sizeof(top_default_events[0]),
 		.filter = top->opts.filter,
+		.time_functions = top->opts.time_functions,
+		.nr_time_functions = top->opts.nr_time_functions,
 		.buffer_kb = top->opts.buffer_kb,
 		.clock = "mono",	/* readable from user space: the interval limits */
 	};
@@ -176,8 +178,8 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 		free(top);
 		return -EINVAL;
 	}
-	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events)) {
-		tv_err("The in-kernel aggregation (--bpf) records nothing: no --replay, -o or -e with it");
+	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events || opts->nr_time_functions)) {
+		tv_err("The in-kernel aggregation (--bpf) records nothing and times exits only: no --replay, -o, -e or --time-function with it");
 		free(top);
 		return -EINVAL;
 	}

@@ -23,12 +23,13 @@
 #define MAX_VMS 32
 #define MAX_EVENTS 64
 
-enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF };
+enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF, OPT_TIME_FUNCTION };
 
 struct top_cli {
 	struct tv_top_opts opts;
 	const char *vms[MAX_VMS];
 	const char *events[MAX_EVENTS];
+	const char *functions[MAX_EVENTS];
 	int batch, json, screen;
 	long count;			/* intervals to show; 0: until stopped */
 	double cpu_prev;		/* seconds of CPU used by this process */
@@ -38,7 +39,8 @@ static void top_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor top [--vm NAME|PID]... [--interval S] [--sort total|count|rate|p99]\n"
-		"                      [--filter EXPR] [-e EVENT]... [--batch] [--json] [--count N]\n"
+		"                      [--filter EXPR] [-e EVENT]... [--time-function F]... [--batch]\n"
+		"                      [--json] [--count N]\n"
 		"                      [-o DIR | --bpf] [--replay DIR [--speed X]]\n\n"
 		"A live table of the host's VM exits per VM, vCPU and exit reason: count,\n"
 		"rate per second, p50, p99, max and total exit->entry latency, refreshed\n"
@@ -51,6 +53,8 @@ static void top_usage(FILE *out)
 		"  --filter EXPR      ftrace filter on the recorded events, evaluated in the kernel\n"
 		"                     (e.g. 'exit_reason == 0x7b')\n"
 		"  -e, --event EVENT  events to record instead of the exit analysis' own\n"
+		"  --time-function F  also time kernel function SYMBOL or user function\n"
+		"                     PATH:SYMBOL: rows func:SYMBOL per process (as stat)\n"
 		"  --batch            print a text table per interval (default when stdout is\n"
 		"                     not a terminal)\n"
 		"  --json             print one JSON object per interval: t_ns, interval_ns, lost,\n"
@@ -94,6 +98,7 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		{ "speed", required_argument, NULL, OPT_SPEED },
 		{ "buffer-kb", required_argument, NULL, 'b' },
 		{ "bpf", no_argument, NULL, OPT_BPF },
+		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -147,6 +152,11 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		case OPT_BPF:
 			cli->opts.bpf = true;
 			break;
+		case OPT_TIME_FUNCTION:
+			if (cli->opts.nr_time_functions == MAX_EVENTS)
+				goto bad;
+			cli->functions[cli->opts.nr_time_functions++] = optarg;
+			break;
 		case OPT_SPEED:
 			if (parse_double(optarg, 0, &cli->opts.speed))
 				goto bad;
@@ -174,6 +184,7 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 	}
 	cli->opts.vms = cli->vms;
 	cli->opts.events = cli->events;
+	cli->opts.time_functions = cli->functions;
 	cli->screen = !cli->batch && !cli->json && isatty(STDOUT_FILENO);
 	return 0;
 bad:

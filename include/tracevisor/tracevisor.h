@@ -1151,6 +1151,8 @@ struct tv_top_opts {
 					 * the exit analysis reads */
 	size_t nr_events;
 	const char *filter;		/* live: ftrace filter, or NULL */
+	const char *const *time_functions;	/* live: as record's; rows func:NAME */
+	size_t nr_time_functions;
 	unsigned int buffer_kb;		/* live: per CPU; 0: default */
 	enum tv_top_sort sort;
 	bool bpf;			/* live: aggregate in the kernel (a BPF
