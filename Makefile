@@ -123,10 +123,10 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 
 # The guest agent: static, libc only (it runs in minimal guests).
 AGENT_SRCS := $(wildcard guest/*.c)
-$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h
+$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/elf_sym.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
-		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c
+		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION)

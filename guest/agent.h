@@ -68,7 +68,7 @@ struct session {
 	unsigned buffer_kb;
 	uint16_t guest;
 	char clock[32];
-	char events_spec[256];		/* the host's list, or empty: default */
+	char events_spec[1024];		/* the host's list, or empty: default */
 	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
 	int nr_events;
 	struct agent_cpu *cpus;
@@ -87,6 +87,10 @@ char *read_file(const char *path, size_t *len);
 int write_file(const char *path, const char *val);
 int inst_write(struct session *s, const char *file, const char *val);
 void enable_events(struct session *s, const char *list);
+/* Dynamic probes (agent_dynevents.c). */
+int is_dynamic_spec(const char *spec);
+int create_dynamic_probe(struct session *s, const char *spec, char *event, size_t size);
+void remove_dynamic_probes(struct session *s, int ours);
 int setup_instance(struct session *s);
 size_t subbuf_size(struct session *s);
 

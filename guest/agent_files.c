@@ -67,7 +67,11 @@ int send_formats(struct session *s)
 		ret = send_file(s, src, "header_event");
 	for (int i = 0; i < s->nr_events && !ret; i++) {
 		snprintf(src, sizeof(src), "%s/events/%s/format", s->tracing, s->events[i]);
-		snprintf(name, sizeof(name), "events/%s/format", s->events[i]);
+		/* our probe group is "probes" in the session, as on the host */
+		if (!strncmp(s->events[i], "tvprobe_", 8) && strchr(s->events[i], '/'))
+			snprintf(name, sizeof(name), "events/probes/%s/format", strchr(s->events[i], '/') + 1);
+		else
+			snprintf(name, sizeof(name), "events/%s/format", s->events[i]);
 		ret = send_file(s, src, name);
 	}
 	/* The marker formats decode the sync probes. */

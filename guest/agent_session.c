@@ -80,6 +80,7 @@ static void session_cleanup(struct session *s)
 		}
 		if (rmdir(s->inst))
 			say("Cannot remove tracefs instance: path=\"%s\", errno=%d", s->inst, errno);
+		remove_dynamic_probes(s, 1);	/* after: an enabled probe cannot go */
 	}
 	for (int i = 0; i < s->nr_events; i++)
 		free(s->events[i]);

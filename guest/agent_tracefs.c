@@ -184,8 +184,17 @@ void enable_events(struct session *s, const char *list)
 	char *copy = strdup(list && *list ? list : DEFAULT_EVENTS), *save = NULL;
 
 	for (char *spec = strtok_r(copy, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
-		int ok = 1;
+		char event[96];
+		int ok = 1, ret;
 
+		if (is_dynamic_spec(spec)) {
+			ret = create_dynamic_probe(s, spec, event, sizeof(event));
+			if (!ret)
+				enable_spec(s, event);
+			else
+				say("Cannot create probe: spec=\"%s\", errno=%d", spec, -ret);
+			continue;
+		}
 		/* Names only: no path can be built from the host's words. */
 		for (const char *p = spec; *p; p++)
 			ok &= clean_spec_char(*p);
@@ -204,6 +213,7 @@ int setup_instance(struct session *s)
 	if (ret)
 		return ret;
 	remove_stale_instances(s->tracing);
+	remove_dynamic_probes(s, 0);	/* of agents that were killed */
 	snprintf(s->inst, sizeof(s->inst), "%s/instances/tracevisor-agent-%d", s->tracing,
 		 (int)getpid());
 	if (mkdir(s->inst, 0755) && errno != EEXIST)

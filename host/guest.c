@@ -65,7 +65,7 @@ struct tv_guest {
 	struct tv_recorder *rec;
 	struct tv_guest_spec spec;
 	struct tv_guest_opts opts;
-	char events[256], clock[32];
+	char events[1024], clock[32];
 	char subdir[48];
 	char dir[PATH_MAX];
 	int fd, stop_fd;

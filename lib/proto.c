@@ -159,7 +159,7 @@ static int key_char(char c)
 int tv_proto_kv_parse(const char *text, size_t len,
 		      int (*fn)(const char *key, const char *val, void *ctx), void *ctx)
 {
-	char key[64], val[256];
+	char key[64], val[1024];
 	size_t i = 0;
 
 	while (i < len) {

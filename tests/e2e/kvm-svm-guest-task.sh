@@ -14,12 +14,18 @@
 #    (pid 0);
 #  - "?" (no guest task) only outside the guest's trace: at most 30% of
 #    the exits of a recording whose guest trace starts ~1 s late.
+# The same session has dynamic probes in L2 (--guest-events kprobe:...,
+# uprobe:...), created by its agent: exactly G hits each for tv-syscalls'
+# G getppid calls, recorded as probes:NAME, and none left when it ends.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/tracevisor-agent" ] || fail "build/tracevisor-agent not built (make)"
 [ -x "$REPO/build/tests/tv-cpuid" ] || fail "build/tests/tv-cpuid not built (make)"
-N=5000
+N=5000 G=1000
+# the agent's defaults, and dynamic probes created in L2 by its agent
+GEV=sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry,irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,raw_syscalls:sys_enter,raw_syscalls:sys_exit
+GEV="$GEV,kprobe:gppid=__x64_sys_getppid,uprobe:gsc=/lib/x86_64-linux-gnu/libc.so.6:syscall nr=%di:s64"
 
 L2_SCRIPT='
 tracevisor-agent -v >/out/agent.log 2>&1 &
@@ -30,9 +36,11 @@ touch /out/agent.started
 w=0
 while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
+/opt/tracevisor/tests/tv-syscalls --getppids '$G' >/out/syscalls.txt 2>&1
 touch /out/cpuid.done
 w=0
 while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
 kill $AG
 exit 0'
 
@@ -46,12 +54,12 @@ n=0
 while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
 [ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
 tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
-	--guest vsock:3,pid:$QPID,name:l2 -- sh -c "sleep 2; touch /tmp/l2/go;
+	--guest vsock:3,pid:$QPID,name:l2 --guest-events "'"$GEV"'" -- sh -c "sleep 2; touch /tmp/l2/go;
 	n=0; while [ ! -e /tmp/l2/cpuid.done ] && [ \$n -lt 600 ]; do sleep 0.2; n=\$((n + 1)); done; sleep 2" \
 	>/out/record.log 2>&1 || exit 22
 touch /tmp/l2/done
 lab-guest --wait $QPID
-cp /tmp/l2/cpuid.txt /tmp/l2/agent.log /out/ 2>/dev/null
+cp /tmp/l2/cpuid.txt /tmp/l2/syscalls.txt /tmp/l2/dyn-left /tmp/l2/agent.log /out/ 2>/dev/null
 tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 23
 tracevisor stat --by guest-task --json /out/s >/out/gt.json || exit 24
 tracevisor stat --by guest-task /out/s >/out/gt.txt || exit 25
@@ -85,4 +93,13 @@ assert unknown <= 0.3 * every, "%d of %d exits with no guest task" % (unknown, e
 print("tv-cpuid[%d]: %d cpuid exits, all in user space; hlt on idle %d/%d; unknown %d/%d" %
       (pid, cpuid, idle, total, unknown, every))
 PY
-echo "PASS: stat --by guest-task puts L2's exits on the task that caused them" >&2
+# Dynamic probes in the guest: created by its agent, recorded as probes:NAME
+# in the guest's domain, exact for tv-syscalls, removed when it ended.
+"$TV" report "$OUT/s" >"$T/report.txt" || fail "report of the host + guest session"
+got=$(grep -c "tv-syscalls.*probes:gppid" "$T/report.txt")
+[ "$got" = $G ] || fail "guest kprobe on __x64_sys_getppid: $got hits of tv-syscalls, want $G"
+got=$(grep -c "tv-syscalls.*probes:gsc .*nr=110$" "$T/report.txt")
+[ "$got" = $G ] || fail "guest uprobe on libc's syscall: $got hits with nr=110, want $G"
+[ "$(cat "$OUT/dyn-left")" = 0 ] || fail "the agent left $(cat "$OUT/dyn-left") probes in L2"
+echo "ok: guest kprobe and uprobe: $G hits each, none left" >&2
+echo "PASS: stat --by guest-task puts L2's exits on the task that caused them; guest probes exact" >&2

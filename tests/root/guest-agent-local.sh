@@ -12,6 +12,7 @@ require_root
 require_tracefs
 AGENT=$TV_ROOT/build/tracevisor-agent
 [ -x "$AGENT" ] || fail "build/tracevisor-agent missing (make)"
+LIBC=$(ldd "$SYSCALLS" | awk '/libc.so/ {print $3}')
 
 start_relay() {
 	rm -f "$TV_TMP/ptys"
@@ -48,7 +49,8 @@ ls /sys/kernel/tracing/instances | grep -q "^tracevisor-agent-$APID$" && fail "a
 kill $RELAY
 
 # 2. Two guests; one agent dies mid-recording: the host trace and the other
-# guest go on, the dead one's stream is kept and marked truncated.
+# guest go on, the dead one's stream is kept and marked truncated; its
+# dynamic probe is removed by the next run.
 start_relay
 G1=$GPTY H1=$HPTY R1=$RELAY
 start_relay
@@ -61,13 +63,26 @@ S2=$TV_TMP/s2
 (sleep 2; kill -9 $APID) &
 KILLER=$!
 "$TV" record -o "$S2" -e sched:sched_switch --guest "serial:$H1,name:dies" \
-	--guest "serial:$H2,name:lives" --guest-events sched:sched_switch --duration 4 \
-	2>"$TV_TMP/record2.log" || { cat "$TV_TMP/record2.log" >&2; fail "record with a dying agent failed"; }
+	--guest "serial:$H2,name:lives" --guest-events "sched:sched_switch,uprobe:gpid=$LIBC:syscall" --duration 4 \
+	-- sh -c "sleep 0.5; $SYSCALLS --getppids 100 --quiet; sleep 4" 2>"$TV_TMP/record2.log" || { cat "$TV_TMP/record2.log" >&2; fail "record with a dying agent failed"; }
 cat "$TV_TMP/record2.log" >&2
 wait $KILLER
 wait $A2 || fail "the surviving agent exited $?"
 kill $R1 $RELAY
-# A killed agent leaves its instance; the next agent run removes it.
+grep -q "^guest:lives .*probes:gpid" <("$TV" report "$S2") || fail "the living guest recorded no uprobe hit"
+# A killed agent leaves its instance and its probe (--guest-events uprobe:):
+# the next run removes them; the agent that lived removed its own.
+grep -q "tvprobe_$APID/gpid" /sys/kernel/tracing/dynamic_events ||
+	fail "the killed agent had no probe to leave (the check proves nothing)"
+grep -q "tvprobe_$A2/" /sys/kernel/tracing/dynamic_events && fail "the agent that lived left its probe"
+start_relay
+"$AGENT" -p 0 -s "$GPTY" -1 -H 2>/dev/null &
+A3=$!
+"$TV" record -o "$TV_TMP/s3" -e sched:sched_switch --guest "serial:$HPTY,name:next" --duration 1 \
+	2>/dev/null || fail "the run after a killed agent failed"
+wait $A3
+kill $RELAY
+grep -q "tvprobe_$APID/" /sys/kernel/tracing/dynamic_events && fail "the killed agent's probe was not removed"
 rmdir /sys/kernel/tracing/instances/tracevisor-agent-$APID 2>/dev/null
 grep -q "^status=truncated: " "$S2/guest-dies/meta" || fail "guest meta: $(grep status "$S2/guest-dies/meta")"
 grep -q "^domains=host,guest-dies,guest-lives$" "$S2/session.meta" || fail "session.meta: $(grep domains "$S2/session.meta")"
