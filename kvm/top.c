@@ -155,7 +155,7 @@ static int top_start_live(struct tv_top *top)
 
 static int top_start_bpf(struct tv_top *top)
 {
-	int ret = tv_top_bpf_open(&top->bpf);
+	int ret = tv_top_bpf_open(top->opts.filter, &top->bpf);
 
 	top->t_start = top->t_end = mono_now();
 	return ret;

@@ -12,6 +12,7 @@
  * run in the kernel on every CPU (see top_exits.bpf.c for their contract).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,82 @@ static int bpf_load(struct tv_top_bpf *b, const struct top_cfg *cfg)
 	return b->rows_fd < 0 || b->stats_fd < 0 ? -ENOENT : 0;
 }
 
-int tv_top_bpf_open(struct tv_top_bpf **out)
+/* "FIELD OP VALUE" at *@p into @c; *@p moves past it.  0 or -EINVAL. */
+static int parse_cond(const char **p, struct top_cond *c)
+{
+	static const struct { const char *name; unsigned int field; } fields[] = {
+		{ "exit_reason", TOP_F_REASON }, { "vcpu_id", TOP_F_VCPU }, { "isa", TOP_F_ISA },
+		{ "tgid", TOP_F_TGID }, { "latency", TOP_F_LATENCY },
+	};
+	static const struct { const char *text; unsigned int op; } ops[] = {
+		{ "==", TOP_OP_EQ }, { "!=", TOP_OP_NE }, { "<=", TOP_OP_LE }, { ">=", TOP_OP_GE },
+		{ "<", TOP_OP_LT }, { ">", TOP_OP_GT },
+	};
+	static const struct { const char *unit; unsigned long long ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+	};
+	const char *q = *p + strspn(*p, " \t");
+	size_t n = strcspn(q, " \t=!<>");
+	size_t i, k;
+	char *end;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (strlen(fields[i].name) == n && !strncmp(q, fields[i].name, n))
+			break;
+	if (i == sizeof(fields) / sizeof(fields[0]))
+		return -EINVAL;
+	c->field = fields[i].field;
+	q += n + strspn(q + n, " \t");
+	for (k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+		if (!strncmp(q, ops[k].text, strlen(ops[k].text)))
+			break;
+	if (k == sizeof(ops) / sizeof(ops[0]))
+		return -EINVAL;
+	c->op = ops[k].op;
+	q += strlen(ops[k].text);
+	q += strspn(q, " \t");
+	errno = 0;
+	c->value = strtoull(q, &end, 0);
+	if (errno || end == q)
+		return -EINVAL;
+	for (k = 0; c->field == TOP_F_LATENCY && k < sizeof(units) / sizeof(units[0]); k++) {
+		size_t u = strlen(units[k].unit);
+
+		if (!strncmp(end, units[k].unit, u) && !isalnum((unsigned char)end[u])) {
+			c->value *= units[k].ns;
+			end += u;
+			break;
+		}
+	}
+	*p = end + strspn(end, " \t");
+	return 0;
+}
+
+/* FILTER: conditions joined by && (the names of kvm_exit's fields, and latency). */
+static int parse_filter(const char *filter, struct top_cfg *cfg)
+{
+	const char *p = filter;
+
+	while (p && *p) {
+		if (cfg->nr_conds == TOP_MAX_CONDS || parse_cond(&p, &cfg->conds[cfg->nr_conds])) {
+			tv_err("Invalid filter for the in-kernel aggregation: \"%s\" (at most %d of FIELD OP VALUE joined by &&; FIELD exit_reason, vcpu_id, isa, tgid or latency [ns|us|ms|s]; OP == != < <= > >=)",
+			       filter, TOP_MAX_CONDS);
+			return -EINVAL;
+		}
+		cfg->by_latency |= cfg->conds[cfg->nr_conds].field == TOP_F_LATENCY;
+		cfg->nr_conds++;
+		if (!strncmp(p, "&&", 2))
+			p += 2;
+		else if (*p) {
+			tv_err("Invalid filter for the in-kernel aggregation: \"%s\" (conditions are joined by &&)",
+			       filter);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int tv_top_bpf_open(const char *filter, struct tv_top_bpf **out)
 {
 	struct tv_top_bpf *b = calloc(1, sizeof(*b));
 	struct top_cfg cfg = { 0 };
@@ -124,7 +200,9 @@ int tv_top_bpf_open(struct tv_top_bpf **out)
 	if (!b)
 		return -ENOMEM;
 	libbpf_set_print(libbpf_to_debug);
-	ret = exit_fields(&cfg);
+	ret = parse_filter(filter, &cfg);
+	if (!ret)
+		ret = exit_fields(&cfg);
 	if (!ret) {
 		ret = bpf_load(b, &cfg);
 		if (ret)

@@ -14,8 +14,12 @@
 
 struct tv_top_bpf;
 
-/* Load and attach.  Return: 0, or -errno logged (no BPF, no kvm events...). */
-int tv_top_bpf_open(struct tv_top_bpf **out);
+/*
+ * Load and attach; @filter (or NULL): conditions on exit_reason, vcpu_id,
+ * isa, tgid and latency joined by &&, evaluated in the kernel.
+ * Return: 0, or -errno logged (no BPF, no kvm events, a bad filter...).
+ */
+int tv_top_bpf_open(const char *filter, struct tv_top_bpf **out);
 /* The rows since the last call into @out (tv_kvm_stat_free()); @lost: exits not aggregated. */
 int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost);
 void tv_top_bpf_close(struct tv_top_bpf *b);

@@ -71,11 +71,55 @@ static __always_inline unsigned int field_u32(void *ctx, unsigned int off)
 	return v;
 }
 
+/* The exit passes the filter's conditions (the latency's only at kvm_entry). */
+static __always_inline int passes(const struct top_key *k, unsigned long long latency, int at_entry)
+{
+#pragma unroll
+	for (int i = 0; i < TOP_MAX_CONDS; i++) {
+		unsigned long long v;
+
+		if (i >= cfg.nr_conds)
+			break;
+		switch (cfg.conds[i].field) {
+		case TOP_F_REASON: v = k->reason; break;
+		case TOP_F_VCPU: v = k->vcpu; break;
+		case TOP_F_ISA: v = k->isa; break;
+		case TOP_F_TGID: v = k->tgid; break;
+		default:
+			if (!at_entry)
+				continue;	/* known at kvm_entry only */
+			v = latency;
+		}
+		if (!top_compare(v, cfg.conds[i].op, cfg.conds[i].value))
+			return 0;
+	}
+	return 1;
+}
+
+/* The row of @key, created (zeroed, the current thread's name) if new. */
+static __always_inline struct top_val *row_of(const struct top_key *key)
+{
+	struct top_val *v = bpf_map_lookup_elem(&rows, key), *z;
+	unsigned int k0 = 0;
+
+	if (v)
+		return v;
+	z = bpf_map_lookup_elem(&zero, &k0);
+	if (!z)
+		return NULL;
+	bpf_get_current_comm(z->comm, sizeof(z->comm));
+	bpf_map_update_elem(&rows, key, z, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&rows, key);
+	if (!v)
+		lost(TOP_LOST_ROWS);
+	return v;
+}
+
 SEC("tracepoint/kvm/kvm_exit")
 int tv_top_exit(void *ctx)
 {
 	unsigned long long id = bpf_get_current_pid_tgid();
-	unsigned int tid = (unsigned int)id, k0 = 0;
+	unsigned int tid = (unsigned int)id;
 	struct open_exit o = {};
 	struct top_val *v;
 
@@ -83,21 +127,16 @@ int tv_top_exit(void *ctx)
 	o.key.reason = field_u32(ctx, cfg.off_reason);
 	o.key.isa = cfg.off_isa ? field_u32(ctx, cfg.off_isa) : cfg.isa_default;
 	o.key.vcpu = field_u32(ctx, cfg.off_vcpu);
-	v = bpf_map_lookup_elem(&rows, &o.key);
-	if (!v) {
-		struct top_val *z = bpf_map_lookup_elem(&zero, &k0);
-
-		if (!z)
-			return 0;
-		bpf_get_current_comm(z->comm, sizeof(z->comm));
-		bpf_map_update_elem(&rows, &o.key, z, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&rows, &o.key);
-		if (!v) {
-			lost(TOP_LOST_ROWS);
-			return 0;
-		}
+	if (!passes(&o.key, 0, 0)) {
+		bpf_map_delete_elem(&open_exits, &tid);	/* its entry is not ours */
+		return 0;
 	}
-	__sync_fetch_and_add(&v->count, 1);
+	if (!cfg.by_latency) {
+		v = row_of(&o.key);
+		if (!v)
+			return 0;
+		__sync_fetch_and_add(&v->count, 1);
+	}
 	/* last: the time spent here is not the exit's (as kvm_entry reads
 	 * the clock first) */
 	o.ts = bpf_ktime_get_ns();
@@ -121,9 +160,19 @@ int tv_top_entry(void *ctx)
 	ns = now - o->ts;
 	key = o->key;
 	bpf_map_delete_elem(&open_exits, &tid);
-	v = bpf_map_lookup_elem(&rows, &key);
-	if (!v)
-		return 0;
+	if (cfg.by_latency) {
+		/* a filter on the latency: counted here, if it passes */
+		if (!passes(&key, ns, 1))
+			return 0;
+		v = row_of(&key);
+		if (!v)
+			return 0;
+		__sync_fetch_and_add(&v->count, 1);
+	} else {
+		v = bpf_map_lookup_elem(&rows, &key);
+		if (!v)
+			return 0;
+	}
 	__sync_fetch_and_add(&v->timed, 1);
 	__sync_fetch_and_add(&v->total_ns, ns);
 	if (ns > v->max_ns)

@@ -57,12 +57,37 @@ struct top_val {
 	unsigned long long hist[TOP_NBUCKETS];
 };
 
-/* Load-time settings: the event fields' offsets on this kernel. */
+/* top --bpf --filter: conditions all true for an exit to count. */
+#define TOP_MAX_CONDS 4
+enum { TOP_F_REASON, TOP_F_VCPU, TOP_F_ISA, TOP_F_TGID, TOP_F_LATENCY };
+enum { TOP_OP_EQ, TOP_OP_NE, TOP_OP_LT, TOP_OP_LE, TOP_OP_GT, TOP_OP_GE };
+
+struct top_cond {
+	unsigned int field, op;
+	unsigned long long value;
+};
+
+static inline int top_compare(unsigned long long a, unsigned int op, unsigned long long b)
+{
+	switch (op) {
+	case TOP_OP_EQ: return a == b;
+	case TOP_OP_NE: return a != b;
+	case TOP_OP_LT: return a < b;
+	case TOP_OP_LE: return a <= b;
+	case TOP_OP_GT: return a > b;
+	default: return a >= b;
+	}
+}
+
+/* Load-time settings: the event fields' offsets on this kernel, the filter. */
 struct top_cfg {
 	unsigned int off_reason;
 	unsigned int off_isa;		/* 0: no isa field (VMX only kernels) */
 	unsigned int off_vcpu;
 	unsigned int isa_default;
+	unsigned int nr_conds;
+	unsigned int by_latency;	/* a latency condition: count at kvm_entry */
+	struct top_cond conds[TOP_MAX_CONDS];
 };
 
 /* Counters of what could not be aggregated (the header's "lost"). */

@@ -44,6 +44,16 @@ sleep 2.5
 kill -INT $TOP
 wait $TOP || { cat /out/bpf.err >&2; exit 35; }
 tracevisor stat --json /out/bpfrec > /out/bpfrec-stat.json || exit 36
+# filters evaluated in the kernel: one reason; a latency no exit reaches
+for f in io:"exit_reason == 0x7b" slow:"exit_reason == 0x72 && latency > 1s" fast:"exit_reason == 0x72 && latency >= 1us && vcpu_id == 0"; do
+	tracevisor top --bpf --json --interval 2 --filter "${f#*:}" > /out/bpf-${f%%:*}.jsonl 2>> /out/bpf.err &
+	TOP=$!
+	for i in $(seq 100); do [ -s /out/bpf-${f%%:*}.jsonl ] && break; sleep 0.1; done
+	/opt/tracevisor/tests/tv-testvmm --outs '$N' --ins '$M' --cpuids '$K' --repeat 2 > /dev/null || exit 37
+	sleep 2.5
+	kill -INT $TOP
+	wait $TOP || { cat /out/bpf.err >&2; exit 38; }
+done
 exit 0' svm
 expect_rc 0 "top in the nested SVM host"
 
@@ -110,6 +120,21 @@ for iv in ivs:
 assert near > 0, "no row of 100 exits or more in one interval"
 print("top --bpf: %s per reason = stat of the same run, 0 lost, p50/p99 within 15%% + 3 us on %d rows: %s" %
       (got, near, [(r["reason"], r["p50_ns"], whole[(r["vcpu"], r["reason"])]["p50_ns"]) for iv in ivs for r in filter(vmm, iv["rows"]) if (r["vcpu"], r["reason"]) in whole]))
+PY
+python3 - "$OUT" $((2 * (N + M))) $((2 * K)) <<'PY' || fail "top --bpf --filter"
+import json, sys
+out, io, cpuid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def reasons(name):
+    got = {}
+    for l in open("%s/bpf-%s.jsonl" % (out, name)):
+        for r in json.loads(l)["rows"]:
+            if r["vm"].startswith("tv-testvmm["):
+                got[r["reason"]] = got.get(r["reason"], 0) + r["count"]
+    return got
+assert reasons("io") == {"io": io}, reasons("io")
+assert reasons("slow") == {}, reasons("slow")
+assert reasons("fast") == {"cpuid": cpuid}, reasons("fast")
+print("top --bpf --filter in the kernel: io only %d; cpuid > 1 s none; cpuid >= 1 us on vCPU 0 %d" % (io, cpuid))
 PY
 n=$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["rows"]))' "$OUT/l2.jsonl")
 [ "$n" -ge 2 ] || fail "L2 boot: only $n intervals with exits"
