@@ -107,7 +107,7 @@ static int count_kv(const char *k, const char *v, void *ctx)
 
 static void test_kv(void)
 {
-	char longval[400];
+	char longval[1100];	/* values hold at most 1023 bytes (lib/proto.c) */
 	int n = 0;
 
 	TV_CHECK(tv_proto_kv_parse("a=1\nb.c=x y\n", 12, count_kv, &n) == 0 && n == 2, "kv lines");
@@ -119,7 +119,10 @@ static void test_kv(void)
 	memcpy(longval, "k=", 2);
 	longval[sizeof(longval) - 1] = '\n';
 	TV_CHECK(tv_proto_kv_parse(longval, sizeof(longval), count_kv, &n) == -EINVAL,
-		 "300-byte value accepted");
+		 "1097-byte value accepted");
+	n = 0;
+	longval[1000] = '\n';	/* 998 bytes: a long --guest-events list */
+	TV_CHECK(tv_proto_kv_parse(longval, 1001, count_kv, &n) == 0 && n == 1, "998-byte value refused");
 }
 
 /* A fresh guest directory under root. */
