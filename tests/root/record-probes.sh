@@ -8,8 +8,9 @@
 #  - --time-function PATH:SYMBOL: stat's func:syscall row counts N+M calls,
 #    timed;
 #  - -f after -e filters that event only, in the kernel (nr == 8: M hits);
-#  - every probe removed after each run; a probe left by a run killed with
-#    SIGKILL is removed by the next run;
+#  - every probe removed after each run, also one ended by SIGINT or
+#    SIGTERM; a probe left by a run killed with SIGKILL is removed by the
+#    next run;
 #  - a kernel without kprobe_events: one-line error naming it, exit 1;
 #    a uprobe on a missing function: one-line error, exit 1.
 . "$(dirname "$0")/lib.bash"
@@ -52,6 +53,18 @@ assert r["count"] == int(sys.argv[2]), r
 assert r["vm"].startswith("tv-syscalls[") and r["vcpu"] == "-", r
 assert 0 < r["min_ns"] <= r["p50_ns"] <= r["p99_ns"] <= r["max_ns"] <= r["total_ns"], r
 PY
+
+# SIGINT and SIGTERM end a recording through its normal stop: no probe left.
+for sig in INT TERM; do
+	"$TV" record -q -o "$T/sig$sig" -e "uprobe:s1=$LIBC:getpid" --time-function "$LIBC:syscall" &
+	pid=$!
+	for _ in $(seq 50); do [ "$(left)" -ge 3 ] && break; sleep 0.1; done
+	[ "$(left)" -ge 3 ] || fail "SIG$sig: the run's probes never appeared"
+	kill -$sig $pid
+	wait $pid || fail "record ended by SIG$sig exited $?"
+	[ "$(left)" = 0 ] || fail "SIG$sig: probes left: $(cat $TRACEFS/dynamic_events)"
+	[ -f "$T/sig$sig/session.meta" ] || fail "SIG$sig: the session is not complete"
+done
 
 # A run killed with SIGKILL leaves its probe; the next run removes it.
 "$TV" record -q -o "$T/killed" -e "uprobe:k1=$LIBC:getpid" &
