@@ -117,11 +117,8 @@ static int valid_name(const char *s, size_t n)
 
 static int set_add(struct tv_probe_set *set, struct tracefs_dynevent *ev)
 {
-	struct tracefs_dynevent **grown = realloc(set->events, (set->nr + 1) * sizeof(*grown));
-
-	if (!grown)
+	if (tv_array_grow(&set->events, &set->cap, set->nr, sizeof(*set->events), 8))
 		return -ENOMEM;
-	set->events = grown;
 	set->events[set->nr++] = ev;
 	return 0;
 }
@@ -307,5 +304,5 @@ void tv_probes_destroy(struct tv_probe_set *set)
 	}
 	free(set->events);
 	set->events = NULL;
-	set->nr = 0;
+	set->nr = set->cap = 0;
 }

@@ -23,7 +23,7 @@ struct tv_probe_set {
 	char probe_group[32];		/* tvprobe_PID: -e kprobe:... and friends */
 	char func_group[32];		/* tvfunc_PID: --time-function's pairs */
 	struct tracefs_dynevent **events;	/* created, removed by destroy */
-	size_t nr;
+	size_t nr, cap;
 };
 
 /* Is @spec a dynamic probe: "kprobe:", "kretprobe:", "uprobe:" or "uretprobe:"? */

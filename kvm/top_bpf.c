@@ -238,15 +238,8 @@ static struct prev_row *prev_find(struct tv_top_bpf *b, const struct top_key *k)
 
 static struct prev_row *prev_add(struct tv_top_bpf *b, const struct top_key *k)
 {
-	if (b->nr_prev == b->cap_prev) {
-		size_t cap = b->cap_prev ? b->cap_prev * 2 : 64;
-		struct prev_row *p = realloc(b->prev, cap * sizeof(*p));
-
-		if (!p)
-			return NULL;
-		b->prev = p;
-		b->cap_prev = cap;
-	}
+	if (tv_array_grow(&b->prev, &b->cap_prev, b->nr_prev, sizeof(*b->prev), 64))
+		return NULL;
 	memset(&b->prev[b->nr_prev], 0, sizeof(b->prev[0]));
 	b->prev[b->nr_prev].key = *k;
 	return &b->prev[b->nr_prev++];
