@@ -206,8 +206,17 @@ int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort)
 	};
 	int ret = 0, quit = 0;
 
+	SCREEN *scr;
+
 	tv_cli_cpu_percent(&s.cpu_prev, 0);
-	initscr();
+	/* newterm, not initscr: an unknown terminal must not exit() the
+	 * process with the recording's tracefs instance still there */
+	scr = newterm(NULL, stdout, stdin);
+	if (!scr) {
+		tv_cli_error("top", "Cannot start the full-screen view: TERM=\"%s\" is unknown (use --batch or --json)",
+			     getenv("TERM") ? getenv("TERM") : "");
+		return -ENOTTY;
+	}
 	cbreak();
 	noecho();
 	nodelay(stdscr, TRUE);
@@ -231,6 +240,7 @@ int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort)
 		draw(&s);
 	}
 	endwin();
+	delscreen(scr);
 	tv_top_interval_free(&s.cur);
 	return ret;
 }

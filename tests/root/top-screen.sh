@@ -9,7 +9,8 @@
 #    (stat reads it), no tracefs instance left;
 #  - live --json --count 2: two intervals of ~0.2 s, 0 lost; the temporary
 #    session removed;
-#  - a live interval under 10 ms: a one-line error, exit 1.
+#  - a live interval under 10 ms, or an unknown TERM: a one-line error,
+#    exit 1, nothing left in tracefs.
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
@@ -51,6 +52,16 @@ for _ in $(seq 100); do [ -s "$T/rc2" ] && break; sleep 0.1; done
 [ -f "$T/live/session.meta" ] || fail "Ctrl-C: the kept session has no session.meta"
 "$TV" stat "$T/live" >/dev/null || fail "stat cannot read the session top kept"
 ! ls $TRACEFS/instances | grep -q "^tracevisor-" || fail "a tracefs instance was left: $(ls $TRACEFS/instances)"
+tmux kill-session -t $S
+
+# An unknown terminal: one line, exit 1, nothing left in tracefs.
+tmux new-session -d -s $S -x 140 -y 30 \
+	"TERM=nosuchterm $TV top --interval 0.2 2>$T/term.err; echo TOP-EXIT=\$? > $T/rc3; sleep 60"
+for _ in $(seq 100); do [ -s "$T/rc3" ] && break; sleep 0.1; done
+[ "$(cat "$T/rc3" 2>/dev/null)" = TOP-EXIT=1 ] || fail "unknown TERM: top did not exit 1: $(cat "$T/rc3" 2>/dev/null)"
+[ "$(wc -l <"$T/term.err")" = 1 ] && grep -q 'TERM="nosuchterm" is unknown' "$T/term.err" ||
+	fail "unknown TERM: $(cat "$T/term.err")"
+! ls $TRACEFS/instances | grep -q "^tracevisor-" || fail "unknown TERM: a tracefs instance was left"
 tmux kill-session -t $S
 
 TMPDIR=$T "$TV" top --json --count 2 --interval 0.2 >"$T/live.jsonl" || fail "top --json --count 2 failed"
