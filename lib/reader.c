@@ -353,25 +353,33 @@ static int reader_set_follow(struct tv_reader *rd, const char *dir)
 	return 0;
 }
 
-/*
- * @res: transforms to use; NULL: DIR/sync/transforms unless @raw.
- * @follow: the session is being recorded (raw, never synchronised).
- */
-static int reader_open(const char *dir, int raw, int follow, const struct tv_sync_result *res,
-		       struct tv_reader **out)
+/* What a reader is opened for (reader_open()). */
+struct open_how {
+	int raw;			/* never synchronised */
+	int follow;			/* being recorded (raw too) */
+	const struct tv_sync_result *res;	/* transforms to use; NULL: DIR/sync/transforms unless raw */
+	const char *only;		/* this domain alone; NULL: all */
+};
+
+static int reader_open(const char *dir, const struct open_how *how, struct tv_reader **out)
 {
 	struct tv_reader *rd = calloc(1, sizeof(*rd));
 	int ret;
 
 	if (!rd)
 		return -ENOMEM;
-	rd->follow = follow;
+	rd->follow = how->follow;
+	rd->only = how->only;
 	ret = reader_load_domains(rd, dir);
-	if (!ret && follow)
+	if (!ret && how->only && !rd->nr_domains) {
+		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, how->only);
+		ret = -ENOENT;
+	}
+	if (!ret && how->follow)
 		ret = reader_set_follow(rd, dir);
-	else if (!ret && res)
-		reader_use_sync(rd, res, 0);
-	else if (!ret && !raw)
+	else if (!ret && how->res)
+		reader_use_sync(rd, how->res, 0);
+	else if (!ret && !how->raw)
 		reader_apply_sync(rd, dir);
 	if (!ret)
 		ret = reader_open_streams(rd);
@@ -385,48 +393,28 @@ static int reader_open(const char *dir, int raw, int follow, const struct tv_syn
 
 int tv_reader_open(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 0, 0, NULL, out);
+	return reader_open(dir, &(struct open_how){ 0 }, out);
 }
 
 int tv_reader_open_raw(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 1, 0, NULL, out);
+	return reader_open(dir, &(struct open_how){ .raw = 1 }, out);
 }
 
 int tv_reader_open_domain(const char *dir, const char *subdir, struct tv_reader **out)
 {
-	struct tv_reader *rd = calloc(1, sizeof(*rd));
-	int ret;
-
-	if (!rd)
-		return -ENOMEM;
-	rd->only = subdir;
-	ret = reader_load_domains(rd, dir);
-	if (!ret && !rd->nr_domains) {
-		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, subdir);
-		ret = -ENOENT;
-	}
-	if (!ret)
-		reader_apply_sync(rd, dir);
-	if (!ret)
-		ret = reader_open_streams(rd);
-	if (ret) {
-		tv_reader_close(rd);
-		return ret;
-	}
-	*out = rd;
-	return 0;
+	return reader_open(dir, &(struct open_how){ .only = subdir }, out);
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)
 {
-	return reader_open(dir, 1, 1, NULL, out);
+	return reader_open(dir, &(struct open_how){ .raw = 1, .follow = 1 }, out);
 }
 
 int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
 			  struct tv_reader **out)
 {
-	return reader_open(dir, 0, 0, res, out);
+	return reader_open(dir, &(struct open_how){ .res = res }, out);
 }
 
 /* Put @st back into the merge after it moved on (1), or aside (0, followed). */
