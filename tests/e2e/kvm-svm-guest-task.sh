@@ -40,6 +40,9 @@ while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
 touch /out/cpuid.done
 w=0
 while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+# the agent sends END, then cleans up: count once it says the session ended
+w=0
+while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
 grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
 kill $AG
 exit 0'
