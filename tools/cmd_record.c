@@ -444,6 +444,23 @@ static void end_command(pid_t child, int *status, int why_signal)
 		usleep(20000);
 }
 
+/*
+ * A command that failed on its own makes record fail the way time(1) and
+ * strace(1) do (its status, 128+N for signal N), so `tracevisor record --
+ * make test` in a script still says whether the tests passed; the session
+ * is kept: it is often the failure one wants to look at.
+ */
+static int command_status(const struct record_cli *cli, int status)
+{
+	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+
+	if (code)
+		fprintf(stderr, "tracevisor record: command '%s' %s %d; the session is kept\n",
+			cli->command[0], WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	return code;
+}
+
 /* Before anything is created: a wrong SPEC must not leave a session. */
 static int parse_guests(struct record_cli *cli)
 {
@@ -508,7 +525,7 @@ int cmd_record(int argc, char **argv)
 	struct tv_recorder *rec;
 	sigset_t mask, saved;
 	pid_t child = 0;
-	int sfd, ret, status, why_signal = 0;
+	int sfd, ret, status, why_signal = 0, command_ended_itself;
 
 	if (parse_record_args(argc, argv, &cli))
 		return 2;
@@ -548,6 +565,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
 			cli.so.host.outdir);
 	status = ret ? -1 : wait_for_stop(&cli, srec, sfd, child, &why_signal);
+	command_ended_itself = child > 0 && status != -1;
 	end_command(child, &status, why_signal);
 	ret = tv_session_record_stop(srec) ? -1 : ret;
 	if (!ret && rec)
@@ -559,9 +577,7 @@ int cmd_record(int argc, char **argv)
 	close(sfd);
 	if (!ret && cli.compress)
 		ret = tv_cli_compress(cli.so.host.outdir);
-	if (!ret && child > 0 && status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		fprintf(stderr, "tracevisor record: warning: command '%s' %s %d\n", cli.command[0],
-			WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
-			WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	if (!ret && command_ended_itself)
+		return command_status(&cli, status);
 	return tv_cli_status(ret);
 }

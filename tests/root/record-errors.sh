@@ -32,6 +32,17 @@ expect_error "existing output" 'Output exists' \
 [ -e "$TV_TMP/exists/keep" ] || fail "existing output was touched"
 expect_error "missing command" 'Cannot run command: name="/no/such/cmd"' \
 	"$TV" record -q -o "$TV_TMP/e" -e sched:sched_switch -- /no/such/cmd
+# A command that fails on its own: its status, the session kept and readable.
+"$TV" record -q -o "$TV_TMP/cmdfail" -e sched:sched_switch -- sh -c 'sleep 0.2; exit 3' 2>"$TV_TMP/err"
+rc=$?
+[ $rc = 3 ] || fail "failing command: record exited $rc, not the command's 3"
+grep -q "command 'sh' exited with status 3; the session is kept" "$TV_TMP/err" || fail "failing command: $(cat "$TV_TMP/err")"
+"$TV" report "$TV_TMP/cmdfail" >/dev/null || fail "failing command: the session is not readable"
+"$TV" record -q -o "$TV_TMP/cmdkill" -e sched:sched_switch -- sh -c 'kill -9 $$' 2>/dev/null
+rc=$?
+[ $rc = 137 ] || fail "killed command: record exited $rc, not 128+9"
+"$TV" record -q -o "$TV_TMP/cmdok" -e sched:sched_switch -- true || fail "a command that succeeds: record failed"
+echo "ok: a failing command's status passed on, sessions kept"
 expect_error "bad buffer size" 'invalid buffer size' "$TV" record -b 0 -o "$TV_TMP/f"
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 	expect_error "not root" 'needs root' setpriv --reuid=65534 --regid=65534 --clear-groups \
