@@ -20,6 +20,7 @@
 #include <trace-seq.h>
 
 #include "internal.h"
+#include "xen_trace.h"
 #include "proto.h"
 
 #define MAX_EVENT_ID 65536
@@ -205,6 +206,34 @@ static int load_formats(struct tv_domain *dom, int report_fd)
 		ret = -ENOENT;
 	}
 	return ret;
+}
+
+/*
+ * A xen-trace domain's events are synthesized by this library, not by the
+ * recorder: a session written by an older tracevisor lacks the formats of
+ * the events added since, which its records now decode into.  Those come
+ * from the library itself (trusted text, no trial parse needed).
+ */
+static int load_builtin_xen_formats(struct tv_domain *dom)
+{
+	for (int id = 1; id < tv_xen_event_count(); id++) {
+		size_t len = 0;
+		char *text;
+		int ret;
+
+		if (!tv_xen_event_name(id) || tep_find_event(dom->tep, id))
+			continue;
+		text = tv_xen_format_text(id, &len);
+		if (!text)
+			return -ENOMEM;
+		ret = tep_parse_event(dom->tep, text, len, "xen");
+		free(text);
+		if (ret) {
+			tv_err("Cannot parse built-in Xen event format: id=%d, tep_errno=%d", id, ret);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 static void quiet_log(enum tv_log_level level, const char *msg, void *ctx)
@@ -557,6 +586,8 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		ret = formats_trial(dom);
 	if (!ret)
 		ret = load_formats(dom, -1);
+	if (!ret && dom->source == &tv_xen_source)
+		ret = load_builtin_xen_formats(dom);
 	if (ret)
 		return ret;
 	register_printers(dom);

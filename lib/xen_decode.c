@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -49,6 +50,7 @@ struct xe_vmexit {
 	struct xe_common c;
 	uint32_t exit_reason, nested;
 	uint64_t rip;
+	char reason[24];	/* VMX or SVM name, "" when the ISA is unknown */
 };
 
 struct xe_vmentry {
@@ -94,6 +96,11 @@ struct xe_tscale {		/* TRC_TRACE_TSCALE of the patched hypervisor */
 	int32_t tsc_shift;
 };
 
+struct xe_gen {			/* the table-driven events of xen_events.c */
+	struct xe_common c;
+	uint64_t v[TV_XEN_GEN_MAX_FIELDS];
+};
+
 struct field_desc {
 	int id;
 	const char *type;
@@ -126,6 +133,7 @@ static const struct field_desc fields[] = {
 	F(TV_XEN_EV_VMEXIT, struct xe_vmexit, "u32", exit_reason, "0x%x"),
 	F(TV_XEN_EV_VMEXIT, struct xe_vmexit, "u32", nested, "%u"),
 	F(TV_XEN_EV_VMEXIT, struct xe_vmexit, "u64", rip, "0x%llx"),
+	A(TV_XEN_EV_VMEXIT, struct xe_vmexit, "char", reason, "%s"),
 	F(TV_XEN_EV_VMENTRY, struct xe_vmentry, "u32", nested, "%u"),
 	F(TV_XEN_EV_HVM_HANDLER, struct xe_data, "u32", nr_data, "%u"),
 	A(TV_XEN_EV_HVM_HANDLER, struct xe_data, "u32", data, NULL),
@@ -146,12 +154,15 @@ static const struct field_desc fields[] = {
 	F(TV_XEN_EV_TSCALE, struct xe_tscale, "u64", stamp_system_time, "%llu"),
 	F(TV_XEN_EV_TSCALE, struct xe_tscale, "u32", tsc_to_system_mul, "%u"),
 	F(TV_XEN_EV_TSCALE, struct xe_tscale, "s32", tsc_shift, "%d"),
+	F(TV_XEN_EV_SUBCALL, struct xe_hypercall, "u32", op, "%u"),
+	F(TV_XEN_EV_SUBCALL, struct xe_hypercall, "u32", args_present, "0x%x"),
+	A(TV_XEN_EV_SUBCALL, struct xe_hypercall, "u64", args, NULL),
 };
 
 static const struct {
 	const char *name;
 	unsigned int size;
-} events[TV_XEN_EV_COUNT] = {
+} events[TV_XEN_EV_FIXED_COUNT] = {
 	[TV_XEN_EV_RUNSTATE] = { "xen_runstate_change", sizeof(struct xe_runstate) },
 	[TV_XEN_EV_CONTINUE] = { "xen_continue_running", sizeof(struct xe_dom_vcpu) },
 	[TV_XEN_EV_SWITCH] = { "xen_sched_switch", sizeof(struct xe_switch) },
@@ -166,13 +177,38 @@ static const struct {
 	[TV_XEN_EV_GUEST] = { "xen_guest", sizeof(struct xe_guest) },
 	[TV_XEN_EV_OTHER] = { "xen_other", sizeof(struct xe_data) },
 	[TV_XEN_EV_TSCALE] = { "xen_tscale", sizeof(struct xe_tscale) },
+	[TV_XEN_EV_SUBCALL] = { "xen_hypercall_subcall", sizeof(struct xe_hypercall) },
 };
 
 _Static_assert(sizeof(struct xe_hypercall) <= TV_XEN_EVENT_MAX, "event buffer too small");
+_Static_assert(sizeof(struct xe_gen) <= TV_XEN_EVENT_MAX, "event buffer too small");
+_Static_assert(sizeof(struct xe_vmexit) <= TV_XEN_EVENT_MAX, "event buffer too small");
+
+int tv_xen_event_count(void)
+{
+	return TV_XEN_EV_GEN_BASE + tv_xen_gen_count();
+}
 
 const char *tv_xen_event_name(int id)
 {
-	return id > 0 && id < TV_XEN_EV_COUNT ? events[id].name : NULL;
+	const struct tv_xen_gen_event *g = tv_xen_gen_event(id);
+
+	if (g)
+		return g->name;
+	return id > 0 && id < TV_XEN_EV_FIXED_COUNT ? events[id].name : NULL;
+}
+
+/* Bytes of the synthesized record of @id: a table event only has its fields. */
+static unsigned int event_size(int id)
+{
+	const struct tv_xen_gen_event *g = tv_xen_gen_event(id);
+	unsigned int n = 0;
+
+	if (!g)
+		return events[id].size;
+	while (n < TV_XEN_GEN_MAX_FIELDS && g->fields[n])
+		n++;
+	return (unsigned int)offsetof(struct xe_gen, v) + 8 * n;
 }
 
 unsigned int tv_xen_rec_parse(const unsigned char *p, size_t avail, struct tv_xen_rec *rec)
@@ -206,6 +242,8 @@ unsigned int tv_xen_rec_parse(const unsigned char *p, size_t avail, struct tv_xe
 
 int tv_xen_event_of(uint32_t ev)
 {
+	int id;
+
 	/* Runstate changes carry the old and new states in bits 4-11. */
 	if ((ev & ~0xff0u) == XT_SCHED_RUNSTATE)
 		return TV_XEN_EV_RUNSTATE;
@@ -226,6 +264,8 @@ int tv_xen_event_of(uint32_t ev)
 		return TV_XEN_EV_WRAP;
 	case XT_TSCALE:
 		return TV_XEN_EV_TSCALE;
+	case XT_PV_HYPERCALL_SUBCALL:
+		return TV_XEN_EV_SUBCALL;
 	}
 	switch (ev & ~XT_HVM_NESTEDFLAG) {
 	case XT_HVM_VMEXIT:
@@ -234,6 +274,10 @@ int tv_xen_event_of(uint32_t ev)
 	case XT_HVM_VMENTRY:
 		return TV_XEN_EV_VMENTRY;
 	}
+	id = tv_xen_gen_event_of(ev);
+	if (id > 0)
+		return id;
+	/* a handler this table does not know: still named by its class */
 	if ((ev & 0x0ffff000u) == XT_HVM_HANDLER)
 		return TV_XEN_EV_HVM_HANDLER;
 	if ((ev & 0x0fff0000u) == (XT_GUEST & 0x0fff0000u))
@@ -278,16 +322,63 @@ static void fill_data(struct xe_data *d, const struct tv_xen_rec *rec)
 /* Update the running vCPU of this physical CPU from scheduler records. */
 static void track_running(struct tv_xen_cpu_state *cs, int id, const struct tv_xen_rec *rec)
 {
-	if (id == TV_XEN_EV_RUNSTATE && ((rec->event >> 4) & 0xf) == 0) {
+	switch (id) {
+	case TV_XEN_EV_RUNSTATE:
+		if (((rec->event >> 4) & 0xf) != 0)
+			break;
+		/* X -> running names the vCPU now running here */
+		__attribute__((fallthrough));
+	case TV_XEN_EV_CONTINUE:
 		cs->cur_dom = (uint16_t)(rec->extra[0] >> 16);
 		cs->cur_vcpu = (uint16_t)rec->extra[0];
-	} else if (id == TV_XEN_EV_SWITCH) {
+		break;
+	case TV_XEN_EV_SWITCH:
 		cs->cur_dom = (uint16_t)rec->extra[2];
 		cs->cur_vcpu = (uint16_t)rec->extra[3];
+		break;
+	case TV_XEN_EV_LOST:
+		/* Xen writes it as the current vCPU's first record after the
+		 * loss: whatever switches were lost, this one runs now. */
+		cs->cur_dom = (uint16_t)rec->extra[1];
+		cs->cur_vcpu = (uint16_t)(rec->extra[1] >> 16);
+		break;
 	}
 }
 
-static void fill_specific(unsigned char *out, int id, const struct tv_xen_rec *rec)
+int tv_xen_rec_prev_running(const struct tv_xen_rec *rec, uint16_t *dom, uint16_t *vcpu)
+{
+	uint32_t ev = rec->event;
+
+	if ((ev & ~0xff0u) == XT_SCHED_RUNSTATE && ((ev >> 8) & 0xf) == 0 &&
+	    ((ev >> 4) & 0xf) != 0 && rec->nr_extra >= 1) {
+		/* running -> X is written on the CPU the vCPU ran on */
+		*dom = (uint16_t)(rec->extra[0] >> 16);
+		*vcpu = (uint16_t)rec->extra[0];
+		return 1;
+	}
+	if (ev == XT_SCHED_CONTINUE && rec->nr_extra >= 1) {
+		*dom = (uint16_t)(rec->extra[0] >> 16);
+		*vcpu = (uint16_t)rec->extra[0];
+		return 1;
+	}
+	if ((ev == XT_SCHED_SWITCH || ev == XT_SCHED_SWITCH_INFPREV) && rec->nr_extra >= 2) {
+		*dom = (uint16_t)rec->extra[0];
+		*vcpu = (uint16_t)rec->extra[1];
+		return 1;
+	}
+	return ev == XT_LOST_RECORDS ? -1 : 0;
+}
+
+static void exit_reason_name(struct xe_vmexit *v, unsigned int isa)
+{
+	const char *name = isa ? tv_kvm_exit_reason_name((enum tv_kvm_isa)isa, v->exit_reason) : NULL;
+
+	if (name)
+		snprintf(v->reason, sizeof(v->reason), "%s", name);
+}
+
+static void fill_specific(unsigned char *out, int id, const struct tv_xen_rec *rec,
+			  unsigned int isa)
 {
 	const uint32_t *x = rec->extra;
 
@@ -319,12 +410,14 @@ static void fill_specific(unsigned char *out, int id, const struct tv_xen_rec *r
 		v->exit_reason = x[0];
 		v->nested = !!(rec->event & XT_HVM_NESTEDFLAG);
 		v->rip = x[1] | ((rec->event & XT_64_FLAG) ? (uint64_t)x[2] << 32 : 0);
+		exit_reason_name(v, isa);
 		break;
 	}
 	case TV_XEN_EV_VMENTRY:
 		((struct xe_vmentry *)out)->nested = !!(rec->event & XT_HVM_NESTEDFLAG);
 		break;
 	case TV_XEN_EV_HYPERCALL:
+	case TV_XEN_EV_SUBCALL:
 		fill_hypercall((struct xe_hypercall *)out, rec);
 		break;
 	case TV_XEN_EV_LOST: {
@@ -357,7 +450,10 @@ static void fill_specific(unsigned char *out, int id, const struct tv_xen_rec *r
 		break;
 	}
 	default:
-		fill_data((struct xe_data *)out, rec);
+		if (id >= TV_XEN_EV_GEN_BASE)
+			tv_xen_gen_fill(((struct xe_gen *)out)->v, rec);
+		else
+			fill_data((struct xe_data *)out, rec);
 	}
 }
 
@@ -365,6 +461,7 @@ unsigned int tv_xen_rec_to_event(struct tv_xen_cpu_state *cs, const struct tv_xe
 				 unsigned char *out, uint64_t *tsc)
 {
 	struct xe_common *c = (struct xe_common *)out;
+	unsigned int size;
 	int id;
 
 	if (rec->event == XT_CPU_CHANGE)
@@ -376,15 +473,16 @@ unsigned int tv_xen_rec_to_event(struct tv_xen_cpu_state *cs, const struct tv_xe
 	}
 	*tsc = cs->last_tsc;
 	id = tv_xen_event_of(rec->event);
-	memset(out, 0, events[id].size);
+	size = event_size(id);
+	memset(out, 0, size);
 	c->common_type = (uint16_t)id;
 	c->xen_event = rec->event;
-	fill_specific(out, id, rec);
+	fill_specific(out, id, rec, cs->isa);
 	track_running(cs, id, rec);
 	/* The switch record's vCPU is the one now running: report it. */
 	c->cur_dom = cs->cur_dom;
 	c->cur_vcpu = cs->cur_vcpu;
-	return events[id].size;
+	return size;
 }
 
 uint64_t tv_xen_tsc_to_ns(uint64_t tsc, uint64_t khz)
@@ -468,7 +566,9 @@ static void format_print_fmt(FILE *f, int id)
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		if (fields[i].id != id)
 			continue;
-		if (fields[i].count > 1)
+		if (!strcmp(fields[i].type, "char"))
+			fprintf(f, ", REC->%s", fields[i].name);
+		else if (fields[i].count > 1)
 			fprintf(f, ", __print_array(REC->%s, %u, %u)", fields[i].name,
 				fields[i].count, fields[i].size / fields[i].count);
 		else
@@ -477,30 +577,46 @@ static void format_print_fmt(FILE *f, int id)
 	fprintf(f, ", REC->xen_event\n");
 }
 
-static int write_format(const char *domain_dir, int id)
+/* A table event's field @name ("rip:x"): its bare name and print conversion. */
+static const char *gen_field(const char *spec, char *name, size_t size)
 {
-	char path[4200];
-	FILE *f;
+	const char *colon = strchr(spec, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
 
-	snprintf(path, sizeof(path), "%s/events/xen/%s", domain_dir, events[id].name);
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	strcat(path, "/format");
-	f = fopen(path, "we");
-	if (!f) {
-		int err = errno;
+	snprintf(name, size, "%.*s", (int)len, spec);
+	if (!colon)
+		return "%llu";
+	return colon[1] == 'x' ? "0x%llx" : "%lld";
+}
 
-		tv_err("Cannot write event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
+static void gen_format_fields(FILE *f, const struct tv_xen_gen_event *g)
+{
+	char name[64];
+
+	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
+		const char *fmt = gen_field(g->fields[i], name, sizeof(name));
+
+		fprintf(f, "\tfield:%s %s;\toffset:%u;\tsize:8;\tsigned:%d;\n",
+			fmt[1] == 'l' && fmt[3] == 'd' ? "s64" : "u64", name,
+			(unsigned int)(offsetof(struct xe_gen, v) + 8 * i), fmt[3] == 'd');
 	}
-	fprintf(f, "name: %s\nID: %d\nformat:\n", events[id].name, id);
-	fprintf(f, "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-		   "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-		   "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-		   "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-		   "\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"
-		   "\tfield:u16 cur_dom;\toffset:12;\tsize:2;\tsigned:0;\n"
-		   "\tfield:u16 cur_vcpu;\toffset:14;\tsize:2;\tsigned:0;\n");
+	fputc('\n', f);
+	fprintf(f, "print fmt: \"d%%u v%%u");
+	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
+		const char *fmt = gen_field(g->fields[i], name, sizeof(name));
+
+		fprintf(f, " %s=%s", name, fmt);
+	}
+	fprintf(f, " event=0x%%x\", REC->cur_dom, REC->cur_vcpu");
+	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
+		gen_field(g->fields[i], name, sizeof(name));
+		fprintf(f, ", REC->%s", name);
+	}
+	fprintf(f, ", REC->xen_event\n");
+}
+
+static void fixed_format_fields(FILE *f, int id)
+{
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		const struct field_desc *fd = &fields[i];
 
@@ -515,9 +631,64 @@ static int write_format(const char *domain_dir, int id)
 	}
 	fputc('\n', f);
 	format_print_fmt(f, id);
+}
+
+static void format_text(FILE *f, int id)
+{
+	const struct tv_xen_gen_event *g = tv_xen_gen_event(id);
+
+	fprintf(f, "name: %s\nID: %d\nformat:\n", tv_xen_event_name(id), id);
+	fprintf(f, "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		   "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+		   "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+		   "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+		   "\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"
+		   "\tfield:u16 cur_dom;\toffset:12;\tsize:2;\tsigned:0;\n"
+		   "\tfield:u16 cur_vcpu;\toffset:14;\tsize:2;\tsigned:0;\n");
+	if (g)
+		gen_format_fields(f, g);
+	else
+		fixed_format_fields(f, id);
+}
+
+static int write_format(const char *domain_dir, int id)
+{
+	char path[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/events/xen/%s", domain_dir, tv_xen_event_name(id));
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	strcat(path, "/format");
+	f = fopen(path, "we");
+	if (!f) {
+		int err = errno;
+
+		tv_err("Cannot write event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
+		return -err;
+	}
+	format_text(f, id);
 	if (fclose(f))
 		return -EIO;
 	return 0;
+}
+
+char *tv_xen_format_text(int id, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f;
+
+	if (!tv_xen_event_name(id))
+		return NULL;
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	format_text(f, id);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 int tv_xen_write_formats(const char *domain_dir)
@@ -532,8 +703,9 @@ int tv_xen_write_formats(const char *domain_dir)
 	strcat(path, "/xen");
 	if (mkdir(path, 0755) && errno != EEXIST)
 		return -errno;
-	for (int id = 1; id < TV_XEN_EV_COUNT && !ret; id++)
-		ret = write_format(domain_dir, id);
+	for (int id = 1; id < tv_xen_event_count() && !ret; id++)
+		if (tv_xen_event_name(id))
+			ret = write_format(domain_dir, id);
 	snprintf(path, sizeof(path), "%s/header_page", domain_dir);
 	f = fopen(path, "we");
 	if (!f)

@@ -20,6 +20,9 @@
 #include "xen_trace.h"
 
 #define XEN_STREAM_BUF (64 * 1024)
+/* How far the start-state scan reads before falling back to the session's
+ * snapshot: a CPU without a scheduler record in its first MBs is rare. */
+#define XEN_SCAN_LIMIT (16u << 20)
 
 struct tv_xen_stream {
 	unsigned char buf[XEN_STREAM_BUF];
@@ -40,6 +43,10 @@ static void xen_stream_clock(struct tv_xen_stream *xs, const struct tv_domain *d
 	const char *clock = tv_meta_get(dom->meta, "clock");
 	char key[64];
 
+	const char *isa = tv_meta_get(dom->meta, "hvm_isa");
+
+	xs->cs.isa = !isa ? TV_KVM_ISA_UNKNOWN : !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
+		   : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
 	xs->khz = (uint64_t)tv_meta_get_ll(dom->meta, "tsc_khz", 0);
 	if (!clock || strcmp(clock, "xen-system"))
 		return;
@@ -68,6 +75,61 @@ static void xen_stream_rescale(struct tv_xen_stream *xs, const struct tv_xen_rec
 	xs->shift = (int8_t)rec->extra[5];
 }
 
+/*
+ * The vCPU running on this CPU when its first record was written.  Records
+ * do not name it; the first scheduler record that shows who ran before it
+ * (a switch's prev, running -> X, continue_running) says it exactly, so the
+ * file's head is scanned for one (pread: the stream's offset stays 0).
+ * Without one within XEN_SCAN_LIMIT, or before a lost-records record, the
+ * session's snapshot taken from the hypervisor when recording started
+ * (cpuN.running=DOM.VCPU, xen/record.c) is used; without that, unknown.
+ * Return: 1 found by the scan, 2 from the snapshot, 0 unknown.
+ */
+static int xen_stream_start_state(struct tv_cpu_stream *st, int cpu)
+{
+	struct tv_xen_cpu_state *cs = &st->xen->cs;
+	unsigned char *buf = st->xen->buf;
+	size_t len = 0, pos = 0;
+	uint64_t off = 0;
+	struct tv_xen_rec rec;
+	unsigned int dom, vcpu;
+	const char *snap;
+	char key[64];
+	int r = 0;
+
+	while (off + len < XEN_SCAN_LIMIT) {
+		unsigned int size = tv_xen_rec_parse(buf + pos, len - pos, &rec);
+		ssize_t n;
+
+		if (size) {
+			pos += size;
+			r = tv_xen_rec_prev_running(&rec, &cs->cur_dom, &cs->cur_vcpu);
+			if (r)
+				break;
+			continue;
+		}
+		memmove(buf, buf + pos, len - pos);
+		off += pos;
+		len -= pos;
+		pos = 0;
+		n = pread(st->fd, buf + len, XEN_STREAM_BUF - len, (off_t)(off + len));
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (r == 1)
+		return 1;
+	snprintf(key, sizeof(key), "cpu%d.running", cpu);
+	snap = tv_meta_get(st->dom->meta, key);
+	if (snap && sscanf(snap, "%u.%u", &dom, &vcpu) == 2 && dom <= 0xffff && vcpu <= 0xffff) {
+		cs->cur_dom = (uint16_t)dom;
+		cs->cur_vcpu = (uint16_t)vcpu;
+		return 2;
+	}
+	cs->cur_dom = cs->cur_vcpu = 0xffff;
+	return 0;
+}
+
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 {
 	memset(st, 0, sizeof(*st));
@@ -91,6 +153,7 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 		return -ENOMEM;
 	tv_xen_cpu_state_init(&st->xen->cs);
 	xen_stream_clock(st->xen, dom, cpu);
+	xen_stream_start_state(st, cpu);
 	return 0;
 }
 

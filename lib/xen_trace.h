@@ -34,6 +34,8 @@
 #define XT_HVM_VMEXIT		(XT_HVM_ENTRYEXIT + 0x02)
 #define XT_HVM_VMEXIT64		(XT_HVM_ENTRYEXIT + XT_64_FLAG + 0x02)
 #define XT_PV_HYPERCALL_V2	0x0020100du
+#define XT_PV_HYPERCALL_SUBCALL	0x0020200eu
+#define XT_SCHED_SWITCH_INFPREV	(XT_SCHED_VERBOSE + 14)
 #define XT_GUEST		0x0800f000u
 #define XT_HYPERCALL_ARG_MASK	0xfff00000u
 #define XT_CPU_CHANGE_HEADER	(XT_CPU_CHANGE | (2u << 28))
@@ -76,13 +78,48 @@ enum tv_xen_event_id {
 	TV_XEN_EV_GUEST,
 	TV_XEN_EV_OTHER,
 	TV_XEN_EV_TSCALE,
-	TV_XEN_EV_COUNT
+	TV_XEN_EV_SUBCALL,	/* TRC_PV_HYPERCALL_SUBCALL: a multicall's entry */
+	TV_XEN_EV_FIXED_COUNT,
+	/* From here, the table-driven events of lib/xen_events.c. */
+	TV_XEN_EV_GEN_BASE = 32
 };
 
 /* Name of the synthesized event of @id ("xen_vmexit"...), NULL if unknown. */
 const char *tv_xen_event_name(int id);
 /* Which synthesized event a Xen record becomes. */
 int tv_xen_event_of(uint32_t event);
+/* One past the highest synthesized event id. */
+int tv_xen_event_count(void);
+
+/*
+ * Table-driven events (lib/xen_events.c): up to TV_XEN_GEN_MAX_FIELDS
+ * fields, each a u64 after the common header; a name suffix ":x" prints
+ * in hex, ":d" is signed.  Unused entries are NULL.
+ */
+#define TV_XEN_GEN_MAX_FIELDS 8
+struct tv_xen_gen_event {
+	const char *name;
+	const char *fields[TV_XEN_GEN_MAX_FIELDS];
+};
+
+/* The table event of Xen event id @event, -1 when it has none. */
+int tv_xen_gen_event_of(uint32_t event);
+/* The descriptor of synthesized event @id, NULL if not a table event. */
+const struct tv_xen_gen_event *tv_xen_gen_event(int id);
+int tv_xen_gen_count(void);
+/* The field values of @rec (its decoder's order) into @vals. */
+void tv_xen_gen_fill(uint64_t *vals, const struct tv_xen_rec *rec);
+/* Self-check of the tables (sorted, field counts): 0 or -(row + 1). */
+int tv_xen_gen_check(void);
+
+/*
+ * tv_xen_rec_prev_running - what @rec says ran on its CPU before it
+ * Return: 1 with *dom, *vcpu set when @rec shows the vCPU that was running
+ * on its physical CPU just before it (a switch's prev, a runstate change
+ * out of running, a continue_running); -1 when nothing before @rec can be
+ * inferred from later records (lost records); 0 otherwise.
+ */
+int tv_xen_rec_prev_running(const struct tv_xen_rec *rec, uint16_t *dom, uint16_t *vcpu);
 
 /* Per physical CPU decoding state: inherited TSC and the running vCPU. */
 struct tv_xen_cpu_state {
@@ -90,6 +127,7 @@ struct tv_xen_cpu_state {
 	bool have_tsc;
 	uint16_t cur_dom;	/* 0xffff: not known yet */
 	uint16_t cur_vcpu;
+	uint8_t isa;		/* enum tv_kvm_isa: how to name exit reasons */
 };
 
 void tv_xen_cpu_state_init(struct tv_xen_cpu_state *cs);
@@ -112,6 +150,9 @@ unsigned int tv_xen_rec_to_event(struct tv_xen_cpu_state *cs, const struct tv_xe
 
 /* header_page and events/xen/NAME/format for every synthesized event. */
 int tv_xen_write_formats(const char *domain_dir);
+/* The format file text of synthesized event @id (caller frees), NULL if
+ * @id is not one or memory ran out. */
+char *tv_xen_format_text(int id, size_t *len);
 
 /* TSC → ns with a fixed frequency; 128-bit intermediate, no overflow. */
 uint64_t tv_xen_tsc_to_ns(uint64_t tsc, uint64_t khz);
