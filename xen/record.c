@@ -87,6 +87,7 @@ struct tv_xen_recorder {
 	int drain_err;
 	char dir[4200];
 	struct tv_xen_meta_info info;
+	/* per CPU: 4 time scale keys (patched Xen) + cpuN.running */
 	struct tv_xen_meta_kv scale[5 * 256];
 };
 
@@ -357,6 +358,56 @@ static void xen_read_time_scale(struct tv_xen_recorder *rec)
 	xc_hypercall_buffer_free(rec->xch, buf);
 }
 
+/*
+ * Which vCPU each physical CPU runs as tracing starts (xc_vcpu_getinfo of
+ * every vCPU of every domain): the reader's start state for a CPU whose
+ * records show no scheduler record to learn it from (lib/xen_stream.c).
+ * Taken just after tracing is enabled, so a switch in between is in the
+ * records.  A CPU no vCPU runs on runs its idle vCPU (idle vCPU N is on CPU
+ * N).  Best effort: a domain that goes away meanwhile is skipped.
+ */
+#define XEN_SNAPSHOT_DOMAINS 1024
+static void xen_snapshot_running(struct tv_xen_recorder *rec)
+{
+	xc_domaininfo_t *doms = calloc(XEN_SNAPSHOT_DOMAINS, sizeof(*doms));
+	size_t k = rec->info.nr_extra;
+	int n, ncpus = rec->ncpus < 256 ? rec->ncpus : 256;
+	int *running = calloc((size_t)ncpus, sizeof(*running));
+
+	if (!doms || !running)
+		goto out;
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		running[cpu] = -1;
+	n = xc_domain_getinfolist(rec->xch, 0, XEN_SNAPSHOT_DOMAINS, doms);
+	for (int i = 0; i < n; i++) {
+		for (unsigned int v = 0; v <= doms[i].max_vcpu_id; v++) {
+			xc_vcpuinfo_t vi;
+
+			if (xc_vcpu_getinfo(rec->xch, doms[i].domain, v, &vi) || !vi.running ||
+			    vi.cpu >= (uint32_t)ncpus)
+				continue;
+			running[vi.cpu] = (int)((doms[i].domain & 0xffff) << 16 | (v & 0xffff));
+		}
+	}
+	if (n < 0) {
+		tv_warn("Cannot list domains for the running vCPUs: errno=%d (%s)", errno, strerror(errno));
+		goto out;
+	}
+	for (int cpu = 0; cpu < ncpus && k < sizeof(rec->scale) / sizeof(rec->scale[0]); cpu++) {
+		snprintf(rec->scale[k].key, 48, "cpu%d.running", cpu);
+		if (running[cpu] < 0)
+			snprintf(rec->scale[k++].value, 48, "%u.%d", XT_DOMID_IDLE, cpu);
+		else
+			snprintf(rec->scale[k++].value, 48, "%u.%u", (unsigned int)running[cpu] >> 16,
+				 (unsigned int)running[cpu] & 0xffff);
+	}
+	rec->info.extra = rec->scale;
+	rec->info.nr_extra = k;
+out:
+	free(doms);
+	free(running);
+}
+
 static int xen_open_files(struct tv_xen_recorder *rec)
 {
 	char path[4300];
@@ -513,6 +564,8 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 			tv_err("Cannot enable trace buffers: errno=%d (%s)", -ret, strerror(-ret));
 		}
 	}
+	if (!ret)
+		xen_snapshot_running(rec);
 	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (!ret && rec->stop_fd < 0)
 		ret = -errno;

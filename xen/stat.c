@@ -5,6 +5,8 @@
  * interval of the old state), HVM exits by reason timed from VMEXIT to the
  * next VMENTRY on the same physical CPU, and hypercalls and HVM handler
  * records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
+ * Hypercalls are also counted per domain, in rows whose vcpu is "all"; a
+ * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,7 +47,8 @@ static struct tv_latency_acc *xrow_get(struct xstat *x, unsigned int dom, unsign
 	char vm[80], vc[24];
 
 	dom_label(dom, vm, sizeof(vm));
-	snprintf(vc, sizeof(vc), vcpu == 0xffff ? "-" : "%u", vcpu);
+	/* 0xfffe: the domain's row over all its vCPUs */
+	snprintf(vc, sizeof(vc), vcpu == 0xffff ? "-" : vcpu == 0xfffe ? "all" : "%u", vcpu);
 	return tv_latency_row(&x->rows, vm, vc, reason);
 }
 
@@ -126,6 +129,29 @@ static int stat_count(struct xstat *x, const struct tv_event *ev, const char *re
 	return 0;
 }
 
+/* One hypercall: its vCPU's row, and its domain's "all" row. */
+static int stat_hypercall(struct xstat *x, const struct tv_event *ev, const char *kind)
+{
+	unsigned int op = (unsigned int)field(ev, "op"), dom = (unsigned int)field(ev, "cur_dom");
+	const char *n = tv_xen_hypercall_name(op);
+	struct tv_latency_acc *r;
+	char reason[48];
+
+	if (n)
+		snprintf(reason, sizeof(reason), "%s:%s", kind, n);
+	else
+		snprintf(reason, sizeof(reason), "%s:%u", kind, op);
+	if (stat_count(x, ev, reason))
+		return -ENOMEM;
+	if (strcmp(kind, "hypercall"))
+		return 0;
+	r = xrow_get(x, dom, 0xfffe, reason);
+	if (!r)
+		return -ENOMEM;
+	r->row.count++;
+	return 0;
+}
+
 static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 {
 	int id = ev->format->id;
@@ -139,20 +165,20 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 	case TV_XEN_EV_VMENTRY:
 		return stat_vmexit(x, ev, id == TV_XEN_EV_VMENTRY);
 	case TV_XEN_EV_HYPERCALL:
-		n = tv_xen_hypercall_name((unsigned int)field(ev, "op"));
-		if (n)
-			snprintf(reason, sizeof(reason), "hypercall:%s", n);
-		else
-			snprintf(reason, sizeof(reason), "hypercall:%llu",
-				 (unsigned long long)field(ev, "op"));
-		return stat_count(x, ev, reason);
-	case TV_XEN_EV_HVM_HANDLER:
-		n = tv_xen_hvm_handler_name((uint32_t)field(ev, "xen_event"));
-		snprintf(reason, sizeof(reason), "hvm:%s", n ? n : "other");
-		return stat_count(x, ev, reason);
+		return stat_hypercall(x, ev, "hypercall");
+	case TV_XEN_EV_SUBCALL:
+		return stat_hypercall(x, ev, "subcall");
 	case TV_XEN_EV_LOST:
 		x->out->lost += field(ev, "lost");
 		return 0;
+	}
+	if (!strcmp(ev->format->name, "xen_pv_hypercall_v1"))
+		return stat_hypercall(x, ev, "hypercall");
+	/* every HVM handler record, named or not, by its Xen event id */
+	if (((uint32_t)field(ev, "xen_event") & 0x0ffff000u) == XT_HVM_HANDLER) {
+		n = tv_xen_hvm_handler_name((uint32_t)field(ev, "xen_event"));
+		snprintf(reason, sizeof(reason), "hvm:%s", n ? n : "other");
+		return stat_count(x, ev, reason);
 	}
 	return 0;
 }
