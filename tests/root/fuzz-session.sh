@@ -16,7 +16,14 @@ mkdir -p "$TV_TMP/corpus" "$TV_TMP/seeds"
 # composition) is among the seeds
 cp -r tests/samples/synced-multi "$TV_TMP/synced" && "$TV" sync "$TV_TMP/synced" >/dev/null 2>&1 ||
 	fail "cannot synchronise tests/samples/synced-multi"
-python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" "$TV_TMP/synced" || fail "cannot make the seeds"
+# and Xen sessions imported from the Xen samples: every record layout the
+# decoder names (xen-classes), lost records, guest and TSC scale records
+for x in xen-classes xen-two-cpus; do
+	"$TV" import xentrace --cpu-khz 1000 "tests/samples/$x.xentrace" -o "$TV_TMP/$x" >/dev/null 2>&1 ||
+		fail "cannot import tests/samples/$x.xentrace"
+done
+python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" "$TV_TMP/synced" "$TV_TMP/xen-classes" "$TV_TMP/xen-two-cpus" ||
+	fail "cannot make the seeds"
 LSAN_OPTIONS=suppressions=$TV_ROOT/tests/fuzz/lsan.supp \
 "$F" -max_total_time="${FUZZ_SECONDS:-45}" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
 	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
