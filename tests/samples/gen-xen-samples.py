@@ -212,7 +212,7 @@ def classes_cpu0():
         (H + 0x17, [0xfee00300], False), (H + 0x117, u64(0xfed000f0) + u64(0xabcdef), False),
         (H + 0x18, [], False), (H + 0x19, [0x33], False), (H + 0x119, u64(0x80050033), False),
         (H + 0x1a, u64(0x123456789abc), False),
-        (H + 0x20, [0x30, 1, 1], False),
+        (H + 0x20, [0x30, 1, s32(-1)], False),
         (H + 0x21, u64(0xfee00000) + u64(0x7fee0) + [0x181, 6], False),
         (H + 0x22, [], False), (H + 0x23, [17], False), (H + 0x24, [0x4000], False),
         (H + 0x25, [], False),
