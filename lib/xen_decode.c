@@ -577,13 +577,15 @@ static void format_print_fmt(FILE *f, int id)
 	fprintf(f, ", REC->xen_event\n");
 }
 
-/* A table event's field @name ("rip:x"): its bare name and print conversion. */
-static const char *gen_field(const char *spec, char *name, size_t size)
+/* A table event's field @spec ("rip:x"): its bare name, whether it is
+ * signed (":d"), and its print conversion. */
+static const char *gen_field(const char *spec, char *name, size_t size, int *is_signed)
 {
 	const char *colon = strchr(spec, ':');
 	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
 
 	snprintf(name, size, "%.*s", (int)len, spec);
+	*is_signed = colon && colon[1] == 'd';
 	if (!colon)
 		return "%llu";
 	return colon[1] == 'x' ? "0x%llx" : "%lld";
@@ -592,24 +594,23 @@ static const char *gen_field(const char *spec, char *name, size_t size)
 static void gen_format_fields(FILE *f, const struct tv_xen_gen_event *g)
 {
 	char name[64];
+	int sgn;
 
 	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
-		const char *fmt = gen_field(g->fields[i], name, sizeof(name));
-
-		fprintf(f, "\tfield:%s %s;\toffset:%u;\tsize:8;\tsigned:%d;\n",
-			fmt[1] == 'l' && fmt[3] == 'd' ? "s64" : "u64", name,
-			(unsigned int)(offsetof(struct xe_gen, v) + 8 * i), fmt[3] == 'd');
+		gen_field(g->fields[i], name, sizeof(name), &sgn);
+		fprintf(f, "\tfield:%s %s;\toffset:%u;\tsize:8;\tsigned:%d;\n", sgn ? "s64" : "u64",
+			name, (unsigned int)(offsetof(struct xe_gen, v) + 8 * i), sgn);
 	}
 	fputc('\n', f);
 	fprintf(f, "print fmt: \"d%%u v%%u");
 	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
-		const char *fmt = gen_field(g->fields[i], name, sizeof(name));
+		const char *fmt = gen_field(g->fields[i], name, sizeof(name), &sgn);
 
 		fprintf(f, " %s=%s", name, fmt);
 	}
 	fprintf(f, " event=0x%%x\", REC->cur_dom, REC->cur_vcpu");
 	for (unsigned int i = 0; i < TV_XEN_GEN_MAX_FIELDS && g->fields[i]; i++) {
-		gen_field(g->fields[i], name, sizeof(name));
+		gen_field(g->fields[i], name, sizeof(name), &sgn);
 		fprintf(f, ", REC->%s", name);
 	}
 	fprintf(f, ", REC->xen_event\n");

@@ -44,7 +44,11 @@ struct xs {
 #define BITS(w, s, n)	{ XS_BITS, w, s, n }
 #define HAS(w)		{ XS_HAS, w, 0, 0 }
 
-/* Field names; a suffix ":x" prints in hex, ":d" is signed. */
+/*
+ * Field names; a suffix ":x" prints in hex, ":d" is signed.  An event's id
+ * is TV_XEN_EV_GEN_BASE + its index here, and sessions keep the formats
+ * with those ids: append new events at the end, never reorder or remove.
+ */
 static const struct tv_xen_gen_event gen_events[] = {
 	/* PV entry points (TRC_PV_ENTRY), 32- and 64-bit guests */
 	{ "xen_pv_hypercall_v1", { "rip:x", "op" } },
