@@ -6,7 +6,8 @@
  * next VMENTRY on the same physical CPU, and hypercalls and HVM handler
  * records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
  * Hypercalls are also counted per domain, in rows whose vcpu is "all"; a
- * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows.
+ * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows,
+ * and a PV guest's other entries into Xen "pv:NAME" rows (page_fault...).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -174,6 +175,11 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 	}
 	if (!strcmp(ev->format->name, "xen_pv_hypercall_v1"))
 		return stat_hypercall(x, ev, "hypercall");
+	/* PV guests' entries into Xen: page faults, traps, emulation, ptwr */
+	if (!strncmp(ev->format->name, "xen_pv_", 7)) {
+		snprintf(reason, sizeof(reason), "pv:%s", ev->format->name + 7);
+		return stat_count(x, ev, reason);
+	}
 	/* every HVM handler record, named or not, by its Xen event id */
 	if (((uint32_t)field(ev, "xen_event") & 0x0ffff000u) == XT_HVM_HANDLER) {
 		n = tv_xen_hvm_handler_name((uint32_t)field(ev, "xen_event"));

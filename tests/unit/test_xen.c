@@ -197,6 +197,18 @@ static void test_stat(const char *tmp)
 			 st.rows[i].reason);
 	TV_CHECK(st.lost == 7, "lost %llu", (unsigned long long)st.lost);
 	tv_kvm_stat_free(&st);
+	/* the classes sample: PV entries counted, subcalls apart */
+	snprintf(dir, sizeof(dir), "%s/classes", tmp);
+	if (tv_xen_stat_compute(dir, &st))
+		return;
+	r = find_row(&st, "d1", "0", "pv:page_fault");
+	TV_CHECK(r && r->count == 2, "PV page faults of d1v0 (32- and 64-bit)");
+	r = find_row(&st, "d2", "1", "pv:page_fault");
+	TV_CHECK(r && r->count == 1, "PV page fault of d2v1 before its CPU's first switch");
+	r = find_row(&st, "d1", "0", "subcall:multicall");
+	TV_CHECK(r && r->count == 1, "a multicall entry");
+	TV_CHECK(!find_row(&st, "d1", "all", "hypercall:multicall"), "subcalls not hypercalls");
+	tv_kvm_stat_free(&st);
 }
 
 /* Set meta keys of the session @dir's Xen domain. */
@@ -416,9 +428,9 @@ int main(void)
 	if (!tmp)
 		tmp = mkdtemp(tmpl);
 	test_import_two_cpus(tmp);
+	test_classes(tmp);
 	test_stat(tmp);
 	test_system_time(tmp);
-	test_classes(tmp);
 	test_short_records();
 	test_ring();
 	test_tinfo();
