@@ -158,6 +158,7 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 	int id = ev->format->id;
 	char reason[48];
 	const char *n;
+	uint32_t xe;
 
 	switch (id) {
 	case TV_XEN_EV_RUNSTATE:
@@ -173,16 +174,20 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 		x->out->lost += field(ev, "lost");
 		return 0;
 	}
-	if (!strcmp(ev->format->name, "xen_pv_hypercall_v1"))
+	/* the rest: table events and unnamed HVM handlers, by Xen event id */
+	if (id != TV_XEN_EV_HVM_HANDLER && id < TV_XEN_EV_GEN_BASE)
+		return 0;
+	xe = (uint32_t)field(ev, "xen_event");
+	if ((xe & ~XT_64_FLAG) == XT_PV_HYPERCALL_V1)
 		return stat_hypercall(x, ev, "hypercall");
 	/* PV guests' entries into Xen: page faults, traps, emulation, ptwr */
-	if (!strncmp(ev->format->name, "xen_pv_", 7)) {
+	if ((xe & 0x0ffff000u) == XT_PV_ENTRY) {
 		snprintf(reason, sizeof(reason), "pv:%s", ev->format->name + 7);
 		return stat_count(x, ev, reason);
 	}
-	/* every HVM handler record, named or not, by its Xen event id */
-	if (((uint32_t)field(ev, "xen_event") & 0x0ffff000u) == XT_HVM_HANDLER) {
-		n = tv_xen_hvm_handler_name((uint32_t)field(ev, "xen_event"));
+	/* every HVM handler record, named or not */
+	if ((xe & 0x0ffff000u) == XT_HVM_HANDLER) {
+		n = tv_xen_hvm_handler_name(xe);
 		snprintf(reason, sizeof(reason), "hvm:%s", n ? n : "other");
 		return stat_count(x, ev, reason);
 	}
