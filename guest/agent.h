@@ -14,8 +14,9 @@
 
 #include "proto.h"
 
-#define AGENT_VERSION "1"
+#define AGENT_VERSION "2"	/* 2: filter.N in START, filters in META */
 #define MAX_EVENTS 64
+#define MAX_SPECS 64		/* items of the host's event list that may have a filter */
 #define SEND_TIMEOUT_MS 10000
 #define DEFAULT_EVENTS "sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry," \
 	"irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit," \
@@ -71,6 +72,9 @@ struct session {
 	char events_spec[1024];		/* the host's list, or empty: default */
 	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
 	int nr_events;
+	char *filters[MAX_SPECS];	/* START's filter.N: item N's, or NULL */
+	int nr_filters;			/* how many filter.N START had */
+	char error[512];		/* why enable_events() failed, for ERROR */
 	struct agent_cpu *cpus;
 };
 
@@ -86,7 +90,7 @@ int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int ti
 char *read_file(const char *path, size_t *len);
 int write_file(const char *path, const char *val);
 int inst_write(struct session *s, const char *file, const char *val);
-void enable_events(struct session *s, const char *list);
+int enable_events(struct session *s, const char *list);
 /* Dynamic probes (agent_dynevents.c). */
 int is_dynamic_spec(const char *spec);
 int create_dynamic_probe(struct session *s, const char *spec, char *event, size_t size);

@@ -103,8 +103,8 @@ int send_meta(struct session *s)
 	snprintf(text, sizeof(text),
 		 "kernel_release=%s\nhostname=%s\nmachine=%s\nclock=%s\nncpus=%d\n"
 		 "subbuf_size=%zu\nlong_size=%zu\nendian=little\nbuffer_kb=%u\n"
-		 "events=%s\nagent_version=" AGENT_VERSION "\n",
+		 "events=%s\nfilters=%d\nagent_version=" AGENT_VERSION "\n",
 		 uts.release, uts.nodename, uts.machine, s->clock, s->ncpus, s->subbuf_size,
-		 sizeof(long), s->buffer_kb, events);
+		 sizeof(long), s->buffer_kb, events, s->nr_filters);
 	return send_text(s, TV_MSG_META, text);
 }

@@ -43,6 +43,17 @@ static int start_opt(const char *key, const char *val, void *ctx)
 		s->buffer_kb = kb >= 4 && kb <= (1L << 20) ? (unsigned)kb : s->buffer_kb;
 	} else if (!strcmp(key, "guest")) {
 		s->guest = (uint16_t)atoi(val);
+	} else if (!strncmp(key, "filter.", 7)) {
+		char *end;
+		long n = strtol(key + 7, &end, 10);
+
+		/* the host sends at most one per item of its list */
+		if (*end || end == key + 7 || n < 0 || n >= MAX_SPECS || s->filters[n])
+			return -EINVAL;
+		s->filters[n] = strdup(val);
+		if (!s->filters[n])
+			return -ENOMEM;
+		s->nr_filters++;
 	}
 	return 0;
 }
@@ -51,12 +62,18 @@ static int session_start(struct session *s, const char *text, size_t len)
 {
 	int ret;
 
-	if (tv_proto_kv_parse(text, len, start_opt, s) == -EINVAL)
-		return -EINVAL;
+	ret = tv_proto_kv_parse(text, len, start_opt, s);
+	if (ret == -EINVAL)
+		snprintf(s->error, sizeof(s->error), "malformed START (a filter.N twice or N >= %d?)",
+			 MAX_SPECS);
+	if (ret)
+		return ret;
 	ret = setup_instance(s);
 	if (ret)
 		return ret;
-	enable_events(s, s->events_spec);
+	ret = enable_events(s, s->events_spec);
+	if (ret)
+		return ret;
 	if (!s->nr_events)
 		return -ENOENT;
 	s->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -84,6 +101,8 @@ static void session_cleanup(struct session *s)
 	}
 	for (int i = 0; i < s->nr_events; i++)
 		free(s->events[i]);
+	for (int i = 0; i < MAX_SPECS; i++)
+		free(s->filters[i]);
 	free(s->cpus);
 }
 
@@ -119,7 +138,7 @@ void run_session(int fd)
 	struct session s = { .fd = fd, .marker_fd = -1, .buffer_kb = 2048 };
 	struct tv_proto_hdr hdr;
 	unsigned char *p = NULL;
-	char path[320], err[160];
+	char path[320], err[600];
 	int ret;
 
 	pthread_mutex_init(&s.send_lock, NULL);
@@ -137,8 +156,11 @@ void run_session(int fd)
 		ret = session_start(&s, p ? (char *)p : "", hdr.len);
 	free(p);
 	if (ret) {
-		snprintf(err, sizeof(err), "cannot start tracing in the guest: errno=%d (%s)", -ret,
-			 strerror(-ret));
+		if (s.error[0])	/* the reason, with the event it is about */
+			snprintf(err, sizeof(err), "%s", s.error);
+		else
+			snprintf(err, sizeof(err), "cannot start tracing in the guest: errno=%d (%s)",
+				 -ret, strerror(-ret));
 		say("%s", err);
 		send_text(&s, TV_MSG_ERROR, err);
 		session_cleanup(&s);

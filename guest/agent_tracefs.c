@@ -135,13 +135,52 @@ static void remove_stale_instances(const char *tracing)
 	closedir(d);
 }
 
-static int enable_one(struct session *s, const char *sys, const char *ev)
+/*
+ * The kernel's reason for refusing a filter: the "parse_error: ..." line it
+ * leaves in the event's filter file after a failed write ("" if none).
+ */
+static void filter_refusal(const char *filter_path, char *why, size_t size)
+{
+	char *text = read_file(filter_path, NULL), *line;
+
+	why[0] = '\0';
+	line = text ? strstr(text, "parse_error: ") : NULL;
+	if (line)
+		snprintf(why, size, ", kernel: \"%.*s\"", (int)strcspn(line + 13, "\n"), line + 13);
+	free(text);
+}
+
+/*
+ * Enable sys/ev with @filter (NULL: none) written first, so that nothing
+ * unfiltered is recorded.  Return: 0, -ENOENT (no such event here),
+ * -EINVAL with s->error set (the kernel refused the filter), -E2BIG.
+ */
+static int enable_one(struct session *s, const char *sys, const char *ev, const char *filter)
 {
 	char path[400];
 
 	if (s->nr_events == MAX_EVENTS)
 		return -E2BIG;
 	snprintf(path, sizeof(path), "%s/events/%s/%s/enable", s->inst, sys, ev);
+	if (access(path, W_OK))
+		return -ENOENT;
+	if (filter) {
+		char why[200];
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/events/%s/%s/filter", s->inst, sys, ev);
+		ret = write_file(path, filter);
+		if (ret) {
+			filter_refusal(path, why, sizeof(why));
+			/* a probe by the name it is recorded under (probes:NAME) */
+			snprintf(s->error, sizeof(s->error),
+				 "Cannot set filter: event=\"%s:%s\", filter=\"%.160s\", errno=%d (%s)%s",
+				 strncmp(sys, "tvprobe_", 8) ? sys : "probes", ev, filter, -ret,
+				 strerror(-ret), why);
+			return -EINVAL;
+		}
+		snprintf(path, sizeof(path), "%s/events/%s/%s/enable", s->inst, sys, ev);
+	}
 	if (write_file(path, "1"))
 		return -errno;
 	snprintf(path, sizeof(path), "%s/%s", sys, ev);
@@ -149,28 +188,47 @@ static int enable_one(struct session *s, const char *sys, const char *ev)
 	return 0;
 }
 
-/* "sys:event" or "sys": events that do not exist here are skipped. */
-static void enable_spec(struct session *s, const char *spec)
+/*
+ * "sys:event" or "sys": events that do not exist here are skipped.  A
+ * filter on a system goes to each of its events that has the fields (as
+ * the host's recorder does); one that fits none of them is an error.
+ * Return: 0 or -EINVAL with s->error set.
+ */
+static int enable_spec(struct session *s, const char *spec, const char *filter)
 {
 	char sys[64], path[400];
 	const char *colon = strchr(spec, ':');
 	struct dirent *de;
+	int fits = 0, refused = 0, ret;
 	DIR *d;
 
 	if (colon) {
 		snprintf(sys, sizeof(sys), "%.*s", (int)(colon - spec), spec);
-		if (enable_one(s, sys, colon + 1) && verbose)
+		ret = enable_one(s, sys, colon + 1, filter);
+		if (ret == -ENOENT && verbose)
 			say("Event not available: name=\"%s\"", spec);
-		return;
+		return ret == -EINVAL ? ret : 0;
 	}
 	snprintf(path, sizeof(path), "%s/events/%s", s->inst, spec);
 	d = opendir(path);
 	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (de->d_type == DT_DIR && de->d_name[0] != '.')
-			enable_one(s, spec, de->d_name);
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		ret = enable_one(s, spec, de->d_name, filter);
+		if (ret == -EINVAL) {
+			refused++;	/* has not the filter's fields: unfiltered */
+			ret = enable_one(s, spec, de->d_name, NULL);
+		} else if (!ret && filter) {
+			fits++;
+		}
+	}
 	closedir(d);
+	if (filter && refused && !fits)
+		return -EINVAL;	/* s->error: the last refusal */
+	s->error[0] = '\0';
+	return 0;
 }
 
 static int clean_spec_char(char c)
@@ -179,29 +237,38 @@ static int clean_spec_char(char c)
 	       c == '_' || c == ':';
 }
 
-void enable_events(struct session *s, const char *list)
+/*
+ * The host's comma list (or the default).  Item N (counted with empty
+ * items, as the host counts them) gets START's filter.N.
+ * Return: 0, or -EINVAL with s->error set: the kernel refused a filter.
+ */
+int enable_events(struct session *s, const char *list)
 {
-	char *copy = strdup(list && *list ? list : DEFAULT_EVENTS), *save = NULL;
+	char *copy = strdup(list && *list ? list : DEFAULT_EVENTS), *rest = copy, *spec;
+	int ret = copy ? 0 : -ENOMEM;
 
-	for (char *spec = strtok_r(copy, ",", &save); spec; spec = strtok_r(NULL, ",", &save)) {
+	for (int n = 0; !ret && (spec = strsep(&rest, ",")); n++) {
+		const char *filter = n < MAX_SPECS ? s->filters[n] : NULL;
 		char event[96];
-		int ok = 1, ret;
+		int ok = *spec != '\0';
 
 		if (is_dynamic_spec(spec)) {
-			ret = create_dynamic_probe(s, spec, event, sizeof(event));
-			if (!ret)
-				enable_spec(s, event);
+			int err = create_dynamic_probe(s, spec, event, sizeof(event));
+
+			if (!err)
+				ret = enable_spec(s, event, filter);
 			else
-				say("Cannot create probe: spec=\"%s\", errno=%d", spec, -ret);
+				say("Cannot create probe: spec=\"%s\", errno=%d", spec, -err);
 			continue;
 		}
 		/* Names only: no path can be built from the host's words. */
 		for (const char *p = spec; *p; p++)
 			ok &= clean_spec_char(*p);
 		if (ok)
-			enable_spec(s, spec);
+			ret = enable_spec(s, spec, filter);
 	}
 	free(copy);
+	return ret;
 }
 
 int setup_instance(struct session *s)

@@ -66,6 +66,8 @@ struct tv_guest {
 	struct tv_guest_spec spec;
 	struct tv_guest_opts opts;
 	char events[1024], clock[32];
+	char *filters_start;		/* the "filter.N=...\n" lines of START, or NULL */
+	unsigned nr_filters;
 	char subdir[48];
 	char dir[PATH_MAX];
 	int fd, stop_fd;
@@ -422,14 +424,15 @@ static void guest_end(struct tv_guest *g, const char *fmt, ...)
 		va_end(ap);
 	}
 	g->phase = PHASE_DONE;
-	set_ready(g, -EPIPE);
+	/* -ECANCELED: the agent refused (tv_guest_wait_ready() says so) */
+	set_ready(g, g->gs.failed == -ECANCELED ? -ECANCELED : -EPIPE);
 }
 
 static int guest_connect(struct tv_guest *g)
 {
 	double give_up = now_s() + CONNECT_TIMEOUT_S;
-	char start[512];
-	int fd;
+	char *start;
+	int fd, ret;
 
 	for (;;) {
 		uint64_t v;
@@ -453,10 +456,17 @@ static int guest_connect(struct tv_guest *g)
 	}
 	g->fd = fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	snprintf(start, sizeof(start), "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s", g->opts.index,
-		 g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
-		 g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "");
-	if (guest_send(g, TV_MSG_START, start, strlen(start))) {
+	if (asprintf(&start, "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s%s", g->opts.index,
+		     g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
+		     g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "",
+		     g->filters_start ? g->filters_start : "") < 0) {
+		guest_end(g, "failed: out of memory");
+		return -ENOMEM;
+	}
+	g->gs.filters_sent = g->nr_filters;
+	ret = guest_send(g, TV_MSG_START, start, strlen(start));
+	free(start);
+	if (ret) {
 		guest_end(g, "failed: cannot send START to the agent");
 		return -EPIPE;
 	}
@@ -562,6 +572,64 @@ static void *guest_thread(void *arg)
 
 /* ---------------------------------------------------------------- API */
 
+/* Items of a comma list, empty ones counted (as the agent counts them). */
+static size_t list_items(const char *list)
+{
+	size_t n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+/*
+ * START's "filter.N=FILTER" lines for opts->event_filters, checked here so
+ * that a filter the protocol cannot carry is said before anything starts
+ * (the guest kernel judges the rest).  Return: 0 or -EINVAL/-ENOMEM.
+ */
+static int guest_filters_start(struct tv_guest *g, const struct tv_guest_opts *opts)
+{
+	size_t items = list_items(g->events), len = 0;
+	char *lines = NULL;
+	FILE *f;
+
+	if (!opts->nr_event_filters)
+		return 0;
+	if (!g->events[0] || opts->nr_event_filters > items || items > TV_GUEST_MAX_FILTERED_ITEMS) {
+		tv_err("Invalid guest event filters: %zu for a list of %zu items (at most %d, and an explicit list)",
+		       opts->nr_event_filters, g->events[0] ? items : 0, TV_GUEST_MAX_FILTERED_ITEMS);
+		return -EINVAL;
+	}
+	f = open_memstream(&lines, &len);
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < opts->nr_event_filters; i++) {
+		const char *flt = opts->event_filters[i];
+		size_t n = flt ? strlen(flt) : 0;
+
+		if (!flt)
+			continue;
+		for (size_t k = 0; k < n && n; k++)
+			if ((unsigned char)flt[k] < 0x20 || (unsigned char)flt[k] > 0x7e)
+				n = 0;
+		if (!n || n > 1023) {
+			tv_err("Invalid guest event filter: filter=\"%s\" (printable ASCII, 1 to 1023 bytes)",
+			       flt);
+			fclose(f);
+			free(lines);
+			return -EINVAL;
+		}
+		fprintf(f, "filter.%zu=%s\n", i, flt);
+		g->nr_filters++;
+	}
+	if (fclose(f)) {
+		free(lines);
+		return -ENOMEM;
+	}
+	g->filters_start = lines;
+	return 0;
+}
+
 int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		   const struct tv_guest_opts *opts, struct tv_guest **out)
 {
@@ -585,14 +653,20 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	if (!valid_name(spec->name) || strlen(g->events) != strlen(opts->events ? opts->events : "")) {
-		tv_err("Invalid guest: name=\"%s\" (or guest event list longer than 255 bytes)",
+		tv_err("Invalid guest: name=\"%s\" (or guest event list longer than 1023 bytes)",
 		       spec->name);
 		free(g);
 		return -EINVAL;
 	}
+	ret = guest_filters_start(g, opts);
+	if (ret) {
+		free(g);
+		return ret;
+	}
 	if (mkdir(g->dir, 0755)) {
 		ret = -errno;
 		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", g->dir, -ret, strerror(-ret));
+		free(g->filters_start);
 		free(g);
 		return ret;
 	}
@@ -723,7 +797,8 @@ int tv_guest_stop(struct tv_guest *g)
 		ret = tv_recorder_add_domain(g->rec, g->subdir);
 		g->listed = !ret;
 	}
-	if (strcmp(g->status, "complete"))
+	/* one that failed before tracing gave its failure to tv_guest_wait_ready() */
+	if (strcmp(g->status, "complete") && g->ready >= 0)
 		tv_warn("Guest %s: %s", g->spec.name, g->status);
 	return g->listed ? 0 : (ret ? ret : -EPIPE);
 }
@@ -769,5 +844,6 @@ void tv_guest_destroy(struct tv_guest *g)
 	tv_guest_stream_fini(&g->gs);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
+	free(g->filters_start);
 	free(g);
 }

@@ -55,7 +55,7 @@ static int meta_key(const char *key, const char *val, void *ctx)
 {
 	static const char *const allowed[] = {
 		"kernel_release", "hostname", "machine", "clock", "ncpus", "subbuf_size",
-		"long_size", "endian", "buffer_kb", "events", "agent_version",
+		"long_size", "endian", "buffer_kb", "events", "filters", "agent_version",
 	};
 	struct tv_guest_stream *gs = ctx;
 
@@ -103,7 +103,7 @@ static int open_cpu_files(struct tv_guest_stream *gs)
 
 static int handle_meta(struct tv_guest_stream *gs, const unsigned char *p, size_t len)
 {
-	long long ncpus, subbuf, lsize;
+	long long ncpus, subbuf, lsize, filters;
 
 	if (gs->ncpus)
 		return stream_fail(gs, -EBADMSG, "protocol error: second META frame");
@@ -117,6 +117,12 @@ static int handle_meta(struct tv_guest_stream *gs, const unsigned char *p, size_
 		return stream_fail(gs, -EBADMSG,
 				   "protocol error: META needs ncpus 1..%d, subbuf_size a power of two in 4096..1048576, long_size 4 or 8",
 				   TV_PROTO_MAX_CPUS);
+	/* an agent that ignores filter.N (version 1) would record unfiltered */
+	if (gs->filters_sent && (parse_count(tv_meta_get(gs->guest_meta, "filters"), 0, 1 << 16,
+					     &filters) || filters != gs->filters_sent))
+		return stream_fail(gs, -EPROTONOSUPPORT,
+				   "the agent (version %s) did not take the %u event filters sent (agent version 2 or later needed)",
+				   tv_meta_get(gs->guest_meta, "agent_version") ?: "?", gs->filters_sent);
 	gs->ncpus = (int)ncpus;
 	gs->subbuf_size = (size_t)subbuf;
 	return open_cpu_files(gs);
@@ -244,7 +250,7 @@ static int handle_end(struct tv_guest_stream *gs, const unsigned char *p, size_t
 
 static int handle_error(struct tv_guest_stream *gs, const unsigned char *p, size_t len)
 {
-	char text[160];
+	char text[300];
 	size_t n = len < sizeof(text) - 1 ? len : sizeof(text) - 1;
 
 	for (size_t i = 0; i < n; i++)

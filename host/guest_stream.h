@@ -28,7 +28,8 @@ struct tv_guest_stream {
 	struct tv_meta *guest_meta;	/* META + END keys, checked */
 	int ready, ended;
 	int failed;			/* -errno: the stream is dead */
-	char error[256];
+	char error[320];
+	unsigned filters_sent;		/* filter.N in START: META must say it took them */
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;

@@ -43,10 +43,10 @@ struct tv_session_record {
 };
 
 static void notify(struct tv_session_record *s, enum tv_session_note note, const char *name,
-		   int err)
+		   int err, const char *detail)
 {
 	if (s->opts.notify)
-		s->opts.notify(s->opts.notify_ctx, note, name, err);
+		s->opts.notify(s->opts.notify_ctx, note, name, err, detail);
 }
 
 /*
@@ -114,8 +114,13 @@ static int start_guests(struct tv_session_record *s)
 		double left = deadline - tv_probe_sched_now();
 
 		ret = tv_guest_wait_ready(s->guests[i], left > 0 ? (int)(left * 1000) : 0);
-		if (ret)
-			notify(s, TV_SESSION_GUEST_NOT_READY, tv_guest_name(s->guests[i]), ret);
+		if (ret) {
+			struct tv_guest_stats st;
+
+			tv_guest_get_stats(s->guests[i], &st);
+			notify(s, TV_SESSION_GUEST_NOT_READY, tv_guest_name(s->guests[i]), ret,
+			       st.status[0] ? st.status : NULL);
+		}
 	}
 	return 0;
 }
@@ -130,7 +135,7 @@ static void xen_probes(struct tv_session_record *s, unsigned int n)
 		return;
 	for (unsigned int i = 0; i < n; i++) {
 		if (tv_xen_sync_probe(s->host, s->xen_seq++)) {
-			notify(s, TV_SESSION_XEN_PROBES_FAILED, NULL, -EIO);
+			notify(s, TV_SESSION_XEN_PROBES_FAILED, NULL, -EIO, NULL);
 			s->xen_probes_off = true;
 			return;
 		}

@@ -47,6 +47,12 @@ struct record_cli {
 	int compress;			/* --compress: cpuN.raw -> .zst once recorded */
 	const char *guest_specs[MAX_GUESTS];
 	size_t nr_guests;
+	char *guest_events;		/* every --guest-events, joined with ',' */
+	size_t guest_items;		/* items in guest_events */
+	size_t last_guest_first, last_guest_n;	/* the last --guest-events' items */
+	int last_was_guest;		/* the last event option was --guest-events */
+	int guest_refused;		/* an agent refused what it was asked: exit 1 */
+	const char *guest_filters[TV_GUEST_MAX_FILTERED_ITEMS];
 	struct tv_guest_spec specs[MAX_GUESTS];
 };
 
@@ -55,8 +61,9 @@ static void record_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor record [-o DIR] [-e EVENT]... [-f FILTER] [-b KB_PER_CPU]\n"
 		"                         [--clock CLOCK] [--duration SECONDS] [-q] [--compress]\n"
-		"                         [--guest SPEC]... [--guest-events LIST] [--guest-buffer KB]\n"
-		"                         [--guest-limit MB] [--sync-interval SECONDS] [-- COMMAND [ARGS]]\n\n"
+		"                         [--guest SPEC]... [--guest-events LIST [-f FILTER]]...\n"
+		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
+		"                         [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
@@ -68,7 +75,8 @@ static void record_usage(FILE *out)
 		"                            uprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS]\n"
 		"                            uretprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS]\n"
 		"  -f, --filter FILTER     ftrace filter evaluated in the kernel, e.g. 'vcpu_id==0',\n"
-		"                          for the -e it follows (before any -e: for every event)\n"
+		"                          for the -e or --guest-events it follows (before any:\n"
+		"                          for every host event)\n"
 		"      --time-function F   time kernel function SYMBOL or user function PATH:SYMBOL\n"
 		"                          (entry and return probes; stat gives its latency rows)\n"
 		"  -b, --buffer KB         ring buffer per CPU in KB (default: %d)\n"
@@ -97,8 +105,10 @@ static void record_usage(FILE *out)
 		"                          NAME ([A-Za-z0-9_.-], default cidN or serial) names guest-NAME/.\n"
 		"                          kvm:kvm_hypercall and kvm:kvm_write_tsc_offset are added to\n"
 		"                          the host events (sync probes) when -e does not cover them.\n"
-		"      --guest-events LIST guest events, comma-separated SYSTEM or SYSTEM:EVENT\n"
-		"                          (default: sched_switch, sched_wakeup, irq handlers,\n"
+		"      --guest-events LIST guest events, comma-separated SYSTEM or SYSTEM:EVENT or\n"
+		"                          dynamic probes as for -e (repeatable: the lists add up;\n"
+		"                          a -f after one filters each of its events in the guest;\n"
+		"                          default: sched_switch, sched_wakeup, irq handlers,\n"
 		"                          softirqs, raw_syscalls enter/exit)\n"
 		"      --guest-buffer KB   guest ring buffer per CPU (default: 2048)\n"
 		"      --guest-limit MB    most data accepted per guest (default: %d)\n"
@@ -110,6 +120,45 @@ static void record_usage(FILE *out)
 		" (not in this build)",
 #endif
 		7476, "org.tracevisor.0", TV_GUEST_DEFAULT_LIMIT_MB);
+}
+
+/* --guest-events LIST: one more list, joined to those before it. */
+static int guest_events_add(struct record_cli *cli, const char *list)
+{
+	size_t old = cli->guest_events ? strlen(cli->guest_events) : 0;
+	char *joined = realloc(cli->guest_events, old + 1 + strlen(list) + 1);
+
+	if (!joined) {
+		tv_cli_error("record", "out of memory");
+		return -1;
+	}
+	sprintf(joined + old, "%s%s", old ? "," : "", list);
+	cli->guest_events = joined;
+	cli->last_guest_first = cli->guest_items;
+	cli->last_guest_n = 1;
+	for (const char *p = list; *p; p++)
+		cli->last_guest_n += *p == ',';
+	cli->guest_items += cli->last_guest_n;
+	cli->last_was_guest = 1;
+	return 0;
+}
+
+/* -f after --guest-events: the filter of each item of that list. */
+static int guest_filter_set(struct record_cli *cli, const char *filter)
+{
+	size_t end = cli->last_guest_first + cli->last_guest_n;
+
+	if (end > TV_GUEST_MAX_FILTERED_ITEMS) {
+		tv_cli_error("record", "-f '%s': guest event lists with filters have at most %d items in all",
+			     filter, TV_GUEST_MAX_FILTERED_ITEMS);
+		return -1;
+	}
+	for (size_t i = cli->last_guest_first; i < end; i++)
+		cli->guest_filters[i] = filter;
+	if (end > cli->so.guest_opts.nr_event_filters)
+		cli->so.guest_opts.nr_event_filters = end;
+	cli->so.guest_opts.event_filters = cli->guest_filters;
+	return 0;
 }
 
 static int parse_record_args(int argc, char **argv, struct record_cli *cli)
@@ -151,10 +200,14 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				return -1;
 			}
 			cli->events[cli->so.host.nr_events++] = optarg;
+			cli->last_was_guest = 0;
 			break;
 		case 'f':
 			/* trace-cmd's rule: a filter belongs to the -e before it */
-			if (cli->so.host.nr_events)
+			if (cli->last_was_guest) {
+				if (guest_filter_set(cli, optarg))
+					return -1;
+			} else if (cli->so.host.nr_events)
 				cli->filters[cli->so.host.nr_events - 1] = optarg;
 			else
 				cli->so.host.filter = optarg;
@@ -197,7 +250,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			cli->guest_specs[cli->nr_guests++] = optarg;
 			break;
 		case OPT_GUEST_EVENTS:
-			cli->so.guest_opts.events = optarg;
+			if (guest_events_add(cli, optarg))
+				return -1;
 			break;
 		case OPT_GUEST_BUFFER: {
 			unsigned long kb = strtoul(optarg, &end, 10);
@@ -266,6 +320,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	}
 	cli->so.host.events = cli->events;
 	cli->so.host.event_filters = cli->filters;
+	cli->so.guest_opts.events = cli->guest_events;
 	cli->so.host.time_functions = cli->functions;
 	if ((cli->so.xen_opts.evt_mask || cli->so.xen_opts.cpus || cli->so.xen_opts.pages) && !cli->so.xen) {
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
@@ -483,13 +538,21 @@ static int parse_guests(struct record_cli *cli)
 }
 
 /* What the session recorder says a user should hear. */
-static void record_notify(void *ctx, enum tv_session_note note, const char *name, int err)
+static void record_notify(void *ctx, enum tv_session_note note, const char *name, int err,
+			  const char *detail)
 {
-	const struct record_cli *cli = ctx;
+	struct record_cli *cli = ctx;
 
-	if (cli->quiet)
+	if (note == TV_SESSION_GUEST_NOT_READY && err == -ECANCELED)
+		cli->guest_refused = 1;	/* bad input (a guest filter...): the rest is kept */
+	if (cli->quiet && !cli->guest_refused)
 		return;
-	if (note == TV_SESSION_GUEST_NOT_READY)
+	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
+		/* the one line that says why (a guest filter its kernel refused...),
+		 * after the status word ("failed: ", "truncated: ") */
+		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n", name,
+			strstr(detail, ": ") + 2);
+	else if (note == TV_SESSION_GUEST_NOT_READY)
 		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
 			name, err == -ETIMEDOUT ? "no answer in 30 s" : "failed");
 	else if (note == TV_SESSION_XEN_PROBES_FAILED)
@@ -574,10 +637,17 @@ int cmd_record(int argc, char **argv)
 		print_xen_summary(&cli);
 	print_guest_summary(&cli, srec);
 	tv_session_record_destroy(srec);
+	free(cli.guest_events);
 	close(sfd);
 	if (!ret && cli.compress)
 		ret = tv_cli_compress(cli.so.host.outdir);
-	if (!ret && command_ended_itself)
-		return command_status(&cli, status);
+	if (!ret && command_ended_itself) {
+		int code = command_status(&cli, status);
+
+		if (code)
+			return code;
+	}
+	if (!ret && cli.guest_refused)
+		return 1;	/* said when it happened; the session is complete without it */
 	return tv_cli_status(ret);
 }

@@ -345,6 +345,8 @@ const char *tv_recorder_outdir(const struct tv_recorder *rec);
 /* ------------------------------------------------------------- guests */
 
 #define TV_GUEST_DEFAULT_LIMIT_MB 2048
+/* Items of a guest event list that may carry a filter (the agent's limit). */
+#define TV_GUEST_MAX_FILTERED_ITEMS 64
 #define TV_GUEST_DEFAULT_SYNC_INTERVAL 1.0
 #define TV_GUEST_NAME_MAX 32
 #define TV_GUEST_MAX_VCPUS 256
@@ -385,6 +387,14 @@ int tv_guest_spec_resolve(struct tv_guest_spec *spec);
 
 struct tv_guest_opts {
 	const char *events;	/* comma list for the agent, NULL: its default */
+	/*
+	 * event_filters[i] (NULL: none) is the ftrace filter of item i of
+	 * @events (items counted with empty ones), written by the agent to
+	 * each of that item's events (doc/agent-protocol.md); at most 64
+	 * items, each filter printable ASCII up to 1023 bytes.
+	 */
+	const char *const *event_filters;
+	size_t nr_event_filters;
 	const char *clock;	/* guest trace clock, NULL: "local" */
 	unsigned int buffer_kb;	/* guest ring buffer per CPU, 0: 2048 */
 	double sync_interval;	/* seconds between probe rounds, 0: default */
@@ -428,7 +438,10 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
  * @g: the guest
  * @timeout_ms: how long at most
  *
- * Return: 0, -ETIMEDOUT, or its failure.
+ * A guest that fails before tracing is not logged again by tv_guest_stop():
+ * its status (tv_guest_get_stats()) says why, for the caller to tell.
+ * Return: 0, -ETIMEDOUT, -ECANCELED (its agent refused what it was asked,
+ * e.g. an event filter its kernel rejects), or another failure.
  */
 int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms);
 /**
@@ -1445,7 +1458,9 @@ int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struc
 
 enum tv_session_note {
 	/* A guest is not recording yet when the workload starts (@name; @err
-	 * -ETIMEDOUT: no answer within guest_ready_timeout_ms, else failed). */
+	 * -ETIMEDOUT: no answer within guest_ready_timeout_ms, else failed;
+	 * @detail: its status, e.g. "failed: guest agent: Cannot set filter: ...",
+	 * or NULL). */
 	TV_SESSION_GUEST_NOT_READY,
 	/* A dom0/Xen sync probe failed: none will follow (@name NULL). */
 	TV_SESSION_XEN_PROBES_FAILED,
@@ -1467,7 +1482,9 @@ struct tv_session_record_opts {
 	size_t nr_guests;
 	struct tv_guest_opts guest_opts;	/* index set per guest */
 	int guest_ready_timeout_ms;	/* for all guests; 0: TV_SESSION_GUEST_READY_TIMEOUT_MS */
-	void (*notify)(void *ctx, enum tv_session_note note, const char *name, int err);
+	/* @detail: NULL or more words for the note (valid during the call) */
+	void (*notify)(void *ctx, enum tv_session_note note, const char *name, int err,
+		       const char *detail);
 	void *notify_ctx;
 };
 

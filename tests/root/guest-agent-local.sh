@@ -6,7 +6,9 @@
 # record into their own tracefs instances of this kernel.  Checks the
 # session layout, that both domains decode, message probes on both sides,
 # no instance left behind, and a dead agent (killed mid-recording) giving a
-# valid host trace with a guest stream marked truncated.
+# valid host trace with a guest stream marked truncated; guest event
+# filters (-f after --guest-events) applied exactly, and one the guest
+# kernel refuses said in one line, the rest of the session kept.
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
@@ -91,4 +93,58 @@ fig=$(python3 "$TV_ROOT/tests/e2e/guest_check.py" "$TV" "$S2" lives --min-guest-
 "$TV" report "$S2" >"$TV_TMP/r2" || fail "report of a session with a dead guest failed"
 grep -q "^host .*sched:sched_switch" "$TV_TMP/r2" || fail "host events missing"
 grep -q "^guest:dies .*sched:sched_switch" "$TV_TMP/r2" || fail "the dead guest's events before the kill are missing"
-echo "PASS: local agent over a pty pair: $(grep -c guest:loc <("$TV" report "$S")) guest events; dead agent -> $(grep status= "$S2/guest-dies/meta"); other guest: $fig" >&2
+# 3. Guest filters: -f after --guest-events filters each event of that list
+# in the guest's kernel; an unfiltered list beside them stays whole.
+start_relay
+"$AGENT" -p 0 -s "$GPTY" -1 -H 2>"$TV_TMP/agent3.log" &
+A3=$!
+S4=$TV_TMP/s4
+"$TV" record -o "$S4" -e sched:sched_switch --guest "serial:$HPTY,name:flt" \
+	--guest-events raw_syscalls:sys_enter -f 'id == 110 && comm == "tv-syscalls"' \
+	--guest-events "uprobe:gsc=$LIBC:syscall nr=%di:s64" -f 'nr == 8' \
+	--guest-events sched:sched_switch --duration 3 \
+	-- sh -c "sleep 0.5; $SYSCALLS --getppids 100 --seeks 30 --quiet" 2>"$TV_TMP/record4.log" ||
+	{ cat "$TV_TMP/record4.log" "$TV_TMP/agent3.log" >&2; fail "record with guest filters failed"; }
+wait $A3 || fail "agent exited $?"
+kill $RELAY
+"$TV" report "$S4" >"$TV_TMP/r4" || fail "report of the filtered session failed"
+enter=$(grep -c "^guest:flt .*raw_syscalls:sys_enter" "$TV_TMP/r4")
+enter110=$(grep -c "^guest:flt  *tv-syscalls-.*raw_syscalls:sys_enter NR 110 " "$TV_TMP/r4")
+[ "$enter" = 100 ] && [ "$enter110" = 100 ] ||
+	fail "guest raw_syscalls:sys_enter with 'id == 110 && comm == \"tv-syscalls\"': $enter events ($enter110 getppid of tv-syscalls), want exactly 100"
+gsc=$(grep -c "^guest:flt .*probes:gsc " "$TV_TMP/r4")
+gsc8=$(grep -c "^guest:flt .*probes:gsc .*nr=8$" "$TV_TMP/r4")
+[ "$gsc" = 30 ] && [ "$gsc8" = 30 ] ||
+	fail "guest uprobe gsc with 'nr == 8': $gsc hits ($gsc8 with nr=8), want exactly the 30 lseeks of 130 syscall() calls"
+switches=$(grep -c "^guest:flt .*sched:sched_switch" "$TV_TMP/r4")
+[ "$switches" -gt 10 ] || fail "the unfiltered guest sched_switch list has $switches events"
+grep -q "tvprobe_$A3/" /sys/kernel/tracing/dynamic_events && fail "the filtered probe was left behind"
+
+# 4. A filter the guest kernel refuses: one line naming the guest and the
+# event, record exits 1, the host's recording is complete, and the agent
+# leaves no instance and no probe.
+start_relay
+"$AGENT" -p 0 -s "$GPTY" -1 -H 2>/dev/null &
+A4=$!
+S5=$TV_TMP/s5
+"$TV" record -o "$S5" -e sched:sched_switch --guest "serial:$HPTY,name:bad" \
+	--guest-events sched:sched_switch --guest-events "uprobe:gbad=$LIBC:syscall" -f 'nosuch == 1' \
+	--duration 2 2>"$TV_TMP/record5.log"
+rc=$?
+wait $A4
+kill $RELAY
+cat "$TV_TMP/record5.log" >&2
+[ $rc = 1 ] || fail "record with a refused guest filter exited $rc, want 1"
+grep -q '^tracevisor record: guest bad failed: guest agent: Cannot set filter: event="probes:gbad", filter="nosuch == 1", errno=22 (Invalid argument), kernel: "Field not found"; recording the rest$' \
+	"$TV_TMP/record5.log" || fail "no one-line reason naming the guest and the event"
+[ "$(grep -c "Cannot set filter" "$TV_TMP/record5.log")" = 2 ] ||
+	fail "the reason should be said once, and once in the guest's summary line"
+grep -q "^domains=host$" "$S5/session.meta" || fail "session.meta: $(grep domains "$S5/session.meta")"
+grep -q '^status=failed: guest agent: Cannot set filter: event="probes:gbad"' "$S5/guest-bad/meta" ||
+	fail "guest meta: $(grep status "$S5/guest-bad/meta")"
+"$TV" report "$S5" >"$TV_TMP/r5" || fail "report of the session with a refused guest failed"
+grep -q " sched:sched_switch " "$TV_TMP/r5" || fail "the host's events of that session are missing"
+[ -e "/sys/kernel/tracing/instances/tracevisor-agent-$A4" ] && fail "the refusing agent left its instance"
+grep -q "tvprobe_$A4/" /sys/kernel/tracing/dynamic_events && fail "the refusing agent left its probe"
+
+echo "PASS: local agent over a pty pair: $(grep -c guest:loc <("$TV" report "$S")) guest events; dead agent -> $(grep status= "$S2/guest-dies/meta"); other guest: $fig; guest filters exact ($enter sys_enter, $gsc uprobe hits); refused filter: one line, exit 1, nothing left" >&2

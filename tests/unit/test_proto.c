@@ -255,6 +255,32 @@ static void test_stream_hostile(void)
 	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EBADMSG, "subbuf_size 4097 accepted");
 	tv_guest_stream_fini(&gs);
 
+	/* Filters sent in START: META must say the agent took them all. */
+	new_stream(&gs, "oldagent", 1 << 20);
+	gs.filters_sent = 2;
+	n = frame(b, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EPROTONOSUPPORT &&
+		 strstr(gs.error, "did not take the 2 event filters"),
+		 "an agent without filters= accepted with filters: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	{
+		char meta[512];
+
+		snprintf(meta, sizeof(meta), "%sfilters=1\n", good_meta);
+		new_stream(&gs, "fewfilters", 1 << 20);
+		gs.filters_sent = 2;
+		n = frame(b, TV_MSG_META, 0, meta, strlen(meta));
+		TV_CHECK(tv_guest_stream_feed(&gs, b, n) == -EPROTONOSUPPORT,
+			 "filters=1 accepted for 2 sent");
+		tv_guest_stream_fini(&gs);
+		snprintf(meta, sizeof(meta), "%sfilters=2\n", good_meta);
+		new_stream(&gs, "filters", 1 << 20);
+		gs.filters_sent = 2;
+		n = frame(b, TV_MSG_META, 0, meta, strlen(meta));
+		TV_CHECK(tv_guest_stream_feed(&gs, b, n) == 0, "filters=2 for 2 sent: %s", gs.error);
+		tv_guest_stream_fini(&gs);
+	}
+
 	/* The size limit ends the stream, and says so. */
 	new_stream(&gs, "limit", 2 * SUBBUF);
 	n = frame(b, TV_MSG_META, 0, good_meta, strlen(good_meta));
