@@ -43,16 +43,18 @@
 #include "tv_internal.h"
 #include "kvm_stat.h"
 #include "top_bpf.h"
+#include "top_hooks.h"
 
 #define TOP_DEFAULT_INTERVAL_NS 1000000000ULL
 #define TOP_FLUSH_TIMEOUT_MS 2000
 #define TOP_MIN_LIVE_INTERVAL_NS 10000000ULL
 
 /* What the exit analysis reads, on VMX/SVM hosts and on PVM ones. */
-static const char *const top_default_events[] = {
+const char *const tv_top_default_events[TV_TOP_NR_DEFAULT_EVENTS] = {
 	"kvm:kvm_exit", "kvm:kvm_entry", "kvm:kvm_userspace_exit", "kvm:kvm_pio",
 	"kvm:kvm_mmio", "kvm:kvm_cpuid", "kvm:kvm_emulate_insn", "kvm:kvm_hypercall",
 };
+#define top_default_events tv_top_default_events
 
 struct tv_top {
 	struct tv_top_opts opts;
@@ -71,6 +73,10 @@ struct tv_top {
 	int pending;			/* replay: ev is read, not yet counted */
 	int ended;
 	struct tv_event ev;
+	struct tv_top_hooks hooks;	/* top --guest (host/), or zeroes */
+	/* hooks.tsc_clock: the trace clock is the TSC; ns from CLOCK_MONOTONIC */
+	uint64_t tsc0, mono0;		/* at the start */
+	uint64_t mono_begin, mono_end;	/* the current interval, in ns */
 	/* tv_top_start()'s thread and what it shares (see the top comment) */
 	pthread_t thread;
 	bool running;
@@ -86,6 +92,34 @@ static uint64_t mono_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The x86-tsc trace clock, read in user space (hooks.tsc_clock). */
+static uint64_t tsc_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	/* lfence: the TSC is read after what comes before it */
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
+	return (uint64_t)hi << 32 | lo;
+#else
+	return 0;
+#endif
+}
+
+/* Now in the trace clock, and the limit of what may be read (the lag). */
+static uint64_t trace_now(const struct tv_top *top)
+{
+	return top->hooks.tsc_clock ? tsc_now() : mono_now();
+}
+
+/* TSC cycles per ns since the start (1 when the trace clock is in ns). */
+static double trace_per_ns(const struct tv_top *top)
+{
+	if (!top->hooks.tsc_clock || top->mono_end <= top->mono0)
+		return 1.0;
+	return (double)(tsc_now() - top->tsc0) / (double)(mono_now() - top->mono0);
 }
 
 /*
@@ -127,10 +161,15 @@ static int top_start_live(struct tv_top *top)
 		.time_functions = top->opts.time_functions,
 		.nr_time_functions = top->opts.nr_time_functions,
 		.buffer_kb = top->opts.buffer_kb,
-		.clock = "mono",	/* readable from user space: the interval limits */
+		/* readable from user space: the interval limits */
+		.clock = top->hooks.tsc_clock ? "x86-tsc" : "mono",
 	};
 	int ret;
 
+	if (top->hooks.tsc_clock && !tsc_now()) {
+		tv_err("The live view with guests needs the x86-tsc trace clock: not on this machine");
+		return -EOPNOTSUPP;
+	}
 	if (top->opts.outdir) {
 		snprintf(top->outdir, sizeof(top->outdir), "%s", top->opts.outdir);
 	} else {
@@ -144,11 +183,17 @@ static int top_start_live(struct tv_top *top)
 	ret = tv_recorder_create(&ro, &top->rec);
 	if (!ret)
 		ret = tv_recorder_start(top->rec);
+	if (!ret && top->hooks.started)
+		ret = top->hooks.started(top->hooks.ctx, top->rec);
 	if (!ret)
 		ret = tv_recorder_checkpoint(top->rec);
 	if (!ret)
 		ret = tv_reader_open_follow(top->outdir, &top->rd);
-	top->t_start = mono_now();
+	if (!ret && top->hooks.opened)
+		ret = top->hooks.opened(top->hooks.ctx, top->rd);
+	top->tsc0 = tsc_now();
+	top->mono0 = top->mono_end = mono_now();
+	top->t_start = trace_now(top);
 	top->t_end = top->t_start;
 	return ret;
 }
@@ -163,24 +208,42 @@ static int top_start_bpf(struct tv_top *top)
 
 int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 {
+	return tv_top_open_hooked(opts, NULL, out);
+}
+
+int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,
+		       struct tv_top **out)
+{
 	struct tv_top *top = calloc(1, sizeof(*top));
 	int ret;
 
 	*out = NULL;
-	if (!top)
+	if (!top) {
+		if (hooks && hooks->close)
+			hooks->close(hooks->ctx);
+		if (hooks)
+			free(hooks->owned);
 		return -ENOMEM;
-	top->opts = *opts;
+	}
 	top->stop_efd = top->publish_efd = -1;
+	top->opts = *opts;
+	if (hooks)
+		top->hooks = *hooks;
+	if (hooks && (opts->replay_dir || opts->bpf)) {
+		tv_err("Guests are joined with the live view recorded from tracefs: no --replay or --bpf with them");
+		tv_top_close(top);
+		return -EINVAL;
+	}
 	top->interval_ns = opts->interval_ns ? opts->interval_ns : TOP_DEFAULT_INTERVAL_NS;
 	if (!opts->replay_dir && top->interval_ns < TOP_MIN_LIVE_INTERVAL_NS) {
 		tv_err("Interval too short for the live view: %.6f s (at least %.2f s: each one flushes every CPU)",
 		       (double)top->interval_ns / 1e9, (double)TOP_MIN_LIVE_INTERVAL_NS / 1e9);
-		free(top);
+		tv_top_close(top);
 		return -EINVAL;
 	}
 	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events || opts->nr_time_functions)) {
 		tv_err("The in-kernel aggregation (--bpf) records nothing and times exits only: no --replay, -o, -e or --time-function with it");
-		free(top);
+		tv_top_close(top);
 		return -EINVAL;
 	}
 	if (opts->replay_dir)
@@ -191,6 +254,8 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 		ret = top_start_live(top);
 	if (!ret && !top->bpf)
 		ret = tv_kvm_stat_pass_new(top->rd, &top->totals, &top->pass);
+	if (!ret && top->hooks.guest_of)
+		tv_kvm_stat_pass_set_guest(top->pass, top->hooks.guest_of, top->hooks.ctx);
 	if (ret) {
 		tv_top_close(top);
 		return ret;
@@ -204,6 +269,12 @@ static int top_count(struct tv_top *top, const struct tv_event *ev)
 {
 	if (ev->missed_before > 0)
 		top->lost += (uint64_t)ev->missed_before;
+	if (top->hooks.event) {
+		int ret = top->hooks.event(top->hooks.ctx, ev);
+
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
 	return tv_kvm_stat_pass_event(top->pass, ev);
 }
 
@@ -245,9 +316,15 @@ static int top_read_live(struct tv_top *top)
 	uint64_t limit;
 	int ret;
 
-	if (wait_until(top, top->t_end + top_interval(top)))
+	if (wait_until(top, top->mono_end + top_interval(top)))
 		return 0;
-	limit = mono_now();
+	top->mono_begin = top->mono_end;
+	top->mono_end = mono_now();
+	limit = trace_now(top);
+	if (top->hooks.lag_ns)	/* in the trace clock's units */
+		limit -= (uint64_t)((double)top->hooks.lag_ns * trace_per_ns(top));
+	if (limit < top->t_end)	/* the lag's first seconds: nothing yet */
+		limit = top->t_end;
 	top->t_begin = top->t_end;
 	ret = tv_recorder_checkpoint(top->rec);
 	if (!ret)
@@ -366,13 +443,38 @@ int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
 	return top_finish_interval(top, out);
 }
 
+/* A TSC trace clock's rows in ns (the histograms stay in cycles). */
+static void top_rows_to_ns(struct tv_top *top, struct tv_kvm_stat *st)
+{
+	double k = trace_per_ns(top);
+
+	for (size_t i = 0; i < st->nr_rows && k > 0; i++) {
+		struct tv_kvm_stat_row *r = &st->rows[i];
+
+		r->min_ns = (uint64_t)((double)r->min_ns / k);
+		r->p50_ns = (uint64_t)((double)r->p50_ns / k);
+		r->p99_ns = (uint64_t)((double)r->p99_ns / k);
+		r->max_ns = (uint64_t)((double)r->max_ns / k);
+		r->total_ns = (uint64_t)((double)r->total_ns / k);
+	}
+}
+
 /* Filter, sort and time an interval's rows. */
 static int top_finish_interval(struct tv_top *top, struct tv_top_interval *out)
 {
 	top_filter_vms(top, &out->stat);
+	if (top->hooks.tsc_clock)
+		top_rows_to_ns(top, &out->stat);
 	tv_top_sort(&out->stat, top->opts.sort);
 	out->t_ns = top->t_end;
 	out->interval_ns = top->t_end - top->t_begin;
+	if (top->hooks.tsc_clock) {
+		/* CLOCK_MONOTONIC, as the "mono" trace clock would say */
+		double k = trace_per_ns(top);
+
+		out->t_ns = top->mono0 + (uint64_t)((double)(top->t_end - top->t_start) / k);
+		out->interval_ns = (uint64_t)((double)(top->t_end - top->t_begin) / k);
+	}
 	out->lost = top->lost;
 	top->lost = 0;
 	return 1;
@@ -455,6 +557,8 @@ int tv_top_close(struct tv_top *top)
 	tv_kvm_stat_pass_free(top->pass);
 	tv_reader_close(top->rd);
 	tv_top_bpf_close(top->bpf);
+	if (top->hooks.close)
+		top->hooks.close(top->hooks.ctx);	/* guests stop while the host records */
 	if (top->rec) {
 		ret = tv_recorder_stop(top->rec);
 		tv_recorder_destroy(top->rec);
@@ -462,6 +566,7 @@ int tv_top_close(struct tv_top *top)
 	if (top->remove_outdir && tv_session_remove_tree(top->outdir))
 		tv_warn("Cannot remove the live view's session: path=\"%s\"", top->outdir);
 	tv_kvm_stat_free(&top->totals);
+	free(top->hooks.owned);
 	free(top);
 	return ret;
 }

@@ -15,7 +15,9 @@
  * the guest CPU's first event and after its last one (the guest's trace
  * starts after the host's and ends before it: its agent is stopped first);
  * where each guest CPU's trace ends is read beforehand, one pass over the
- * guest domains alone.
+ * guest domains alone.  Live (top --guest, host/top_guest.c) no end is
+ * known: the caller feeds each guest event once the exits before it in
+ * the reference clock were asked about.
  *
  * Threads: a context belongs to the thread that feeds it.
  */
@@ -42,6 +44,7 @@ struct cpu_state {
 
 struct guest_cpus {
 	int dom;		/* domain index, -1: not a guest */
+	int live;		/* being recorded: no end known (top --guest) */
 	struct cpu_state *cpu;	/* MAX_GUEST_CPUS, made on first use */
 };
 
@@ -72,7 +75,20 @@ static int guest_ends(struct guest_cpus *g, const char *dir, const char *subdir)
 	return ret;
 }
 
+static int context_new(struct tv_reader *rd, const char *dir, struct tv_guest_context **out);
+
 int tv_guest_context_new(struct tv_reader *rd, const char *dir, struct tv_guest_context **out)
+{
+	return context_new(rd, dir, out);
+}
+
+int tv_guest_context_new_live(struct tv_reader *rd, struct tv_guest_context **out)
+{
+	return context_new(rd, NULL, out);
+}
+
+/* @dir NULL: live, the guests' traces have no end yet. */
+static int context_new(struct tv_reader *rd, const char *dir, struct tv_guest_context **out)
 {
 	struct tv_guest_context *c = calloc(1, sizeof(*c));
 	int ret;
@@ -92,9 +108,10 @@ int tv_guest_context_new(struct tv_reader *rd, const char *dir, struct tv_guest_
 		const struct tv_domain_info *di = tv_reader_domain(rd, d);
 
 		c->g[d].dom = strncmp(di->subdir, "guest-", 6) ? -1 : (int)d;
+		c->g[d].live = !dir;
 		if (!strcmp(di->subdir, "host"))
 			c->host = (int)d;
-		if (c->g[d].dom >= 0 && (ret = guest_ends(&c->g[d], dir, di->subdir))) {
+		if (c->g[d].dom >= 0 && dir && (ret = guest_ends(&c->g[d], dir, di->subdir))) {
 			tv_guest_context_free(c);
 			return ret;
 		}
@@ -143,8 +160,10 @@ static struct cpu_state *cpu_of(struct guest_cpus *g, int cpu)
 		g->cpu = calloc(MAX_GUEST_CPUS, sizeof(*g->cpu));
 		if (!g->cpu)
 			return NULL;
-		for (int i = 0; i < MAX_GUEST_CPUS; i++)
+		for (int i = 0; i < MAX_GUEST_CPUS; i++) {
 			g->cpu[i].syscall = g->cpu[i].irq = g->cpu[i].softirq = -1;
+			g->cpu[i].end_ts = g->live ? UINT64_MAX : 0;
+		}
 	}
 	return &g->cpu[cpu];
 }

@@ -35,5 +35,7 @@ int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort);
 void tv_cli_json_str(const char *s);
 /* Exit status for a library error code. */
 int tv_cli_status(int err);
+/* "comm[pid] context" of a row by guest task (stat --by guest-task, top --guest), "" otherwise. */
+const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size);
 
 #endif

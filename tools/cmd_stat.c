@@ -93,16 +93,7 @@ static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int h
 		printf("(no Xen scheduling, exits or hypercalls in this session)\n");
 }
 
-/* "comm[pid] context" of a row by guest task, "" otherwise. */
-static const char *guest_label(const struct tv_kvm_stat_row *r, char *buf, size_t size)
-{
-	if (r->guest_pid < 0)
-		snprintf(buf, size, "%s", r->guest_task);
-	else
-		snprintf(buf, size, "%s[%d]%s%s", r->guest_task, r->guest_pid,
-			 r->guest_context[0] ? " " : "", r->guest_context);
-	return buf;
-}
+#define guest_label tv_cli_guest_task
 
 static void print_rows(const struct tv_kvm_stat *st, int hist)
 {

@@ -22,14 +22,18 @@
 
 #define MAX_VMS 32
 #define MAX_EVENTS 64
+#define MAX_GUESTS 16
 
-enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF, OPT_TIME_FUNCTION };
+enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF, OPT_TIME_FUNCTION, OPT_GUEST };
 
 struct top_cli {
 	struct tv_top_opts opts;
 	const char *vms[MAX_VMS];
 	const char *events[MAX_EVENTS];
 	const char *functions[MAX_EVENTS];
+	const char *guest_texts[MAX_GUESTS];
+	struct tv_guest_spec guests[MAX_GUESTS];
+	size_t nr_guests;
 	int batch, json, screen;
 	long count;			/* intervals to show; 0: until stopped */
 	double cpu_prev;		/* seconds of CPU used by this process */
@@ -40,7 +44,7 @@ static void top_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor top [--vm NAME|PID]... [--interval S] [--sort total|count|rate|p99]\n"
 		"                      [--filter EXPR] [-e EVENT]... [--time-function F]... [--batch]\n"
-		"                      [--json] [--count N]\n"
+		"                      [--json] [--count N] [--guest SPEC]...\n"
 		"                      [-o DIR | --bpf] [--replay DIR [--speed X]]\n\n"
 		"A live table of the host's VM exits per VM, vCPU and exit reason: count,\n"
 		"rate per second, p50, p99, max and total exit->entry latency, refreshed\n"
@@ -63,6 +67,15 @@ static void top_usage(FILE *out)
 		"                     rows [vm, vcpu, reason, count, rate, p50_ns, p99_ns, max_ns,\n"
 		"                     total_ns]\n"
 		"  --count N          stop after N intervals\n"
+		"  -g, --guest SPEC   also record this guest through its tracevisor-agent (SPEC as\n"
+		"                     record's: vsock:CID[,pid:QEMU_PID][,name:NAME], NAME...;\n"
+		"                     repeatable) and join each exit with the guest task (and IRQ,\n"
+		"                     softirq or syscall) running on that vCPU then: rows per\n"
+		"                     guest task too, JSON rows gain guest_task, guest_pid and\n"
+		"                     guest_context; key g on the screen: per vCPU, the guest tasks\n"
+		"                     with the most exit time.  Host and guests record with the\n"
+		"                     x86-tsc clock (the exact KVM relation); the intervals end\n"
+		"                     2 s before now (the guests' events arrive late)\n"
 		"  -o, --output DIR   keep the recording as a session in DIR (`tracevisor stat\n"
 		"                     DIR` gives the sum of the intervals)\n"
 		"  --bpf              aggregate in the kernel (a BPF program on kvm_exit and\n"
@@ -101,6 +114,7 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		{ "buffer-kb", required_argument, NULL, 'b' },
 		{ "bpf", no_argument, NULL, OPT_BPF },
 		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
+		{ "guest", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -110,7 +124,7 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 
 	cli->opts.speed = 1;
 	cli->opts.stop_fd = -1;
-	while ((c = getopt_long(argc, argv, "v:i:s:f:e:Bjn:o:b:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "v:i:s:f:e:Bjn:o:b:g:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			if (cli->opts.nr_vms == MAX_VMS)
@@ -159,6 +173,13 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 				goto bad;
 			cli->functions[cli->opts.nr_time_functions++] = optarg;
 			break;
+		case 'g':
+			if (cli->nr_guests == MAX_GUESTS) {
+				tv_cli_error("top", "too many --guest options (at most %d)", MAX_GUESTS);
+				return -1;
+			}
+			cli->guest_texts[cli->nr_guests++] = optarg;
+			break;
 		case OPT_SPEED:
 			if (parse_double(optarg, 0, &cli->opts.speed))
 				goto bad;
@@ -184,6 +205,22 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		tv_cli_error("top", "--replay reads a recorded session: -o, -e and --filter are for live");
 		return -1;
 	}
+	if (cli->nr_guests && (cli->opts.replay_dir || cli->opts.bpf)) {
+		tv_cli_error("top", "--guest joins a live recording: not with --replay or --bpf");
+		return -1;
+	}
+	for (size_t i = 0; i < cli->nr_guests; i++) {
+		/* before anything is recorded: a wrong SPEC leaves nothing */
+		if (tv_guest_spec_parse(cli->guest_texts[i], &cli->guests[i]) ||
+		    tv_guest_spec_resolve(&cli->guests[i]))
+			return -1;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(cli->guests[j].name, cli->guests[i].name)) {
+				tv_cli_error("top", "two guests named '%s': give each a name:NAME",
+					     cli->guests[i].name);
+				return -1;
+			}
+	}
 	cli->opts.vms = cli->vms;
 	cli->opts.events = cli->events;
 	cli->opts.time_functions = cli->functions;
@@ -203,7 +240,7 @@ static uint64_t interval_exits(const struct tv_top_interval *iv)
 	return n;
 }
 
-static void print_json_interval(const struct tv_top_interval *iv, const char *source)
+static void print_json_interval(const struct tv_top_interval *iv, const char *source, int guests)
 {
 	printf("{\"t_ns\":%llu,\"interval_ns\":%llu,\"lost\":%llu,\"mode\":\"%s\",\"source\":\"%s\",\"rows\":[",
 	       (unsigned long long)iv->t_ns, (unsigned long long)iv->interval_ns,
@@ -217,6 +254,16 @@ static void print_json_interval(const struct tv_top_interval *iv, const char *so
 		tv_cli_json_str(r->vcpu);
 		printf(",\"reason\":");
 		tv_cli_json_str(r->reason);
+		if (guests) {	/* as stat --by guest-task --json */
+			printf(",\"guest_task\":");
+			tv_cli_json_str(r->guest_task);
+			if (r->guest_pid >= 0)
+				printf(",\"guest_pid\":%d", r->guest_pid);
+			else
+				printf(",\"guest_pid\":null");
+			printf(",\"guest_context\":");
+			tv_cli_json_str(r->guest_context);
+		}
 		printf(",\"count\":%llu,\"rate\":%.1f", (unsigned long long)r->count,
 		       tv_top_row_rate(iv, r));
 		if (r->has_latency)
@@ -239,21 +286,26 @@ static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, c
 	       dir, secs, (unsigned long long)exits, secs > 0 ? (double)exits / secs : 0,
 	       (unsigned long long)iv->lost, tv_cli_cpu_percent(&cli->cpu_prev, iv->interval_ns),
 	       strcmp(iv->stat.mode, "pvm") ? "" : " (PVM: no kvm_exit; user-space exits, I/O, MMIO, CPUID)");
-	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s\n", "VM", "VCPU", "REASON", "COUNT",
-	       "RATE/s", "P50", "P99", "MAX", "TOTAL");
+	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s%s\n", "VM", "VCPU", "REASON", "COUNT",
+	       "RATE/s", "P50", "P99", "MAX", "TOTAL", cli->nr_guests ? "  GUEST TASK" : "");
 	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+		char task[96] = "";
+
+		if (cli->nr_guests)
+			tv_cli_guest_task(r, task, sizeof(task));
 
 		if (!r->has_latency) {
-			printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s\n", r->vm, r->vcpu,
+			printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", r->vm, r->vcpu,
 			       r->reason, (unsigned long long)r->count, tv_top_row_rate(iv, r), "-", "-",
-			       "-", "-");
+			       "-", "-", *task ? "  " : "", task);
 			continue;
 		}
-		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s\n", r->vm, r->vcpu, r->reason,
+		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", r->vm, r->vcpu, r->reason,
 		       (unsigned long long)r->count, tv_top_row_rate(iv, r),
 		       tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
-		       tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
+		       tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24),
+		       *task ? "  " : "", task);
 	}
 	if (!iv->stat.nr_rows)
 		printf("(no VM exits in this interval)\n");
@@ -268,7 +320,8 @@ static int run_top(struct top_cli *cli, struct tv_top *top)
 
 	while ((ret = tv_top_next(top, &iv)) > 0) {
 		if (cli->json)
-			print_json_interval(&iv, cli->opts.replay_dir ? "replay" : cli->opts.bpf ? "bpf" : "tracefs");
+			print_json_interval(&iv, cli->opts.replay_dir ? "replay" : cli->opts.bpf ? "bpf" : "tracefs",
+					    cli->nr_guests > 0);
 		else
 			print_table(cli, &iv, tv_top_session_dir(top));
 		fflush(stdout);
@@ -300,7 +353,7 @@ int cmd_top(int argc, char **argv)
 		return 1;
 	}
 	cli.opts.stop_fd = sfd;
-	ret = tv_top_open(&cli.opts, &top);
+	ret = tv_top_guest_open(&cli.opts, cli.guests, cli.nr_guests, &top);
 	if (ret) {
 		close(sfd);
 		return tv_cli_status(ret);

@@ -6,7 +6,9 @@
  *
  *   s  sort: total, count, rate, p99     v  one VM, the next, all
  *   c  one vCPU of the rows shown (drill-down), the next, all
- *   +  interval x2     -  interval /2     r  reset (sort, VM, vCPU)
+ *   +  interval x2     -  interval /2     r  reset (sort, VM, vCPU, view)
+ *   g  guest view (top --guest): per vCPU, the guest tasks and IRQs with
+ *      the most exits and exit time, all reasons summed
  *   h  help            q  quit (also Ctrl-C)
  */
 #define _GNU_SOURCE
@@ -32,7 +34,16 @@ struct screen {
 	char vm[80];			/* "" all VMs */
 	char vcpu[24];			/* "" all vCPUs */
 	int help;
+	int guest_view;			/* g: rows summed per vCPU and guest task */
 	double cpu_prev, cpu_pct;
+};
+
+/* The guest view's row: a vCPU's guest task (and context), all reasons. */
+struct guest_row {
+	const struct tv_kvm_stat_row *first;	/* vm, vcpu, guest fields */
+	uint64_t count, total_ns, max_ns;
+	const char *top_reason;			/* the reason with the most time */
+	uint64_t top_reason_ns;
 };
 
 static int row_shown(const struct screen *s, const struct tv_kvm_stat_row *r)
@@ -73,7 +84,9 @@ static void draw_help(void)
 		"  v   show one VM, the next one, all VMs",
 		"  c   drill down: one vCPU of the rows shown, the next, all",
 		"  +   double the interval     -   halve it",
-		"  r   reset sort, VM and vCPU",
+		"  g   guest view (top --guest): per vCPU, the guest tasks, IRQs and",
+		"      syscalls with the most exit time (count with sort count/rate)",
+		"  r   reset sort, VM, vCPU and view",
 		"  h   this help (any key goes back)",
 		"  q   quit (Ctrl-C too): the kept session is complete",
 	};
@@ -98,6 +111,70 @@ static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row
 		 tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
 }
 
+static int same_guest_row(const struct tv_kvm_stat_row *a, const struct tv_kvm_stat_row *b)
+{
+	return !strcmp(a->vm, b->vm) && !strcmp(a->vcpu, b->vcpu) &&
+	       !strcmp(a->guest_task, b->guest_task) && a->guest_pid == b->guest_pid &&
+	       !strcmp(a->guest_context, b->guest_context);
+}
+
+static int cmp_guest_rows(const void *x, const void *y, void *arg)
+{
+	const struct guest_row *a = x, *b = y;
+	int by_count = *(const int *)arg;
+	uint64_t ka = by_count ? a->count : a->total_ns, kb = by_count ? b->count : b->total_ns;
+
+	if (ka != kb)
+		return ka < kb ? 1 : -1;
+	return strcmp(a->first->vm, b->first->vm) ?: strcmp(a->first->vcpu, b->first->vcpu);
+}
+
+/* The guest view: the rows shown, summed per vCPU and guest task. */
+static int draw_guest_view(struct screen *s, int y)
+{
+	struct guest_row *g = calloc(s->cur.stat.nr_rows + 1, sizeof(*g));
+	size_t n = 0;
+	int by_count = s->sort == TV_TOP_SORT_COUNT || s->sort == TV_TOP_SORT_RATE;
+	char b[2][24], task[96];
+
+	if (!g)
+		return y;
+	for (size_t i = 0; i < s->cur.stat.nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &s->cur.stat.rows[i];
+		size_t k;
+
+		if (!row_shown(s, r) || !r->guest_task[0])
+			continue;
+		for (k = 0; k < n && !same_guest_row(g[k].first, r); k++)
+			;
+		if (k == n)
+			g[n++].first = r;
+		g[k].count += r->count;
+		g[k].total_ns += r->total_ns;
+		g[k].max_ns = r->max_ns > g[k].max_ns ? r->max_ns : g[k].max_ns;
+		if (!g[k].top_reason || r->total_ns > g[k].top_reason_ns) {
+			g[k].top_reason = r->reason;
+			g[k].top_reason_ns = r->total_ns;
+		}
+	}
+	qsort_r(g, n, sizeof(*g), cmp_guest_rows, &by_count);
+	attron(A_REVERSE);
+	mvprintw(y++, 0, "%-24s %-7s %-32s %9s %10s %9s %10s  %s", "VM", "VCPU", "GUEST TASK", "COUNT",
+		 "RATE/s", "MAX", "TOTAL", "MOST TIME IN");
+	attroff(A_REVERSE);
+	for (size_t k = 0; k < n && y < LINES - 1; k++)
+		mvprintw(y++, 0, "%-24.24s %-7.7s %-32.32s %9llu %10.1f %9s %10s  %s", g[k].first->vm,
+			 g[k].first->vcpu, tv_cli_guest_task(g[k].first, task, sizeof(task)),
+			 (unsigned long long)g[k].count,
+			 s->cur.interval_ns ? (double)g[k].count * 1e9 / (double)s->cur.interval_ns : 0,
+			 tv_cli_fmt_ns(g[k].max_ns, b[0], 24), tv_cli_fmt_ns(g[k].total_ns, b[1], 24),
+			 g[k].top_reason);
+	if (!n && s->have)
+		mvprintw(y++, 0, "(no exit joined with a guest task: start top with --guest SPEC)");
+	free(g);
+	return y;
+}
+
 static void draw(struct screen *s)
 {
 	double secs = (double)s->cur.interval_ns / 1e9;
@@ -111,11 +188,18 @@ static void draw(struct screen *s)
 	mvprintw(0, 0, "tracevisor top - %s - %.2fs interval (next %.2fs) - %.0f exits/s - %llu lost - top %.1f%% CPU",
 		 s->dir, secs, (double)tv_top_get_interval(s->top) / 1e9,
 		 secs > 0 ? (double)exits / secs : 0, (unsigned long long)s->cur.lost, s->cpu_pct);
-	mvprintw(1, 0, "sort: %s   vm: %s   vcpu: %s%s%s", sort_names[s->sort], s->vm[0] ? s->vm : "all",
-		 s->vcpu[0] ? s->vcpu : "all", strcmp(s->cur.stat.mode, "pvm") ? "" : "   (PVM: no kvm_exit)",
+	mvprintw(1, 0, "sort: %s   vm: %s   vcpu: %s%s%s%s", sort_names[s->sort], s->vm[0] ? s->vm : "all",
+		 s->vcpu[0] ? s->vcpu : "all", s->guest_view ? "   view: guest tasks" : "",
+		 strcmp(s->cur.stat.mode, "pvm") ? "" : "   (PVM: no kvm_exit)",
 		 tv_top_running(s->top) ? "" : "   (replay ended)");
 	if (s->help) {
 		draw_help();
+		refresh();
+		return;
+	}
+	if (s->guest_view) {
+		draw_guest_view(s, y);
+		mvprintw(LINES - 1, 0, "s sort  v VM  c vCPU  g exits view  +/- interval  r reset  h help  q quit");
 		refresh();
 		return;
 	}
@@ -130,7 +214,7 @@ static void draw(struct screen *s)
 		mvprintw(y, 0, "(waiting for the first interval)");
 	else if (!exits)
 		mvprintw(y, 0, "(no VM exits in this interval)");
-	mvprintw(LINES - 1, 0, "s sort  v VM  c vCPU  +/- interval  r reset  h help  q quit");
+	mvprintw(LINES - 1, 0, "s sort  v VM  c vCPU  g guest view  +/- interval  r reset  h help  q quit");
 	refresh();
 }
 
@@ -181,8 +265,12 @@ static int key(struct screen *s, int k)
 	case '-':
 		tv_top_set_interval(s->top, tv_top_get_interval(s->top) / 2);
 		break;
+	case 'g':
+		s->guest_view = !s->guest_view;
+		break;
 	case 'r':
 		s->sort = TV_TOP_SORT_TOTAL;
+		s->guest_view = 0;
 		s->vm[0] = s->vcpu[0] = '\0';
 		tv_top_sort(&s->cur.stat, s->sort);
 		break;

@@ -78,6 +78,16 @@ void tv_cli_error(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size)
+{
+	if (r->guest_pid < 0)
+		snprintf(buf, size, "%s", r->guest_task);
+	else
+		snprintf(buf, size, "%s[%d]%s%s", r->guest_task, r->guest_pid,
+			 r->guest_context[0] ? " " : "", r->guest_context);
+	return buf;
+}
+
 int tv_cli_status(int err)
 {
 	if (err)

@@ -1197,6 +1197,29 @@ struct tv_top;
  * Return: 0 or -errno (logged).
  */
 int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out);
+
+/* top --guest reads what is this old: a guest's events arrive within a second or so. */
+#define TV_TOP_GUEST_LAG_NS 2000000000ULL
+
+/**
+ * tv_top_guest_open - the live view with each exit joined to its guest's task
+ * @opts: as tv_top_open(), live and without @bpf (copied; its strings must outlive @out)
+ * @guests: the guests (as record --guest; read while opening only)
+ * @nr_guests: how many; 0: tv_top_open()
+ * @out: the view, owned by the caller (tv_top_close(), which stops the guests
+ *       first: the session kept with opts->outdir lists them)
+ *
+ * Each guest's agent streams its scheduler, IRQ and syscall events (its
+ * default list) with the sync probes of record --guest; host and guests
+ * record with the x86-tsc trace clock, and each timed exit is attributed
+ * to what its guest ran on that vCPU then (the guest_task, guest_pid and
+ * guest_context of the rows; "?" before the guest's TSC offset is known),
+ * as tv_stat_compute_opts() by_guest_task does on the recorded session.
+ * The intervals end TV_TOP_GUEST_LAG_NS before now.  x86 KVM hosts only.
+ * Return: 0 or -errno (logged: a guest that does not get ready says why).
+ */
+int tv_top_guest_open(const struct tv_top_opts *opts, const struct tv_guest_spec *guests,
+		      size_t nr_guests, struct tv_top **out);
 /**
  * tv_top_next - wait for the end of the next interval and give its table
  * @top: the view

@@ -3,8 +3,9 @@
 # tracevisor top on this host, any kernel (KVM or not: the live mechanics
 # need none; tests/e2e/kvm-svm-top.sh checks the numbers on a real SVM KVM):
 #  - the full-screen view in tmux: keys s (sort), c (vCPU drill-down),
-#    v (VM), r (reset), h (help), q (quit), read back from the screen, on a
-#    replay of tests/samples/svm-exits;
+#    v (VM), g (guest view: without --guest it says so), r (reset), h (help),
+#    q (quit), read back from the screen, on a replay of tests/samples/svm-exits
+#    (tests/e2e/kvm-svm-top-guest.sh shows the guest view's rows in the lab);
 #  - live, full screen, ended by Ctrl-C: exit 0, the kept session complete
 #    (stat reads it), no tracefs instance left;
 #  - live --json --count 2: two intervals of ~0.2 s, 0 lost; the temporary
@@ -36,7 +37,13 @@ tmux send-keys -t $S c && wait_screen "vcpu: 1 "
 ! screen | grep -qE "^vm1\[1000\] +0 " || fail "vCPU 1 drill-down still shows vCPU 0 rows"
 tmux send-keys -t $S v && wait_screen "vm: vm1\[1000\]"
 tmux send-keys -t $S r && wait_screen "sort: total   vm: all   vcpu: all"
+tmux send-keys -t $S g && wait_screen "view: guest tasks"
+wait_screen "GUEST TASK .*MOST TIME IN"
+wait_screen "(no exit joined with a guest task: start top with --guest SPEC)"
+tmux send-keys -t $S g && wait_screen "REASON"
+screen | grep -q "view: guest tasks" && fail "g again did not go back to the exit rows"
 tmux send-keys -t $S h && wait_screen "drill down: one vCPU"
+wait_screen "g   guest view (top --guest)"
 tmux send-keys -t $S x && wait_screen "REASON"
 tmux send-keys -t $S q
 for _ in $(seq 50); do [ -s "$T/rc1" ] && break; sleep 0.1; done

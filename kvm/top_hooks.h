@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * What a layer above kvm/ adds to the live view (host/top_guest.c: top
+ * --guest): work at fixed points of a live top's life, each event read,
+ * and the rows' guest columns.  kvm/ knows nothing of guests: it calls
+ * these where they are set.
+ *
+ * Threads: the hooks run on the thread that reads the intervals
+ * (tv_top_next(): the caller's, or tv_top_start()'s), @close on the one
+ * that calls tv_top_close(), after that thread was joined.
+ */
+#ifndef TV_KVM_TOP_HOOKS_H
+#define TV_KVM_TOP_HOOKS_H
+
+#include "kvm_stat.h"
+
+/* What the exit analysis reads, on VMX/SVM hosts and on PVM ones (no -e). */
+#define TV_TOP_NR_DEFAULT_EVENTS 8
+extern const char *const tv_top_default_events[TV_TOP_NR_DEFAULT_EVENTS];
+
+struct tv_top_hooks {
+	void *ctx;
+	/* The host records; the session is not read yet (guests start here). */
+	int (*started)(void *ctx, struct tv_recorder *rec);
+	/* The session's following reader is open. */
+	int (*opened)(void *ctx, struct tv_reader *rd);
+	/* Each event read, in order, before the analysis: 1 keeps it from the
+	 * analysis, 0 gives it, <0 fails the interval. */
+	int (*event)(void *ctx, const struct tv_event *ev);
+	/* Rows by guest task too (kvm_stat.h), with @ctx. */
+	tv_kvm_stat_guest_fn guest_of;
+	/* The view closes: the host still records (guests stop); free @ctx. */
+	void (*close)(void *ctx);
+	/* Record with the x86-tsc trace clock (the exact KVM relation to the
+	 * guests' TSC); the rows and intervals are still given in ns. */
+	bool tsc_clock;
+	/* Read only up to this long before now: what others deliver late. */
+	uint64_t lag_ns;
+	/* free()d at the very end of tv_top_close() (what opts point into) */
+	void *owned;
+};
+
+/*
+ * tv_top_open() live with @hooks (copied).  @hooks->close is always
+ * called: by tv_top_close(), or here when it fails.
+ */
+int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,
+		       struct tv_top **out);
+
+#endif

@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# top --guest on a real SVM KVM host (the lab's nested L1) with a Linux L2
+# whose tracevisor-agent streams its scheduler, IRQ and syscall events:
+# while top --guest --json runs (x86-tsc, exits joined live with what L2
+# ran on that vCPU), L2 runs tv-cpuid N (N cpuid instructions from user
+# space).  Then:
+#  - tv-cpuid comes first: in the interval with the most of its exits, the
+#    first row (--sort count) is tv-cpuid's cpuid row;
+#  - top's counts of tv-cpuid's cpuid exits summed over the intervals equal
+#    `stat --by guest-task` of the session top kept (-o), after `tracevisor
+#    sync`: exactly (they all fall inside the intervals shown: top is
+#    stopped 2 lags after tv-cpuid ended);
+#  - every row summed: within the edges (the session goes on past the last
+#    interval shown, by the lag and the stop), stated in the output.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+TV=${TV:-$REPO/build/tracevisor}
+[ -x "$REPO/build/tracevisor-agent" ] || fail "build/tracevisor-agent not built (make)"
+[ -x "$REPO/build/tests/tv-cpuid" ] || fail "build/tests/tv-cpuid not built (make)"
+N=5000
+
+L2_SCRIPT='
+tracevisor-agent -v >/out/agent.log 2>&1 &
+AG=$!
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+touch /out/agent.started
+w=0
+while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+/opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
+touch /out/cpuid.done
+w=0
+while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+kill $AG
+exit 0'
+
+run_lab kvm '
+PATH=/opt/tracevisor:$PATH
+cat >/tmp/l2.sh <<"EOF"
+'"$L2_SCRIPT"'
+EOF
+QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
+n=0
+while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
+[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+tracevisor top --guest vsock:3,pid:$QPID,name:l2 --json --sort count --interval 1 -o /out/s \
+	>/out/top.jsonl 2>/out/top.err &
+TOP=$!
+n=0
+while [ ! -s /out/top.jsonl ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+[ -s /out/top.jsonl ] || { cat /out/top.err; exit 22; }
+sleep 1
+touch /tmp/l2/go
+n=0
+while [ ! -e /tmp/l2/cpuid.done ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+sleep 5	# two lags: every exit of tv-cpuid is in an interval shown
+kill -INT $TOP
+wait $TOP || { cat /out/top.err; exit 23; }
+touch /tmp/l2/done
+lab-guest --wait $QPID
+cp /tmp/l2/cpuid.txt /tmp/l2/agent.log /out/ 2>/dev/null
+ls /sys/kernel/tracing/instances >/out/instances
+tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 24
+tracevisor stat --by guest-task --json /out/s >/out/gt.json || exit 25
+exit 0' top-guest LAB_TIMEOUT=900
+expect_rc 0 "L1 script"
+cat "$OUT/top.err" "$OUT/sync.txt" >&2
+pid=$(sed -n 's/^tv-cpuid: pid=\([0-9]*\) cpuids=.*/\1/p' "$OUT/cpuid.txt")
+[ -n "$pid" ] || fail "tv-cpuid did not run in L2: $(cat "$OUT/cpuid.txt")"
+[ -s "$OUT/instances" ] && fail "tracefs instances left in L1: $(cat "$OUT/instances")"
+python3 - "$OUT/top.jsonl" "$OUT/gt.json" "$pid" $N <<'PY' || fail "top --guest against stat --by guest-task"
+import json, sys
+ivs = [json.loads(l) for l in open(sys.argv[1])]
+stat, pid, n = json.load(open(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
+def mine(r):
+    return r["vm"].startswith("l2[") and r.get("guest_pid") == pid and r["reason"] == "cpuid"
+rows = [r for iv in ivs for r in iv["rows"]]
+assert rows and all("guest_task" in r and "guest_pid" in r for r in rows), "rows without guest_task/guest_pid"
+top_n = sum(r["count"] for r in rows if mine(r))
+stat_n = sum(r["count"] for r in stat if mine(r))
+# the N of its loop and the few of the C library's start-up
+assert n <= top_n <= n + 200, "top: %d cpuid exits on tv-cpuid[%d], want %d + start-up" % (top_n, pid, n)
+assert top_n == stat_n, "tv-cpuid's cpuid exits: top %d, stat --by guest-task %d" % (top_n, stat_n)
+assert all(r["guest_task"] == "tv-cpuid" for r in rows if mine(r)), [r for r in rows if mine(r)][:3]
+best = max(ivs, key=lambda iv: sum(r["count"] for r in iv["rows"] if mine(r)))
+first = best["rows"][0]
+assert mine(first), "first row of the interval with most tv-cpuid exits: %s" % first
+every_top = sum(r["count"] for r in rows if r["vm"].startswith("l2["))
+every_stat = sum(r["count"] for r in stat if r["vm"].startswith("l2["))
+unknown = sum(r["count"] for r in rows if r["vm"].startswith("l2[") and r["guest_task"] == "?")
+tasks = {}
+for r in rows:
+    if r["vm"].startswith("l2[") and r["guest_task"] != "?":
+        k = (r["guest_task"], r["guest_pid"])
+        tasks[k] = tasks.get(k, 0) + r["count"]
+# the same attribution for every task: top's count of each is stat's, or
+# less where the session goes on past the last interval (lag + stop)
+stat_tasks = {}
+for r in stat:
+    if r["vm"].startswith("l2[") and r["guest_task"] != "?":
+        k = (r["guest_task"], r["guest_pid"])
+        stat_tasks[k] = stat_tasks.get(k, 0) + r["count"]
+over = {k: (v, stat_tasks.get(k, 0)) for k, v in tasks.items() if v > stat_tasks.get(k, 0)}
+assert not over, "tasks with more exits in top than in stat: %s" % over
+print("tv-cpuid[%d]: %d cpuid exits in top = %d in stat --by guest-task, first row of its busiest interval "
+      "(%d intervals); all L2 exits: top %d, stat %d (%.1f%%: the session goes on past the last interval "
+      "shown), %d with no guest task in top; per task top <= stat for %d tasks"
+      % (pid, top_n, stat_n, len(ivs), every_top, every_stat, 100.0 * every_top / max(every_stat, 1),
+         unknown, len(tasks)))
+PY
+echo "PASS: top --guest joins L2's exits with its tasks live, as stat --by guest-task does" >&2
