@@ -76,7 +76,7 @@ struct tv_top {
 	struct tv_top_hooks hooks;	/* top --guest (host/), or zeroes */
 	/* hooks.tsc_clock: the trace clock is the TSC; ns from CLOCK_MONOTONIC */
 	uint64_t tsc0, mono0;		/* at the start */
-	uint64_t mono_begin, mono_end;	/* the current interval, in ns */
+	uint64_t mono_end;		/* the current interval's end, in ns */
 	/* tv_top_start()'s thread and what it shares (see the top comment) */
 	pthread_t thread;
 	bool running;
@@ -180,6 +180,11 @@ static int top_start_live(struct tv_top *top)
 		top->remove_outdir = 1;
 	}
 	ro.outdir = top->outdir;
+	/* the first interval starts with the recording (guests start after it) */
+	top->tsc0 = tsc_now();
+	top->mono0 = top->mono_end = mono_now();
+	top->t_start = trace_now(top);
+	top->t_end = top->t_start;
 	ret = tv_recorder_create(&ro, &top->rec);
 	if (!ret)
 		ret = tv_recorder_start(top->rec);
@@ -191,10 +196,6 @@ static int top_start_live(struct tv_top *top)
 		ret = tv_reader_open_follow(top->outdir, &top->rd);
 	if (!ret && top->hooks.opened)
 		ret = top->hooks.opened(top->hooks.ctx, top->rd);
-	top->tsc0 = tsc_now();
-	top->mono0 = top->mono_end = mono_now();
-	top->t_start = trace_now(top);
-	top->t_end = top->t_start;
 	return ret;
 }
 
@@ -316,15 +317,14 @@ static int top_read_live(struct tv_top *top)
 	uint64_t limit;
 	int ret;
 
-	if (wait_until(top, top->mono_end + top_interval(top)))
-		return 0;
-	top->mono_begin = top->mono_end;
-	top->mono_end = mono_now();
-	limit = trace_now(top);
-	if (top->hooks.lag_ns)	/* in the trace clock's units */
-		limit -= (uint64_t)((double)top->hooks.lag_ns * trace_per_ns(top));
-	if (limit < top->t_end)	/* the lag's first seconds: nothing yet */
-		limit = top->t_end;
+	do {	/* the lag's first seconds have nothing to show yet */
+		if (wait_until(top, top->mono_end + top_interval(top)))
+			return 0;
+		top->mono_end = mono_now();
+		limit = trace_now(top);
+		if (top->hooks.lag_ns)	/* in the trace clock's units */
+			limit -= (uint64_t)((double)top->hooks.lag_ns * trace_per_ns(top));
+	} while (limit <= top->t_end);
 	top->t_begin = top->t_end;
 	ret = tv_recorder_checkpoint(top->rec);
 	if (!ret)

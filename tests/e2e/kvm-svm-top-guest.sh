@@ -13,7 +13,10 @@
 #    sync`: exactly (they all fall inside the intervals shown: top is
 #    stopped 2 lags after tv-cpuid ended);
 #  - every row summed: within the edges (the session goes on past the last
-#    interval shown, by the lag and the stop), stated in the output.
+#    interval shown, by the lag and the stop), stated in the output;
+#  - the full-screen view in tmux (brought into L1 with LAB_EXTRA), key g:
+#    while a second tv-cpuid runs, the guest view's first row is
+#    tv-cpuid[PID] on vCPU 0 with cpuid as the reason of most time.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
@@ -31,6 +34,10 @@ w=0
 while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
 touch /out/cpuid.done
+w=0
+while [ ! -e /out/go2 ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+/opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid2.txt 2>&1
+touch /out/cpuid2.done
 w=0
 while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
 kill $AG
@@ -58,13 +65,30 @@ while [ ! -e /tmp/l2/cpuid.done ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1));
 sleep 5	# two lags: every exit of tv-cpuid is in an interval shown
 kill -INT $TOP
 wait $TOP || { cat /out/top.err; exit 23; }
+ls /sys/kernel/tracing/instances >/out/instances
+# the screen: key g while a second tv-cpuid runs
+export TERM=screen LANG=C.UTF-8 LC_ALL=C.UTF-8	# tmux wants a UTF-8 locale
+tmux new-session -d -s tg -x 150 -y 30 "tracevisor top --guest vsock:3,pid:$QPID,name:l2 --sort count 2>/out/screen.err; echo \$? >/out/screen.rc"
+n=0
+until tmux capture-pane -p -t tg | grep -q "s sort  v VM"; do
+	n=$((n + 1)); [ $n -lt 300 ] || { tmux capture-pane -p -t tg; cat /out/screen.err; exit 26; }; sleep 0.1
+done
+tmux send-keys -t tg g
+touch /tmp/l2/go2
+n=0
+while [ ! -e /tmp/l2/cpuid2.done ] && [ $n -lt 600 ]; do
+	tmux capture-pane -p -t tg >/out/screen.$n.txt; sleep 0.2; n=$((n + 1))
+done
+for i in $(seq 40); do tmux capture-pane -p -t tg >/out/screen.$((n + i)).txt; sleep 0.2; done
+tmux send-keys -t tg q
+n=0
+while [ ! -s /out/screen.rc ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
 touch /tmp/l2/done
 lab-guest --wait $QPID
-cp /tmp/l2/cpuid.txt /tmp/l2/agent.log /out/ 2>/dev/null
-ls /sys/kernel/tracing/instances >/out/instances
+cp /tmp/l2/cpuid.txt /tmp/l2/cpuid2.txt /tmp/l2/agent.log /out/ 2>/dev/null
 tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 24
 tracevisor stat --by guest-task --json /out/s >/out/gt.json || exit 25
-exit 0' top-guest LAB_TIMEOUT=900
+exit 0' top-guest LAB_TIMEOUT=900 LAB_EXTRA="/usr/bin/tmux /usr/lib/terminfo /usr/lib/locale/C.utf8"
 expect_rc 0 "L1 script"
 cat "$OUT/top.err" "$OUT/sync.txt" >&2
 pid=$(sed -n 's/^tv-cpuid: pid=\([0-9]*\) cpuids=.*/\1/p' "$OUT/cpuid.txt")
@@ -104,10 +128,24 @@ for r in stat:
         stat_tasks[k] = stat_tasks.get(k, 0) + r["count"]
 over = {k: (v, stat_tasks.get(k, 0)) for k, v in tasks.items() if v > stat_tasks.get(k, 0)}
 assert not over, "tasks with more exits in top than in stat: %s" % over
+print("'?' per interval (L2 exits with no guest task / all): %s" % [
+    (sum(r["count"] for r in iv["rows"] if r["vm"].startswith("l2[") and r["guest_task"] == "?"),
+     sum(r["count"] for r in iv["rows"] if r["vm"].startswith("l2["))) for iv in ivs])
+print("stat: %d L2 exits with no guest task" % sum(r["count"] for r in stat if r["vm"].startswith("l2[") and r["guest_task"] == "?"))
 print("tv-cpuid[%d]: %d cpuid exits in top = %d in stat --by guest-task, first row of its busiest interval "
       "(%d intervals); all L2 exits: top %d, stat %d (%.1f%%: the session goes on past the last interval "
       "shown), %d with no guest task in top; per task top <= stat for %d tasks"
       % (pid, top_n, stat_n, len(ivs), every_top, every_stat, 100.0 * every_top / max(every_stat, 1),
          unknown, len(tasks)))
 PY
+# the screen's guest view
+pid2=$(sed -n 's/^tv-cpuid: pid=\([0-9]*\) cpuids=.*/\1/p' "$OUT/cpuid2.txt")
+[ -n "$pid2" ] || fail "the second tv-cpuid did not run in L2: $(cat "$OUT/cpuid2.txt")"
+[ "$(cat "$OUT/screen.rc" 2>/dev/null)" = 0 ] || fail "top on the screen: exit $(cat "$OUT/screen.rc" 2>/dev/null): $(cat "$OUT/screen.err")"
+shown=$(grep -l "view: guest tasks" "$OUT"/screen.*.txt | wc -l)
+[ "$shown" -gt 0 ] || fail "key g never showed the guest view: $(cat "$(ls "$OUT"/screen.*.txt | tail -1)")"
+first=$(for f in "$OUT"/screen.*.txt; do sed -n 4p "$f"; done | grep -m1 "tv-cpuid\[$pid2\]")
+echo "$first" | grep -qE "^l2\[[0-9]+\] +0 +tv-cpuid\[$pid2\] +[0-9]+ .* cpuid *$" ||
+	fail "the guest view never had tv-cpuid[$pid2] first with cpuid: $(for f in "$OUT"/screen.*.txt; do sed -n 3,5p "$f"; done | sort | uniq -c | sort -rn | head)"
+echo "ok: screen, key g: $first ($shown captures of the guest view)" >&2
 echo "PASS: top --guest joins L2's exits with its tasks live, as stat --by guest-task does" >&2
