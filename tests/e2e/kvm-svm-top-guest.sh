@@ -114,18 +114,18 @@ assert mine(first), "first row of the interval with most tv-cpuid exits: %s" % f
 every_top = sum(r["count"] for r in rows if r["vm"].startswith("l2["))
 every_stat = sum(r["count"] for r in stat if r["vm"].startswith("l2["))
 unknown = sum(r["count"] for r in rows if r["vm"].startswith("l2[") and r["guest_task"] == "?")
+# by pid: a task's name before its CPU's first sched_switch comes from the
+# guest's saved_cmdlines, which its agent sends at the end: live it is "<...>"
 tasks = {}
 for r in rows:
     if r["vm"].startswith("l2[") and r["guest_task"] != "?":
-        k = (r["guest_task"], r["guest_pid"])
-        tasks[k] = tasks.get(k, 0) + r["count"]
+        tasks[r["guest_pid"]] = tasks.get(r["guest_pid"], 0) + r["count"]
 # the same attribution for every task: top's count of each is stat's, or
 # less where the session goes on past the last interval (lag + stop)
 stat_tasks = {}
 for r in stat:
     if r["vm"].startswith("l2[") and r["guest_task"] != "?":
-        k = (r["guest_task"], r["guest_pid"])
-        stat_tasks[k] = stat_tasks.get(k, 0) + r["count"]
+        stat_tasks[r["guest_pid"]] = stat_tasks.get(r["guest_pid"], 0) + r["count"]
 over = {k: (v, stat_tasks.get(k, 0)) for k, v in tasks.items() if v > stat_tasks.get(k, 0)}
 assert not over, "tasks with more exits in top than in stat: %s" % over
 print("'?' per interval (L2 exits with no guest task / all): %s" % [
@@ -134,7 +134,7 @@ print("'?' per interval (L2 exits with no guest task / all): %s" % [
 print("stat: %d L2 exits with no guest task" % sum(r["count"] for r in stat if r["vm"].startswith("l2[") and r["guest_task"] == "?"))
 print("tv-cpuid[%d]: %d cpuid exits in top = %d in stat --by guest-task, first row of its busiest interval "
       "(%d intervals); all L2 exits: top %d, stat %d (%.1f%%: the session goes on past the last interval "
-      "shown), %d with no guest task in top; per task top <= stat for %d tasks"
+      "shown), %d with no guest task in top; per task (pid) top <= stat for %d tasks"
       % (pid, top_n, stat_n, len(ivs), every_top, every_stat, 100.0 * every_top / max(every_stat, 1),
          unknown, len(tasks)))
 PY
