@@ -218,11 +218,12 @@ static int hook_guest_of(void *ctx, const struct tv_event *exit, int vcpu, struc
 	return tv_guest_context_of(tg->gc, exit, vcpu, out);
 }
 
-/* The guest's vCPU offsets as debugfs gave them when it got ready. */
-static void read_tsc_file(struct dom_state *d, const char *outdir)
+/* The guest's vCPU offsets as debugfs gave them when it got ready.  Return: how many. */
+static int read_tsc_file(struct dom_state *d, const char *outdir)
 {
 	char path[4200], line[256];
 	FILE *f = NULL;
+	int n = 0;
 
 	snprintf(path, sizeof(path), "%s/guest-%s/tsc", outdir, d->vm);
 	/* written by the guest's thread just after it got ready */
@@ -239,10 +240,12 @@ static void read_tsc_file(struct dom_state *d, const char *outdir)
 		if (c && !c->offset_known) {
 			c->offset = (uint64_t)offset;
 			c->offset_known = 1;
+			n++;
 		}
 	}
 	if (f)
 		fclose(f);
+	return n;
 }
 
 static int hook_started(void *ctx, struct tv_recorder *rec)
@@ -294,7 +297,9 @@ static int hook_opened(void *ctx, struct tv_reader *rd)
 		tg->dom[d].cpu = calloc(TOP_GUEST_MAX_CPUS, sizeof(*tg->dom[d].cpu));
 		if (!tg->dom[d].cpu)
 			return -ENOMEM;
-		read_tsc_file(&tg->dom[d], tg->outdir);
+		if (!read_tsc_file(&tg->dom[d], tg->outdir))
+			tv_warn("No TSC offset of guest %s from debugfs (kvm/PID-*/vcpuN/tsc-offset; give its pid:QEMU_PID): its exits say ? until the host's kvm_write_tsc_offset",
+				tg->dom[d].vm);
 		guests++;
 	}
 	if (tg->host < 0 || guests != tg->nr) {

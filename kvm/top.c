@@ -54,7 +54,6 @@ const char *const tv_top_default_events[TV_TOP_NR_DEFAULT_EVENTS] = {
 	"kvm:kvm_exit", "kvm:kvm_entry", "kvm:kvm_userspace_exit", "kvm:kvm_pio",
 	"kvm:kvm_mmio", "kvm:kvm_cpuid", "kvm:kvm_emulate_insn", "kvm:kvm_hypercall",
 };
-#define top_default_events tv_top_default_events
 
 struct tv_top {
 	struct tv_top_opts opts;
@@ -154,9 +153,8 @@ static uint64_t top_interval(const struct tv_top *top)
 static int top_start_live(struct tv_top *top)
 {
 	struct tv_record_opts ro = {
-		.events = top->opts.nr_events ? top->opts.events : top_default_events,
-		.nr_events = top->opts.nr_events ? top->opts.nr_events
-						 : sizeof(top_default_events) / sizeof(top_default_events[0]),
+		.events = top->opts.nr_events ? top->opts.events : tv_top_default_events,
+		.nr_events = top->opts.nr_events ? top->opts.nr_events : TV_TOP_NR_DEFAULT_EVENTS,
 		.filter = top->opts.filter,
 		.time_functions = top->opts.time_functions,
 		.nr_time_functions = top->opts.nr_time_functions,
