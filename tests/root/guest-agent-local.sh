@@ -62,7 +62,8 @@ APID=$!
 "$AGENT" -p 0 -s "$G2" -1 -H 2>"$TV_TMP/agent2.log" &
 A2=$!
 S2=$TV_TMP/s2
-(sleep 2; kill -9 $APID) &
+# The killed agent's probe line, taken just before the kill: the proof it had one.
+(sleep 2; grep "^.:tvprobe_$APID/" /sys/kernel/tracing/dynamic_events >"$TV_TMP/killed-probe"; kill -9 $APID) &
 KILLER=$!
 "$TV" record -o "$S2" -e sched:sched_switch --guest "serial:$H1,name:dies" \
 	--guest "serial:$H2,name:lives" --guest-events "sched:sched_switch,uprobe:gpid=$LIBC:syscall" --duration 4 \
@@ -73,9 +74,15 @@ wait $A2 || fail "the surviving agent exited $?"
 kill $R1 $RELAY
 grep -q "^guest:lives .*probes:gpid" <("$TV" report "$S2") || fail "the living guest recorded no uprobe hit"
 # A killed agent leaves its instance and its probe (--guest-events uprobe:):
-# the next run removes them; the agent that lived removed its own.
-grep -q "tvprobe_$APID/gpid" /sys/kernel/tracing/dynamic_events ||
+# the next run removes them; the agent that lived removed its own.  The
+# living agent also removes, as it ends, the probes of agents that are gone
+# — whether it saw this one gone depends on when the shell reaped it — so
+# the killed agent's probe is put back as it was before the next run.
+grep -q "tvprobe_$APID/gpid" "$TV_TMP/killed-probe" ||
 	fail "the killed agent had no probe to leave (the check proves nothing)"
+wait $APID 2>/dev/null
+grep -q "tvprobe_$APID/gpid" /sys/kernel/tracing/dynamic_events ||
+	cat "$TV_TMP/killed-probe" >>/sys/kernel/tracing/dynamic_events || fail "cannot put the killed agent's probe back"
 grep -q "tvprobe_$A2/" /sys/kernel/tracing/dynamic_events && fail "the agent that lived left its probe"
 start_relay
 "$AGENT" -p 0 -s "$GPTY" -1 -H 2>/dev/null &
