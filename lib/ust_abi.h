@@ -27,7 +27,10 @@
  * common_pid at 4), so the reader hands it to libtraceevent with a
  * format file from the metadata, exactly as it does for kernel events:
  * report, stat, sync and both exports read user-space events unchanged.
- * A record with id TV_UST_ID_PADDING fills the rest of a sub-buffer.
+ * A record with id TV_UST_ID_PADDING fills the rest of a sub-buffer.  Its
+ * size is at most TV_UST_PADDING_MAX (a uint16_t), so a longer tail holds
+ * several padding records back to back: a consumer may either skip to the
+ * sub-buffer's end at the first one or walk them by size.
  *
  * Commit protocol (per buffer):
  * - @reserve is the writer's position in bytes since the start (it only
@@ -44,6 +47,40 @@
  *   while the header word is non-zero and its size fits; a zero header is a
  *   reservation its writer never committed, and ends what is recovered of
  *   that sub-buffer.
+ * - Overwrite mode (flight recorder): writers ignore @consumed and reuse
+ *   the oldest sub-buffer; nobody zeroes it, so only complete sub-buffers
+ *   (commit[index] == (L + 1) * subbuf_size) are valid, and a snapshot
+ *   reader copies one and then re-reads @reserve: if it moved beyond that
+ *   sub-buffer's next lap start, the copy is stale and dropped.  The
+ *   incomplete sub-buffer of an overwrite buffer is recovered only when
+ *   commit[index] - L * subbuf_size == reserve % (nr_subbufs*subbuf_size)
+ *   - index * subbuf_size (everything reserved in it is committed).
+ *
+ * Registration (SOCK_SEQPACKET unix socket, messages struct tv_ust_msg):
+ *   process -> consumer  HELLO     pid, comm; sent on every (re)connection
+ *   consumer -> process  CONFIG    clock, mode, sizes (0: the process's
+ *                                  default); applies only when the process
+ *                                  has no buffers yet (they are created
+ *                                  once and kept for the process's life)
+ *   process -> consumer  REGISTER  the memfd as SCM_RIGHTS; the header in
+ *                                  it says the settings really in force
+ *   consumer -> process  ENABLE / DISABLE  arg = a glob on
+ *                                  "PROVIDER:EVENT" (fnmatch); the process
+ *                                  answers REPLY (value: see below)
+ *   consumer -> process  FLUSH     the process waits (bounded, 1 s) until
+ *                                  every reservation made so far is
+ *                                  committed and answers REPLY (0 or
+ *                                  -ETIMEDOUT); with events disabled first,
+ *                                  the buffers are then quiescent
+ *   consumer -> process  LIST      REPLY value = number of registered
+ *                                  events (their formats are in the
+ *                                  metadata)
+ * ENABLE/DISABLE's REPLY value is the number of registered events the glob
+ * matches (>= 0; events registered later by a dlopen'ed library are
+ * enabled as they register).  When the consumer closes the socket, the
+ * process disables every event, keeps its buffers, and goes back to
+ * connecting quietly (every TV_UST_RETRY_MS); a new consumer gets the same
+ * memfd and continues from @consumed.
  */
 #ifndef TV_LIB_UST_ABI_H
 #define TV_LIB_UST_ABI_H
@@ -60,6 +97,16 @@
 #define TV_UST_SOCK_DEFAULT	"/run/tracevisor/ust.sock"
 /* Glob of events enabled from the first constructor on, before main(). */
 #define TV_UST_TRACE_ENV	"TRACEVISOR_UST"
+/* The process's defaults when it traces before any consumer configured it:
+ * "mono" or "x86-tsc"; "discard", "blocking" or "overwrite"; bytes; count. */
+#define TV_UST_CLOCK_ENV	"TRACEVISOR_UST_CLOCK"
+#define TV_UST_MODE_ENV		"TRACEVISOR_UST_MODE"
+#define TV_UST_SUBBUF_ENV	"TRACEVISOR_UST_SUBBUF_SIZE"
+#define TV_UST_NSUBBUF_ENV	"TRACEVISOR_UST_NR_SUBBUFS"
+#define TV_UST_SUBBUF_DEFAULT	65536
+#define TV_UST_NSUBBUF_DEFAULT	8
+#define TV_UST_PADDING_MAX	0xfff8		/* largest padding record */
+#define TV_UST_RETRY_MS		200		/* reconnection period */
 
 enum tv_ust_mode {
 	TV_UST_MODE_DISCARD = 0,	/* full: the event is dropped, @lost counts it */
@@ -121,5 +168,33 @@ struct tv_ust_record_hdr {
  */
 #define TV_UST_META_EVENT	"event "
 #define TV_UST_META_END		"end\n"
+
+/* Registration protocol (see the top of this file). */
+enum tv_ust_msg_type {
+	TV_UST_MSG_HELLO = 1,		/* process: pid, arg = comm */
+	TV_UST_MSG_CONFIG = 2,		/* consumer: clock, mode, subbuf_size, nr_subbufs */
+	TV_UST_MSG_REGISTER = 3,	/* process: pid, with the memfd (SCM_RIGHTS) */
+	TV_UST_MSG_ENABLE = 4,		/* consumer: arg = glob */
+	TV_UST_MSG_DISABLE = 5,		/* consumer: arg = glob */
+	TV_UST_MSG_FLUSH = 6,		/* consumer: wait for every commit */
+	TV_UST_MSG_LIST = 7,		/* consumer: count registered events */
+	TV_UST_MSG_REPLY = 8,		/* process: value = result or -errno */
+};
+
+#define TV_UST_MSG_ARG_MAX	224
+
+struct tv_ust_msg {
+	uint32_t magic;		/* TV_UST_MAGIC */
+	uint16_t version;	/* TV_UST_VERSION */
+	uint16_t type;		/* enum tv_ust_msg_type */
+	int64_t value;		/* REPLY: result or -errno */
+	int32_t pid;		/* HELLO, REGISTER */
+	uint32_t clock;		/* CONFIG: enum tv_ust_clock + 1, 0 = default */
+	uint32_t mode;		/* CONFIG: enum tv_ust_mode + 1, 0 = default */
+	uint32_t subbuf_size;	/* CONFIG: 0 = default */
+	uint32_t nr_subbufs;	/* CONFIG: 0 = default */
+	uint32_t reserved;	/* 0 */
+	char arg[TV_UST_MSG_ARG_MAX];	/* NUL-terminated (glob, comm) */
+};
 
 #endif
