@@ -47,11 +47,25 @@ LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildc
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_SRCS := $(filter-out tests/unit/test_ust_%,$(wildcard tests/unit/test_*.c))
+UST_UNIT_SRCS := $(wildcard tests/unit/test_ust_*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+# libtracevisor-ust: the user-space tracer linked into applications
+# (guest/ust/, include/tracevisor/ust.h; outside the host layers: it uses
+# lib/ust_abi.h and liburcu-bp only).
+UST_SRCS := $(wildcard guest/ust/*.c)
+UST_OBJS := $(UST_SRCS:%.c=$(BUILD)/obj/%.o)
+UST_MAP  := guest/ust/libtracevisor-ust.map
+LIBUST   := $(BUILD)/libtracevisor-ust.a
+LIBUST_SO := $(BUILD)/libtracevisor-ust.so.0
+UST_LIBS := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp) -lpthread
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+UST_TEST_LIBS := $(patsubst tests/unit/ust_lib_%.c,$(BUILD)/tests/libust_%.so,$(wildcard tests/unit/ust_lib_*.c))
+UST_UNIT_BINS := $(filter $(BUILD)/tests/test_ust_%,$(UST_UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%))
 
 LIBTV    := $(BUILD)/libtracevisor.a
 # The shared library: only the public header's functions are exported
@@ -67,7 +81,8 @@ FUZZ_SESSION := $(BUILD)/fuzz/fuzz_session
 HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
-all: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(TESTVMM) $(AGENT) $(HELPERS) $(UNIT_BINS)
+all: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(TESTVMM) $(AGENT) $(HELPERS) $(UNIT_BINS) \
+     $(LIBUST_SO) $(LIBUST) $(EXAMPLES) $(UST_UNIT_BINS) $(UST_TEST_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -104,6 +119,35 @@ $(LIBTV_SO): $(LIB_OBJS) $(LIBTV_MAP)
 $(TRACEVISOR): $(CLI_OBJS) $(LIBTV_SO)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) -Wl,--as-needed $(LIBTV_SO) $(LDLIBS) $(CLI_LIBS) \
 		-Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib'
+
+$(LIBUST): $(UST_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBUST_SO): $(UST_OBJS) $(UST_MAP)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libtracevisor-ust.so.0 \
+		-Wl,--version-script=$(UST_MAP) -Wl,--no-undefined \
+		-o $@ $(UST_OBJS) $(UST_LIBS)
+	ln -sf libtracevisor-ust.so.0 $(BUILD)/libtracevisor-ust.so
+
+# Programs instrumented with libtracevisor-ust, linked to the shared library.
+$(BUILD)/examples/%: examples/%.c include/tracevisor/ust.h $(LIBUST_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -o $@ $< $(LIBUST_SO) \
+		-Wl,-rpath,'$$ORIGIN/..' -lpthread
+
+# Unit tests of the tracer: the static library, and instrumented shared
+# objects they dlopen (tests/unit/ust_lib_*.c -> build/tests/libust_*.so).
+$(BUILD)/tests/libust_%.so: tests/unit/ust_lib_%.c include/tracevisor/ust.h $(LIBUST_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -Iinclude -o $@ $< $(LIBUST_SO)
+
+$(BUILD)/tests/test_ust_%: tests/unit/test_ust_%.c tests/unit/tv_test.h tests/unit/ust_consumer.h $(LIBUST_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Ilib -Itests/unit -o $@ $< \
+		$(LIBUST_SO) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread
 
 # pkg-config file for PREFIX (written again by install, whose PREFIX may differ).
 define write_pc
@@ -187,4 +231,4 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT)
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UST_OBJS:.o=.d)
