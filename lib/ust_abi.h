@@ -46,7 +46,14 @@
  *   the mapping and reads the last, incomplete sub-buffer record by record
  *   while the header word is non-zero and its size fits; a zero header is a
  *   reservation its writer never committed, and ends what is recovered of
- *   that sub-buffer.
+ *   that sub-buffer.  (Additive, writer side: the writer stores a header
+ *   word with id TV_UST_ID_UNCOMMITTED and the record's real size and tid
+ *   as part of its reservation, before the record is written; the commit
+ *   replaces it.  So a reservation that was never committed normally shows
+ *   that id, and recovery skips its size and goes on with the records
+ *   committed after it in the same sub-buffer.  Recovery stops at
+ *   @reserve: nothing beyond it was reserved.  A complete sub-buffer never
+ *   holds that id.)
  * - Overwrite mode (flight recorder): writers ignore @consumed and reuse
  *   the oldest sub-buffer; nobody zeroes it, so only complete sub-buffers
  *   (commit[index] == (L + 1) * subbuf_size) are valid, and a snapshot
@@ -91,6 +98,7 @@
 #define TV_UST_VERSION		1
 #define TV_UST_ID_PADDING	0		/* fills a sub-buffer's tail */
 #define TV_UST_ID_FIRST		1		/* first event id of a process */
+#define TV_UST_ID_UNCOMMITTED	0xffff		/* reserved, not (yet) committed: skip */
 #define TV_UST_RECORD_ALIGN	8
 /* Where a traced process finds its consumer (SOCK_SEQPACKET, unix). */
 #define TV_UST_SOCK_ENV		"TRACEVISOR_UST_SOCK"
