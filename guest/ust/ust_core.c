@@ -58,6 +58,15 @@ static int ust_gettid(void)
 	return t;
 }
 
+/*
+ * Reservations of this thread not yet committed: more than zero when a
+ * signal handler emits while the code it interrupted is between reserve
+ * and commit.  Such a nested writer never waits for room (blocking mode):
+ * the record it interrupted may be the one the consumer is waiting for,
+ * and it cannot be committed before the handler returns.
+ */
+static __thread int ust_pending __attribute__((tls_model("initial-exec")));
+
 /* fork(): the child's cached id is its parent thread's; buffers are the parent's. */
 static void ust_atfork_child(void)
 {
@@ -84,13 +93,18 @@ static inline uint64_t ust_clock(int clock)
 #if defined(__x86_64__)
 /*
  * The rseq critical section: if this thread still runs on @cpu and *@v
- * still holds @expect, store @newv there.  0: stored; 1: *@v had changed;
- * -1: aborted (not on @cpu, or preempted/migrated/signalled inside).  The
- * descriptor (start, post-commit offset, abort address) goes in __rseq_cs;
- * the abort handler is out of line, after the signature the kernel checks.
+ * still holds @expect, store @mark at *@slot (the record's header word:
+ * TV_UST_ID_UNCOMMITTED) and then @newv at *@v, the commit of the
+ * sequence.  0: stored; 1: *@v had changed; -1: aborted (not on @cpu, or
+ * preempted/migrated/signalled inside).  An abort between the two stores
+ * leaves @mark beyond @reserve, where nothing reads it and the next
+ * writer of that place overwrites it.  The descriptor (start, post-commit
+ * offset, abort address) goes in __rseq_cs; the abort handler is out of
+ * line, after the signature the kernel checks.
  */
 static inline __attribute__((always_inline)) int
-ust_rseq_cmpeqv_storev(struct rseq *rs, uint64_t *v, uint64_t expect, uint64_t newv, uint32_t cpu)
+ust_rseq_reserve(struct rseq *rs, uint64_t *v, uint64_t expect, uint64_t newv, uint32_t cpu,
+		 uint64_t *slot, uint64_t mark)
 {
 	__asm__ goto(".pushsection __rseq_cs, \"aw\"\n\t"
 		     ".balign 32\n\t"
@@ -108,6 +122,7 @@ ust_rseq_cmpeqv_storev(struct rseq *rs, uint64_t *v, uint64_t expect, uint64_t n
 		     "jnz %l[abort]\n\t"
 		     "cmpq %[expect], %[v]\n\t"
 		     "jnz %l[changed]\n\t"
+		     "movq %[mark], (%[slot])\n\t"
 		     "movq %[newv], %[v]\n\t"
 		     "2:\n\t"
 		     ".pushsection __rseq_failure, \"ax\"\n\t"
@@ -118,7 +133,7 @@ ust_rseq_cmpeqv_storev(struct rseq *rs, uint64_t *v, uint64_t expect, uint64_t n
 		     ".popsection"
 		     : /* no outputs: asm goto */
 		     : [rs] "r"(rs), [cpu] "r"(cpu), [v] "m"(*v), [expect] "r"(expect),
-		       [newv] "r"(newv)
+		       [newv] "r"(newv), [slot] "r"(slot), [mark] "r"(mark)
 		     : "memory", "cc", "rax"
 		     : abort, changed);
 	return 0;
@@ -155,13 +170,14 @@ static void ust_count_lost(struct tv_ust_buf_ctl *b)
  * wait for the consumer at most block_timeout_ms.  Return: true to try
  * again, false when the event is dropped (and counted).
  */
-static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b, uint64_t end)
+static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b, uint64_t old,
+		     uint64_t end)
 {
 	uint64_t consumed = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 	struct timespec nap = { 0, 20000 };
 	long waited_us = 0;
 
-	if (st->mode != TV_UST_MODE_BLOCKING ||
+	if (st->mode != TV_UST_MODE_BLOCKING || ust_pending > 0 ||
 	    __atomic_load_n(&st->stalled[i], __ATOMIC_RELAXED) == consumed) {
 		ust_count_lost(b);
 		return false;
@@ -169,7 +185,9 @@ static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b,
 	for (;;) {
 		uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 
-		if (end - c <= st->buf_size)
+		/* room now, or @old is stale (another writer moved on): try again */
+		if ((int64_t)(end - c) <= (int64_t)st->buf_size ||
+		    __atomic_load_n(&b->reserve, __ATOMIC_RELAXED) != old)
 			return true;
 		if (waited_us >= (long)st->block_timeout_ms * 1000) {
 			/* no progress for that long: stop waiting until there is */
@@ -215,7 +233,8 @@ void *tv_ust_reserve(struct tv_ust_ctx *ctx, const struct tv_ust_tracepoint *tp,
 	struct ust_state *st = rcu_dereference(tv_ust_state);
 	uint64_t size = (16 + payload + UST_RECORD_UNIT - 1) & ~(uint64_t)(UST_RECORD_UNIT - 1);
 	struct tv_ust_buf_ctl *b;
-	uint64_t old, start, end, ts, pad;
+	uint64_t old, start, end, ts, pad, mark;
+	char *data;
 	uint32_t i;
 	int tid;
 
@@ -247,28 +266,43 @@ void *tv_ust_reserve(struct tv_ust_ctx *ctx, const struct tv_ust_tracepoint *tp,
 			pad = st->subbuf_size - (old & (st->subbuf_size - 1));
 		start = old + pad;
 		end = start + size;
-		/* acquire: the consumer zeroed what it released before @consumed says so */
+		/*
+		 * acquire: the consumer zeroed what it released before @consumed
+		 * says so.  Signed: with a stale @old (another writer reserved
+		 * since), @consumed may already be beyond @end; the store below
+		 * then fails and the writer tries again.
+		 */
 		if (st->mode != TV_UST_MODE_OVERWRITE &&
-		    end - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE) > st->buf_size) {
-			if (!ust_full(st, i, b, end))
+		    (int64_t)(end - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE)) >
+			    (int64_t)st->buf_size) {
+			if (!ust_full(st, i, b, old, end))
 				return NULL;
 			continue;
 		}
+		data = ust_buf_data(st, b);
+		mark = TV_UST_ID_UNCOMMITTED | size << 16 | (uint64_t)(uint32_t)tid << 32;
 #if UST_HAVE_RSEQ
 		if (!st->per_thread) {
-			if (ust_rseq_cmpeqv_storev(rs, &b->reserve, old, end, i) == 0)
+			if (ust_rseq_reserve(rs, &b->reserve, old, end, i,
+					     (uint64_t *)(data + (start & (st->buf_size - 1)) + 8), mark) == 0)
 				break;
 			continue;
 		}
 #endif
 		if (__atomic_compare_exchange_n(&b->reserve, &old, end, false, __ATOMIC_RELAXED,
-						__ATOMIC_RELAXED))
+						__ATOMIC_RELAXED)) {
+			/* a crash before this store leaves a zero word: recovery stops there */
+			__atomic_store_n((uint64_t *)(data + (start & (st->buf_size - 1)) + 8), mark,
+					 __ATOMIC_RELAXED);
 			break;
+		}
 	}
+	ust_pending++;	/* a handler interrupting from here on must not wait */
+	__asm__ __volatile__("" ::: "memory");	/* compiler: count before the writes it covers */
 	if (pad)
 		ust_pad(st, b, old, pad, ts, tid);
 	ctx->buf = b;
-	ctx->rec = ust_buf_data(st, b) + (start & (st->buf_size - 1));
+	ctx->rec = data + (start & (st->buf_size - 1));
 	ctx->size = (uint32_t)size;
 	ctx->index = (uint32_t)(start / st->subbuf_size) & (st->nr_subbufs - 1);
 	ctx->word = tp->id | size << 16 | (uint64_t)(uint32_t)tid << 32;
@@ -284,6 +318,8 @@ void tv_ust_commit(struct tv_ust_ctx *ctx)
 	__atomic_store_n((uint64_t *)(ctx->rec + 8), ctx->word, __ATOMIC_RELEASE);
 	/* release: the whole record before the count that completes its sub-buffer */
 	__atomic_fetch_add(&b->commit[ctx->index], ctx->size, __ATOMIC_RELEASE);
+	__asm__ __volatile__("" ::: "memory");	/* compiler: the commit before the count drops */
+	ust_pending--;
 }
 
 /* ----------------------------------------------------------------- setup */

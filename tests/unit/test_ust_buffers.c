@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libtracevisor-ust's buffers, read by the in-test consumer (ust_consumer.h):
+ * - blocking mode, per-CPU (rseq) and per-thread slots: worker threads and
+ *   signal handlers interrupting them emit at once; every (thread, seq) is
+ *   there exactly once and in order per thread, nothing lost;
+ * - discard mode with small buffers: recorded + lost == emitted, exactly;
+ * - overwrite mode: the complete sub-buffers kept are the last ones, gap-free.
+ * Each case runs in a child process: a process has one set of buffers.
+ */
+#include "ust_test_common.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <tracevisor/ust.h>
+
+TV_UST_EVENT(t, ev,
+	TV_UST_ARGS(int thread, uint64_t seq),
+	TV_UST_FIELDS(tv_ust_field_integer(int, thread, thread),
+		      tv_ust_field_integer(uint64_t, seq, seq)))
+
+TV_UST_EVENT(t, sig,
+	TV_UST_ARGS(int thread, uint64_t seq),
+	TV_UST_FIELDS(tv_ust_field_integer(int, thread, thread),
+		      tv_ust_field_integer(uint64_t, seq, seq)))
+
+#define THREADS 4
+
+static uint64_t n_per_thread;
+static pthread_t workers[THREADS];
+static uint64_t sig_count[THREADS];
+static volatile int workers_done, consumer_stop;
+static __thread int my_index = -1;
+static __thread uint64_t my_sigs;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	if (my_index >= 0)
+		tv_ust_trace(t, sig, my_index, my_sigs++);
+}
+
+static void *worker(void *arg)
+{
+	sigset_t usr1;
+
+	my_index = (int)(intptr_t)arg;
+	for (uint64_t i = 0; i < n_per_thread; i++)
+		tv_ust_trace(t, ev, my_index, i);
+	/* no handler runs after the count is taken */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	sig_count[my_index] = my_sigs;
+	return NULL;
+}
+
+static void *signaller(void *arg)
+{
+	struct timespec nap = { 0, 30000 };
+	unsigned int k = 0;
+
+	(void)arg;
+	while (!workers_done) {
+		pthread_kill(workers[k++ % THREADS], SIGUSR1);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+struct consumer {
+	struct ustc c;
+	struct ust_test_log log;
+	useconds_t period;
+};
+
+static void *consumer_run(void *arg)
+{
+	struct consumer *co = arg;
+
+	while (!consumer_stop) {
+		if (!ustc_poll(&co->c, ust_test_collect, &co->log))
+			usleep(co->period);
+	}
+	return NULL;
+}
+
+/* Threads and signal handlers at once, with a consumer reading meanwhile. */
+static int exact_run(int per_thread, int mode, uint32_t subbuf, uint32_t nr_subbufs, uint64_t n,
+		     useconds_t period, uint64_t *lost_out, struct consumer *co)
+{
+	struct tv_ust_config cfg = { TV_UST_CLOCK_MONO, mode, subbuf, nr_subbufs, per_thread, 10000 };
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	pthread_t cons, sigt;
+
+	n_per_thread = n;
+	sigaction(SIGUSR1, &sa, NULL);
+	TV_CHECK(tv_ust_start(&cfg) == 0, "tv_ust_start");
+	TV_CHECK(tv_ust_enable("t:*") == 2, "enable t:* matches both events");
+	TV_CHECK(ustc_map(&co->c, tv_ust_memfd()) == 0, "map the memfd");
+	TV_CHECK(co->c.h->per_thread == (uint32_t)per_thread, "per_thread=%u wanted %d",
+		 co->c.h->per_thread, per_thread);
+	co->period = period;
+	pthread_create(&cons, NULL, consumer_run, co);
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&workers[i], NULL, worker, (void *)(intptr_t)i);
+	pthread_create(&sigt, NULL, signaller, NULL);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(workers[i], NULL);
+	workers_done = 1;
+	pthread_join(sigt, NULL);
+	TV_CHECK(tv_ust_flush(1000) == 0, "flush");
+	consumer_stop = 1;
+	pthread_join(cons, NULL);
+	ustc_recover(&co->c, ust_test_collect, &co->log);	/* the incomplete sub-buffers */
+	*lost_out = ustc_lost(&co->c);
+	TV_CHECK(co->c.bad == 0, "%d malformed records", co->c.bad);
+	TV_CHECK(co->c.uncommitted == 0, "%llu uncommitted records after a flush",
+		 (unsigned long long)co->c.uncommitted);
+	return 0;
+}
+
+/*
+ * Blocking: no loss for the threads' events; a signal handler's event is
+ * dropped (and counted) only when it interrupted an emit of its own thread
+ * while the buffer was full (it must not wait then: ust_core.c), so the
+ * handlers' events are each there at most once, in order, and
+ * recorded + lost == emitted.
+ */
+static int check_exact(int per_thread)
+{
+	struct consumer co = { 0 };
+	uint64_t count[THREADS], lost, sigs = 0, sig_rec = 0;
+	uint64_t first[THREADS] = { 0 };
+	const uint64_t n = 200000;
+
+	exact_run(per_thread, TV_UST_MODE_BLOCKING, 16384, 4, n, 50, &lost, &co);
+	TV_CHECK(ust_test_check_order(&co.log, tv_ust__tp_t_ev.id, THREADS, first, count, false) == 0,
+		 "t:ev out of order");
+	for (int i = 0; i < THREADS; i++)
+		TV_CHECK(count[i] == n, "thread %d: %llu of %llu events", i,
+			 (unsigned long long)count[i], (unsigned long long)n);
+	TV_CHECK(ust_test_check_order(&co.log, tv_ust__tp_t_sig.id, THREADS, NULL, count, true) == 0,
+		 "t:sig repeated or out of order");
+	for (int i = 0; i < THREADS; i++) {
+		sigs += sig_count[i];
+		sig_rec += count[i];
+	}
+	TV_CHECK(sig_rec + lost == sigs, "signal events: recorded %llu + lost %llu != emitted %llu",
+		 (unsigned long long)sig_rec, (unsigned long long)lost, (unsigned long long)sigs);
+	TV_CHECK(sigs > 100, "only %llu signal events: the handler case is not exercised",
+		 (unsigned long long)sigs);
+	printf("blocking (%s): %llu thread events all once and in order; %llu signal-handler events, "
+	       "%llu recorded in order, %llu dropped nested in a full buffer\n",
+	       per_thread ? "per-thread slots" : "rseq per-CPU", (unsigned long long)(n * THREADS),
+	       (unsigned long long)sigs, (unsigned long long)sig_rec, (unsigned long long)lost);
+	return tv_test_failed;
+}
+
+static int check_exact_rseq(void)
+{
+	return check_exact(0);
+}
+
+static int check_exact_slots(void)
+{
+	return check_exact(1);
+}
+
+/* Discard: 8 KiB per CPU and a slow consumer; every event recorded or counted. */
+static int check_discard(void)
+{
+	struct consumer co = { 0 };
+	uint64_t lost, count[THREADS], sigs = 0, n = 100000;
+
+	exact_run(0, TV_UST_MODE_DISCARD, 4096, 2, n, 2000, &lost, &co);
+	for (int i = 0; i < THREADS; i++)
+		sigs += sig_count[i];
+	TV_CHECK(co.c.records + lost == n * THREADS + sigs,
+		 "recorded %llu + lost %llu != emitted %llu", (unsigned long long)co.c.records,
+		 (unsigned long long)lost, (unsigned long long)(n * THREADS + sigs));
+	TV_CHECK(lost > 0, "nothing lost: discard not exercised");
+	TV_CHECK(co.c.records > 0, "nothing recorded");
+	/* what was kept is still in order per thread (gaps are the losses) */
+	TV_CHECK(ust_test_check_order(&co.log, tv_ust__tp_t_ev.id, THREADS, NULL, count, true) == 0,
+		 "discard: t:ev repeated or out of order");
+	printf("discard: emitted %llu, recorded %llu + lost %llu\n",
+	       (unsigned long long)(n * THREADS + sigs), (unsigned long long)co.c.records,
+	       (unsigned long long)lost);
+	return tv_test_failed;
+}
+
+/* Overwrite: one thread on CPU 0, no consumer; the kept sub-buffers end with the last event. */
+static int check_overwrite(void)
+{
+	struct tv_ust_config cfg = { TV_UST_CLOCK_MONO, TV_UST_MODE_OVERWRITE, 4096, 4, 0, 0 };
+	struct ust_test_log log = { 0 };
+	struct ustc c;
+	cpu_set_t one;
+	const uint64_t n = 100000;
+	uint64_t r, sb, last, prev = 0;
+	struct tv_ust_buf_ctl *b;
+	int bad = 0;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	TV_CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "pin to CPU 0");
+	TV_CHECK(tv_ust_start(&cfg) == 0, "start");
+	TV_CHECK(tv_ust_enable("t:ev") == 1, "enable t:ev");
+	for (uint64_t i = 0; i < n; i++)
+		tv_ust_trace(t, ev, 0, i);
+	TV_CHECK(tv_ust_flush(1000) == 0, "flush");
+	TV_CHECK(ustc_map(&c, tv_ust_memfd()) == 0, "map");
+	b = ustc_buf(&c, 0);
+	r = b->reserve;
+	sb = c.h->subbuf_size;
+	last = (r - 1) / sb;
+	/* oldest kept to newest: the nr_subbufs sub-buffers ending at reserve */
+	for (uint64_t sub = last + 1 - c.h->nr_subbufs; sub <= last; sub++) {
+		uint32_t index = (uint32_t)(sub % c.h->nr_subbufs);
+		uint64_t lim = sub == last ? r - sub * sb : sb;
+
+		ustc_walk(&c, 0, (char *)b + c.h->data_offset + index * sb, (uint32_t)lim, sub == last,
+			  ust_test_collect, &log);
+	}
+	for (size_t i = 0; i < log.n; i++) {
+		if (i && log.recs[i].seq != prev + 1 && bad++ < 3)
+			fprintf(stderr, "overwrite: seq %llu after %llu\n",
+				(unsigned long long)log.recs[i].seq, (unsigned long long)prev);
+		prev = log.recs[i].seq;
+	}
+	TV_CHECK(bad == 0, "overwrite kept a non-contiguous window");
+	TV_CHECK(log.n > 0 && prev == n - 1, "the last event (%llu) is not the newest kept (%llu)",
+		 (unsigned long long)(n - 1), (unsigned long long)prev);
+	TV_CHECK(b->lost == 0, "overwrite counted losses");
+	printf("overwrite: the newest %zu of %llu events kept, contiguous, ending at the last\n", log.n,
+	       (unsigned long long)n);
+	return tv_test_failed;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	ust_test_private(argv);
+	ust_test_fork("exact, rseq per-CPU, blocking", check_exact_rseq);
+	ust_test_fork("exact, per-thread slots, blocking", check_exact_slots);
+	ust_test_fork("discard, exact loss count", check_discard);
+	ust_test_fork("overwrite", check_overwrite);
+	return tv_test_done("test_ust_buffers");
+}
