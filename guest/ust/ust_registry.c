@@ -128,6 +128,9 @@ static char *ust_format_build(const struct tv_ust_tracepoint *tp, unsigned int i
 		const struct tv_ust_field *f = &tp->fields[i];
 		const char *conv = f->kind != TV_UST_FIELD_INTEGER ? "%s"
 				 : f->size == 8 ? (f->is_signed ? "%lld" : "%llu")
+				 /* libtraceevent does not sign-extend short fields: say the size */
+				 : f->size == 1 ? (f->is_signed ? "%hhd" : "%u")
+				 : f->size == 2 ? (f->is_signed ? "%hd" : "%u")
 				 : (f->is_signed ? "%d" : "%u");
 
 		fprintf(out, "%s%s=%s", i ? " " : "", f->name, conv);
@@ -242,8 +245,13 @@ static int ust_module_sync(struct ust_module *m)
 static void ust_sync_core(int changed)
 {
 	/* every thread serialises before it runs user code again (see ust_patch_site) */
-	if (changed > 0)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+	if (changed > 0 &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) < 0) {
+		int err = errno;
+
+		/* x86 still picks up the store (snooped); only the moment is unbounded */
+		ust_log("membarrier(SYNC_CORE) failed after patching: errno=%d (%s)", err, strerror(err));
+	}
 }
 
 /* --------------------------------------------------------------- events */

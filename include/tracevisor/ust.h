@@ -208,8 +208,9 @@ void tv_ust_commit(struct tv_ust_ctx *ctx);
 #define TV_UST_DYN_MAX 4096
 
 /* for-each over up to 16 fields: M applied to every tuple */
-#define TV_UST__N(...) TV_UST__N_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define TV_UST__N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
+/* (GNU C: ", ##" drops the comma when there is no field, so the count is 0) */
+#define TV_UST__N(...) TV_UST__N_(_, ##__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define TV_UST__N_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
 #define TV_UST__CAT(a, b) TV_UST__CAT_(a, b)
 #define TV_UST__CAT_(a, b) a##b
 #define TV_UST__EACH(M, P, ...) TV_UST__CAT(TV_UST__E, TV_UST__N(__VA_ARGS__))(M, P, __VA_ARGS__)
