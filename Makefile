@@ -144,7 +144,7 @@ $(BUILD)/tests/libust_%.so: tests/unit/ust_lib_%.c include/tracevisor/ust.h $(LI
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -fPIC -shared -Iinclude -o $@ $< $(LIBUST_SO)
 
-$(BUILD)/tests/test_ust_%: tests/unit/test_ust_%.c tests/unit/tv_test.h tests/unit/ust_consumer.h tests/unit/ust_test_common.h $(LIBUST_SO)
+$(BUILD)/tests/test_ust_%: tests/unit/test_ust_%.c tests/unit/tv_test.h tests/unit/ust_consumer.h tests/unit/ust_test_common.h $(LIBUST_SO) $(EXAMPLES) $(UST_TEST_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Ilib -Itests/unit -o $@ $< \
 		$(LIBUST_SO) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread $(shell pkg-config --cflags --libs libtraceevent)
