@@ -218,7 +218,7 @@ bench: deps
 		[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc; \
 	done
 
-install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT)
+install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_SO) $(LIBUST)
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
 	install -D -m 0755 $(LIBTV_SO) $(DESTDIR)$(LIBDIR)/libtracevisor.so.$(SOVERSION)
 	ln -sf libtracevisor.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracevisor.so
@@ -227,6 +227,11 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT)
 	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
+	install -D -m 0755 $(LIBUST_SO) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so.0
+	ln -sf libtracevisor-ust.so.0 $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so
+	install -D -m 0644 $(LIBUST) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.a
+	install -D -m 0644 include/tracevisor/ust.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/ust.h
+	for m in doc/man/*.3; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/$$(basename $$m); done
 
 clean:
 	rm -rf $(BUILD)
