@@ -25,3 +25,22 @@ unversioned=$(nm -D --defined-only "$SO" | awk '$2 == "T" && $3 !~ /@@LIBTRACEVI
 for s in $unversioned; do echo "exported without a version: $s"; bad=1; done
 [ $bad = 0 ] || exit 1
 echo "check-exports: $(echo "$exported" | wc -l) symbols exported, the $(echo "$declared" | wc -l) functions of the public header"
+
+# The same for the user-space tracer: libtracevisor-ust.so exports exactly
+# what include/tracevisor/ust.h declares (guest/ust/libtracevisor-ust.map).
+UST_SO=${TV_BUILD:-build}/libtracevisor-ust.so.0
+[ -f "$UST_SO" ] || { echo "no $UST_SO: run make first"; exit 1; }
+${CC:-cc} -fsyntax-only -aux-info "$aux" -Iinclude -x c include/tracevisor/ust.h ||
+	{ echo "cannot parse include/tracevisor/ust.h"; exit 1; }
+declared=$(grep 'include/tracevisor/ust.h' "$aux" | grep -v ' static ' |
+	sed -E 's/\(.*//; s/.*[ *]([A-Za-z_][A-Za-z0-9_]*) *$/\1/' | sort -u)
+exported=$(nm -D --defined-only "$UST_SO" | awk '$2 ~ /[TDBRWVGSi]/ {print $3}' | sed 's/@.*//' |
+	grep -v '^LIBTRACEVISOR_UST_' | sort -u)
+for s in $(comm -23 <(echo "$declared") <(echo "$exported")); do
+	echo "declared in include/tracevisor/ust.h but not exported: $s (guest/ust/libtracevisor-ust.map)"; bad=1
+done
+for s in $(comm -13 <(echo "$declared") <(echo "$exported")); do
+	echo "libtracevisor-ust exports what ust.h does not declare: $s"; bad=1
+done
+[ $bad = 0 ] || exit 1
+echo "check-exports: libtracevisor-ust exports the $(echo "$declared" | wc -l) functions of ust.h"

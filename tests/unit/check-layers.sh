@@ -11,6 +11,7 @@
 #   host/                    lib/ kvm/ xen/ sync/
 #   tools/                   include/tracevisor/tracevisor.h only
 #   guest/                   lib/proto.c and lib/elf_sym.c (libc only)
+#   guest/ust/               lib/ust_abi.h, include/tracevisor/ust.h (libc, liburcu)
 set -u
 cd "${TV_ROOT:-$(dirname "$0")/../..}" || exit 1
 OBJ=${TV_BUILD:-build}/obj
@@ -108,6 +109,22 @@ while IFS= read -r line; do
 		bad=$((bad + 1))
 	fi
 done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
+
+# The user-space tracer (guest/ust/, linked into applications): its own
+# headers, its public header and the shared-memory contract lib/ust_abi.h
+# only (and, outside the tree, libc and liburcu).  Its objects reference no
+# other folder: the symbol check above already fails on any (guest/ may
+# use nothing of the library's layers).
+while IFS= read -r line; do
+	file=${line%%:*}
+	inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"${line#*:}")
+	case $inc in
+	tracevisor/ust.h | ust_abi.h) ;;
+	*) [ -f "guest/ust/$inc" ] || {
+		echo "layer violation: $file includes $inc (guest/ust/ uses its own headers, tracevisor/ust.h and lib/ust_abi.h only)"
+		bad=$((bad + 1)); } ;;
+	esac
+done < <(grep -H '^#include "' guest/ust/*.[ch] 2>/dev/null)
 
 if [ "$bad" -gt 0 ]; then
 	echo "check-layers: $bad references against doc/architecture.md's direction"

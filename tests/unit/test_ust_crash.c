@@ -5,8 +5,8 @@
  * is started BEFORE its consumer exists (it retries quietly), then this
  * test plays the consumer on a socket of its own: HELLO, CONFIG (blocking),
  * REGISTER with the memfd, ENABLE demo:*, LIST, FLUSH; it reads the
- * buffers while the demo runs, kills it with SIGKILL, and recovers the
- * rest from the mapping it kept.  Every thread's seqs must then be one
+ * buffers while the demo runs, kills it with SIGKILL while a sub-buffer
+ * is incomplete, and recovers the rest from the mapping it kept.  Every thread's seqs must then be one
  * gap-free run, each once; at most one reservation per thread is left
  * uncommitted (the one the kill interrupted).
  */
@@ -68,6 +68,80 @@ static int64_t command(int fd, uint16_t type, const char *arg)
 	return m.value;
 }
 
+/*
+ * TRACEVISOR_UST=demo:*: the demo traces from before main() with its own
+ * settings (environment: discard, 1 MiB x 16), before any consumer exists;
+ * a consumer that comes 300 ms later finds every thread's first events
+ * (seq 0 on), and its CONFIG changes nothing (the buffers exist).
+ */
+static void env_start_case(const char *demo, const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct tv_ust_msg cfg = { 0 }, m;
+	struct ust_test_log log = { 0 };
+	uint64_t first[2] = { 0, 0 };
+	struct pollfd p;
+	struct ustc c;
+	char sock[64];
+	int lfd, cfd, memfd = -1, status;
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/env.sock", dir);
+	pid = fork();
+	if (pid == 0) {
+		setenv("TRACEVISOR_UST_SOCK", sock, 1);
+		setenv("TRACEVISOR_UST", "demo:*", 1);
+		setenv("TRACEVISOR_UST_SUBBUF_SIZE", "1048576", 1);
+		setenv("TRACEVISOR_UST_NR_SUBBUFS", "16", 1);
+		unsetenv("TRACEVISOR_UST_MODE");
+		execl(demo, "ust-demo", "1000000000", "2", (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	TV_CHECK(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(lfd, 4) == 0, "listen");
+	p = (struct pollfd){ lfd, POLLIN, 0 };
+	TV_CHECK(poll(&p, 1, 5000) == 1, "env case: the demo connected");
+	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	TV_CHECK(recv_msg(cfd, &m, NULL) == 0 && m.type == TV_UST_MSG_HELLO, "HELLO");
+	cfg.mode = TV_UST_MODE_BLOCKING + 1;
+	cfg.subbuf_size = 65536;
+	TV_CHECK(send_msg(cfd, TV_UST_MSG_CONFIG, NULL, &cfg) == 0, "CONFIG");
+	TV_CHECK(recv_msg(cfd, &m, &memfd) == 0 && m.type == TV_UST_MSG_REGISTER && memfd >= 0,
+		 "REGISTER");
+	if (memfd < 0 || ustc_map(&c, memfd) < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return;
+	}
+	TV_CHECK(c.h->mode == TV_UST_MODE_DISCARD && c.h->subbuf_size == 1048576 && c.h->nr_subbufs == 16,
+		 "the settings of the environment stay (mode %u, subbuf %u)", c.h->mode, c.h->subbuf_size);
+	kill(pid, SIGKILL);	/* what was recorded before us is all there is to check */
+	waitpid(pid, &status, 0);
+	ustc_recover(&c, ust_test_collect, &log);
+	/* the first events of each thread, from seq 0, gap-free; then the losses of a full buffer */
+	qsort(log.recs, log.n, sizeof(*log.recs), ust_test_by_time);
+	for (size_t i = 0; i < log.n; i++) {
+		struct ust_test_rec *r = &log.recs[i];
+
+		if (r->thread >= 0 && r->thread < 2 && r->seq == first[r->thread])
+			first[r->thread]++;
+	}
+	TV_CHECK(first[0] > 1000 && first[1] > 1000,
+		 "threads' events from seq 0 on: %llu and %llu in a row",
+		 (unsigned long long)first[0], (unsigned long long)first[1]);
+	TV_CHECK(ustc_lost(&c) > 0, "no loss in 300 ms without a consumer: discard not reached");
+	printf("TRACEVISOR_UST before main: seq 0..%llu and 0..%llu recorded before any consumer, "
+	       "%llu lost once the buffers were full\n",
+	       (unsigned long long)first[0] - 1, (unsigned long long)first[1] - 1,
+	       (unsigned long long)ustc_lost(&c));
+	ustc_unmap(&c);
+	close(cfd);
+	close(lfd);
+	unlink(sock);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/tv-ust-crash.XXXXXX", demo[PATH_MAX], sock[64];
@@ -127,13 +201,20 @@ int main(int argc, char **argv)
 	TV_CHECK(command(cfd, TV_UST_MSG_LIST, NULL) >= 1, "LIST");
 	TV_CHECK(command(cfd, TV_UST_MSG_ENABLE, "demo:*") == 1, "ENABLE demo:*");
 	TV_CHECK(command(cfd, TV_UST_MSG_ENABLE, "[") == 0, "ENABLE of a glob matching nothing");
-	for (int i = 0; i < 300; i++) {
-		if (i == 150)	/* answered while the threads keep emitting */
+	/*
+	 * Read while it runs; kill it right after seeing a buffer with data in
+	 * an incomplete sub-buffer (a sub-buffer is ~70 us of one thread's
+	 * events), so recovery has records to read one by one.
+	 */
+	for (int i = 0, partial = 0; i < 2000 && !partial; i++) {
+		if (i == 50)	/* answered while the threads keep emitting */
 			TV_CHECK(command(cfd, TV_UST_MSG_FLUSH, NULL) >= -ETIMEDOUT, "FLUSH");
 		if (!ustc_poll(&c, ust_test_collect, &log))
 			usleep(200);
+		for (uint32_t b = 0; i >= 100 && b < c.h->nr_bufs; b++)
+			partial |= ustc_buf(&c, b)->reserve % c.h->subbuf_size != 0;
 	}
-	kill(pid, SIGKILL);	/* while its buffers are being read: sub-buffers half full */
+	kill(pid, SIGKILL);
 	TV_CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status), "killed");
 	total = c.records;
 	ustc_recover(&c, ust_test_collect, &log);
@@ -146,14 +227,16 @@ int main(int argc, char **argv)
 		 "every thread's events gap-free and once");
 	for (int i = 0; i < THREADS; i++)
 		TV_CHECK(count[i] > 0, "thread %d: no events", i);
-	printf("SIGKILL: %llu events read live, %llu recovered after the kill (%llu uncommitted skipped); "
+	printf("SIGKILL: %llu events read live, %llu after the kill, %llu of them from incomplete sub-buffers "
+	       "(%llu uncommitted skipped); "
 	       "threads %llu/%llu/%llu gap-free; connected %.0f ms after the socket appeared\n",
 	       (unsigned long long)total, (unsigned long long)(c.records - total),
-	       (unsigned long long)c.uncommitted, (unsigned long long)count[0],
+	       (unsigned long long)c.recovered, (unsigned long long)c.uncommitted, (unsigned long long)count[0],
 	       (unsigned long long)count[1], (unsigned long long)count[2],
 	       (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-	TV_CHECK(c.records - total > 0, "nothing left to recover: the kill case is not exercised");
+	TV_CHECK(c.recovered > 0, "no record read from an incomplete sub-buffer: the kill case is not exercised");
 	unlink(sock);
+	env_start_case(demo, dir);
 	rmdir(dir);
 	return tv_test_done("test_ust_crash");
 }

@@ -5,7 +5,8 @@
  * event with every field kind (integers of each size and sign, a string,
  * a byte array, an enum) is emitted, read back by the in-test consumer,
  * its format taken from the metadata area and parsed with
- * tep_parse_event(), and the record printed and its fields read.
+ * tep_parse_event(), and the record printed and its fields read.  The
+ * buffers use the x86-tsc clock: the time stamp lies between two rdtsc.
  */
 #include "ust_test_common.h"
 
@@ -28,7 +29,16 @@ TV_UST_EVENT(fmt, all,
 
 TV_UST_EVENT(fmt, empty, TV_UST_ARGS(void), TV_UST_FIELDS())
 
+static uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
 struct got {
+	uint64_t ts;
 	char event[512];
 	uint16_t size, id;
 	int n;
@@ -40,9 +50,9 @@ static void keep(void *ctx, uint32_t buf, uint64_t ts, uint16_t id, int32_t tid,
 	struct got *g = ctx;
 
 	(void)buf;
-	(void)ts;
 	(void)tid;
 	if (id == tv_ust__tp_fmt_all.id && size - 8 <= (int)sizeof(g->event)) {
+		g->ts = ts;
 		memcpy(g->event, event, size - 8u);
 		g->size = size - 8;
 	}
@@ -74,7 +84,8 @@ static char *meta_format(struct ustc *c, const char *name, unsigned int *id)
 
 int main(int argc, char **argv)
 {
-	struct tv_ust_config cfg = { TV_UST_CLOCK_MONO, TV_UST_MODE_DISCARD, 4096, 2, 0, 0 };
+	struct tv_ust_config cfg = { TV_UST_CLOCK_X86_TSC, TV_UST_MODE_DISCARD, 4096, 2, 0, 0 };
+	uint64_t tsc0, tsc1;
 	const uint8_t raw[4] = { 0xde, 0xad, 0xbe, 0xef };
 	struct got g = { 0 };
 	struct tep_handle *tep;
@@ -92,13 +103,18 @@ int main(int argc, char **argv)
 	TV_CHECK(tv_ust_enable("fmt:*") == 2, "enable fmt:*");
 	TV_CHECK(tv_ust_event_enabled("fmt:all") == 1, "fmt:all enabled");
 	TV_CHECK(tv_ust_event_enabled("fmt:nope") == -ENOENT, "unknown event");
+	tsc0 = rdtsc();
 	tv_ust_trace(fmt, all, -5, 8080, -123456, 0x1122334455667788ull, "hello", raw, sizeof(raw), 1);
+	tsc1 = rdtsc();
 	tv_ust_trace(fmt, empty);
 	TV_CHECK(tv_ust_flush(1000) == 0, "flush");
 	TV_CHECK(ustc_map(&c, tv_ust_memfd()) == 0, "map");
 	ustc_recover(&c, keep, &g);
 	TV_CHECK(g.n == 2 && c.bad == 0, "%d records, %d bad", g.n, c.bad);
 	TV_CHECK(g.id == tv_ust__tp_fmt_empty.id, "the empty event last");
+	TV_CHECK(c.h->clock == TV_UST_CLOCK_X86_TSC && g.ts >= tsc0 && g.ts <= tsc1,
+		 "x86-tsc time stamp %llu within [%llu, %llu]", (unsigned long long)g.ts,
+		 (unsigned long long)tsc0, (unsigned long long)tsc1);
 
 	fmt = meta_format(&c, "fmt:all", &id);
 	TV_CHECK(fmt != NULL && id == tv_ust__tp_fmt_all.id, "fmt:all in the metadata with its id");

@@ -14,6 +14,10 @@
  */
 #include "ust_test_common.h"
 
+#ifndef UST_TEST_NAME
+#define UST_TEST_NAME "test_ust_registry"
+#endif
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <time.h>
@@ -227,5 +231,5 @@ int main(int argc, char **argv)
 		 meta_count(&co.c, "plug:ev"));
 	printf("plug:ev across dlopen/dlclose/dlopen: %llu + %llu events, one id %u, one metadata entry\n",
 	       (unsigned long long)cnt[0], (unsigned long long)cnt[1], plug_id);
-	return tv_test_done("test_ust_registry");
+	return tv_test_done(UST_TEST_NAME);
 }

@@ -25,6 +25,7 @@ struct ustc {
 	struct tv_ust_shm_header *h;
 	uint64_t records;	/* events delivered */
 	uint64_t uncommitted;	/* TV_UST_ID_UNCOMMITTED skipped in recovery */
+	uint64_t recovered;	/* events read record by record from incomplete sub-buffers */
 	int bad;		/* malformed records seen */
 };
 
@@ -82,6 +83,7 @@ static inline void ustc_walk(struct ustc *c, uint32_t i, char *sub, uint32_t lim
 			c->uncommitted++;
 		} else if (id != TV_UST_ID_PADDING) {
 			c->records++;
+			c->recovered += recover;
 			if (fn)
 				fn(ctx, i, *(uint64_t *)(sub + off), id, (int32_t)(word >> 32), sub + off + 8,
 				   size);
