@@ -67,10 +67,27 @@ static int ust_gettid(void)
  */
 static __thread int ust_pending __attribute__((tls_model("initial-exec")));
 
-/* fork(): the child's cached id is its parent thread's; buffers are the parent's. */
+/*
+ * fork(): the registry's mutex is taken around it, so the child does not
+ * inherit it held by a thread that does not exist there; the child's cached
+ * id is its parent thread's, and the buffers are the parent's: the child
+ * does not trace into them (tv_ust_start() in the child makes its own).
+ */
+static void ust_atfork_prepare(void)
+{
+	pthread_mutex_lock(&ust_lock);
+}
+
+static void ust_atfork_parent(void)
+{
+	pthread_mutex_unlock(&ust_lock);
+}
+
 static void ust_atfork_child(void)
 {
+	pthread_mutex_unlock(&ust_lock);
 	ust_tid = 0;
+	ust_pending = 0;
 	rcu_assign_pointer(tv_ust_state, NULL);
 }
 
@@ -174,14 +191,14 @@ static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b,
 		     uint64_t end)
 {
 	uint64_t consumed = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
-	struct timespec nap = { 0, 20000 };
-	long waited_us = 0;
+	struct timespec nap = { 0, 20000 }, t0, t;
 
 	if (st->mode != TV_UST_MODE_BLOCKING || ust_pending > 0 ||
 	    __atomic_load_n(&st->stalled[i], __ATOMIC_RELAXED) == consumed) {
 		ust_count_lost(b);
 		return false;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);	/* async-signal-safe, as nanosleep */
 	for (;;) {
 		uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 
@@ -189,14 +206,15 @@ static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b,
 		if ((int64_t)(end - c) <= (int64_t)st->buf_size ||
 		    __atomic_load_n(&b->reserve, __ATOMIC_RELAXED) != old)
 			return true;
-		if (waited_us >= (long)st->block_timeout_ms * 1000) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+		    st->block_timeout_ms) {
 			/* no progress for that long: stop waiting until there is */
 			__atomic_store_n(&st->stalled[i], c, __ATOMIC_RELAXED);
 			ust_count_lost(b);
 			return false;
 		}
 		nanosleep(&nap, NULL);	/* async-signal-safe */
-		waited_us += 20;
 	}
 }
 
@@ -569,6 +587,6 @@ int tv_ust_flush(int timeout_ms)
 __attribute__((constructor(101))) static void ust_core_init(void)
 {
 	syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
-	pthread_atfork(NULL, NULL, ust_atfork_child);
+	pthread_atfork(ust_atfork_prepare, ust_atfork_parent, ust_atfork_child);
 	ust_registry_init();
 }
