@@ -32,6 +32,8 @@ for t in test_ust_buffers test_ust_registry test_ust_branch test_ust_crash test_
 	tail -n 1 "$OUT/$t.log" >&2
 done
 expect_rc 0 "the tracer's programs in the guest"
+grep -h "^blocking\|^discard\|^SIGKILL\|^TRACEVISOR_UST\|^g:a\|^plug" "$OUT"/test_ust_*.log >&2
+sed 's/^/guest: /' "$STDOUT" >&2
 grep -q "rseq per-CPU" "$OUT/test_ust_buffers.log" || fail "rseq per-CPU buffers not exercised in the guest"
 grep -q "^ust-demo: 200000 events in 2 threads" "$STDOUT" || fail "ust-demo did not run in the guest"
 echo "PASS: libtracevisor-ust's programs pass on the guest kernel ($(head -1 "$STDOUT"))" >&2
