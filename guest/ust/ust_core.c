@@ -61,9 +61,13 @@ static int ust_gettid(void)
 /*
  * Reservations of this thread not yet committed: more than zero when a
  * signal handler emits while the code it interrupted is between reserve
- * and commit.  Such a nested writer never waits for room (blocking mode):
- * the record it interrupted may be the one the consumer is waiting for,
- * and it cannot be committed before the handler returns.
+ * and commit.  Such a nested writer must not wait for room (blocking
+ * mode): the record it interrupted may be the one the consumer is waiting
+ * for, and it cannot be committed before the handler returns.  So in
+ * blocking mode the last sub-buffer of every buffer is kept for nested
+ * writers: the others wait while less than that is free (ust_room()), and
+ * a nested writer is dropped (and counted) only when a whole sub-buffer of
+ * nested events is not enough.
  */
 static __thread int ust_pending __attribute__((tls_model("initial-exec")));
 
@@ -182,6 +186,14 @@ static void ust_count_lost(struct tv_ust_buf_ctl *b)
 	__atomic_fetch_add(&b->lost, 1, __ATOMIC_RELAXED);
 }
 
+/* Bytes a writer may fill beyond @consumed (see ust_pending). */
+static inline uint64_t ust_room(const struct ust_state *st)
+{
+	if (st->mode == TV_UST_MODE_BLOCKING && !ust_pending)
+		return st->buf_size - st->subbuf_size;
+	return st->buf_size;
+}
+
 /*
  * The buffer is full for a record ending at @end: discard, or (blocking)
  * wait for the consumer at most block_timeout_ms.  Return: true to try
@@ -203,7 +215,7 @@ static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b,
 		uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 
 		/* room now, or @old is stale (another writer moved on): try again */
-		if ((int64_t)(end - c) <= (int64_t)st->buf_size ||
+		if ((int64_t)(end - c) <= (int64_t)ust_room(st) ||
 		    __atomic_load_n(&b->reserve, __ATOMIC_RELAXED) != old)
 			return true;
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -292,7 +304,7 @@ void *tv_ust_reserve(struct tv_ust_ctx *ctx, const struct tv_ust_tracepoint *tp,
 		 */
 		if (st->mode != TV_UST_MODE_OVERWRITE &&
 		    (int64_t)(end - __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE)) >
-			    (int64_t)st->buf_size) {
+			    (int64_t)ust_room(st)) {
 			if (!ust_full(st, i, b, old, end))
 				return NULL;
 			continue;

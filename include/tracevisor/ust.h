@@ -38,7 +38,9 @@
  * - tv_ust_trace() may be called from any thread, at any time, including
  *   signal handlers (even one interrupting a tv_ust_trace() of the same
  *   thread) and before main() (constructors); it never blocks except in
- *   blocking mode when its buffer is full (bounded, see tv_ust_config).
+ *   blocking mode when its buffer is full (bounded, see tv_ust_config; a
+ *   handler that interrupted an emit never waits: the last sub-buffer of
+ *   each buffer is kept for it).
  * - Field expressions are evaluated only when the event is enabled, maybe
  *   more than once (size, then copy): keep them free of side effects.
  * - tv_ust_start(), tv_ust_enable(), tv_ust_disable(), tv_ust_flush() and
