@@ -202,6 +202,7 @@ static inline uint64_t ust_room(const struct ust_state *st)
 static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b, uint64_t old,
 		     uint64_t end)
 {
+	/* acquire: as in tv_ust_reserve (the zeroed sub-buffers before the position) */
 	uint64_t consumed = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 	struct timespec nap = { 0, 20000 }, t0, t;
 
@@ -212,7 +213,7 @@ static bool ust_full(struct ust_state *st, uint32_t i, struct tv_ust_buf_ctl *b,
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);	/* async-signal-safe, as nanosleep */
 	for (;;) {
-		uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
+		uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);	/* as above */
 
 		/* room now, or @old is stale (another writer moved on): try again */
 		if ((int64_t)(end - c) <= (int64_t)ust_room(st) ||
@@ -556,6 +557,7 @@ int tv_ust_memfd(void)
  */
 static bool ust_buf_quiet(const struct ust_state *st, struct tv_ust_buf_ctl *b)
 {
+	/* acquire (all three): a count read after the position it is compared with */
 	uint64_t r = __atomic_load_n(&b->reserve, __ATOMIC_ACQUIRE);
 	uint64_t c = __atomic_load_n(&b->consumed, __ATOMIC_ACQUIRE);
 	uint64_t last = r ? (r - 1) / st->subbuf_size : 0, first = c / st->subbuf_size;

@@ -20,11 +20,13 @@ static void *ust_log_ctx;
 void tv_ust_log_set_callback(tv_ust_log_fn fn, void *ctx)
 {
 	__atomic_store_n(&ust_log_ctx, ctx, __ATOMIC_RELAXED);
+	/* release: the context before the function that uses it */
 	__atomic_store_n(&ust_log_fn, fn, __ATOMIC_RELEASE);
 }
 
 void ust_log(const char *fmt, ...)
 {
+	/* acquire: pairs with the release above (its context is the one set with it) */
 	tv_ust_log_fn fn = __atomic_load_n(&ust_log_fn, __ATOMIC_ACQUIRE);
 	const char *env;
 	char line[512];
