@@ -280,8 +280,14 @@ void *tv_ust_reserve(struct tv_ust_ctx *ctx, const struct tv_ust_tracepoint *tp,
 		} else {
 			rs = ust_rseq_area();
 			i = __atomic_load_n(&rs->cpu_id_start, __ATOMIC_RELAXED);
-			if (__builtin_expect(i >= st->nr_bufs, 0)) {
-				ust_count_lost(ust_buf(st, 0));	/* rseq not registered here */
+			/*
+			 * A thread without rseq (made by a raw clone(), or whose
+			 * registration failed) has cpu_id < 0: the critical section
+			 * would abort forever.  Its events are dropped and counted.
+			 */
+			if (__builtin_expect(i >= st->nr_bufs ||
+						     (int32_t)__atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED) < 0, 0)) {
+				ust_count_lost(ust_buf(st, 0));
 				return NULL;
 			}
 		}

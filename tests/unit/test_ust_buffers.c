@@ -5,7 +5,9 @@
  *   signal handlers interrupting them emit at once; every (thread, seq) is
  *   there exactly once and in order per thread, nothing lost;
  * - discard mode with small buffers: recorded + lost == emitted, exactly;
- * - overwrite mode: the complete sub-buffers kept are the last ones, gap-free.
+ * - overwrite mode: the complete sub-buffers kept are the last ones, gap-free;
+ * - records of every size (strings, byte arrays, padding), blocking, exact;
+ * - with glibc's rseq registration off, per-thread slots by themselves.
  * Each case runs in a child process: a process has one set of buffers.
  */
 #include "ust_test_common.h"
@@ -94,9 +96,13 @@ static void *consumer_run(void *arg)
 }
 
 /* Threads and signal handlers at once, with a consumer reading meanwhile. */
+static int expect_slots = -1;	/* what the header must say; -1: what was asked */
+
 static int exact_run(int per_thread, int mode, uint32_t subbuf, uint32_t nr_subbufs, uint64_t n,
 		     useconds_t period, uint64_t *lost_out, struct consumer *co)
 {
+	int want_slots = expect_slots >= 0 ? expect_slots : per_thread;
+
 	struct tv_ust_config cfg = { TV_UST_CLOCK_MONO, mode, subbuf, nr_subbufs, per_thread, 10000 };
 	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
 	pthread_t cons, sigt;
@@ -106,8 +112,8 @@ static int exact_run(int per_thread, int mode, uint32_t subbuf, uint32_t nr_subb
 	TV_CHECK(tv_ust_start(&cfg) == 0, "tv_ust_start");
 	TV_CHECK(tv_ust_enable("t:[es]*") == 2, "enable t:[es]* matches t:ev and t:sig");
 	TV_CHECK(ustc_map(&co->c, tv_ust_memfd()) == 0, "map the memfd");
-	TV_CHECK(co->c.h->per_thread == (uint32_t)per_thread, "per_thread=%u wanted %d",
-		 co->c.h->per_thread, per_thread);
+	TV_CHECK(co->c.h->per_thread == (uint32_t)want_slots, "per_thread=%u wanted %d",
+		 co->c.h->per_thread, want_slots);
 	co->period = period;
 	pthread_create(&cons, NULL, consumer_run, co);
 	for (int i = 0; i < THREADS; i++)
@@ -158,7 +164,7 @@ static int check_exact(int per_thread)
 	TV_CHECK(sigs > 100, "only %llu signal events: the handler case is not exercised",
 		 (unsigned long long)sigs);
 	printf("blocking (%s): %llu thread events and %llu from signal handlers, each once and in order "
-	       "per thread, %llu lost\n", per_thread ? "per-thread slots" : "rseq per-CPU",
+	       "per thread, %llu lost\n", co.c.h->per_thread ? "per-thread slots" : "rseq per-CPU",
 	       (unsigned long long)(n * THREADS), (unsigned long long)sigs, (unsigned long long)lost);
 	return tv_test_failed;
 }
@@ -320,14 +326,30 @@ static int check_variable(void)
 	return tv_test_failed;
 }
 
+/* Run again with glibc's rseq registration off: the tracer must fall back to slots by itself. */
+static int check_no_rseq(void)
+{
+	char *args[] = { "/proc/self/exe", "no-rseq", NULL };
+
+	setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
+	execv(args[0], args);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	(void)argc;
 	ust_test_private(argv);
+	if (argc == 2 && !strcmp(argv[1], "no-rseq")) {
+		expect_slots = 1;
+		ust_test_fork("no rseq registered (glibc.pthread.rseq=0): slots by themselves, blocking",
+			      check_exact_rseq);
+		return tv_test_done("test_ust_buffers no-rseq");
+	}
 	ust_test_fork("exact, rseq per-CPU, blocking", check_exact_rseq);
 	ust_test_fork("exact, per-thread slots, blocking", check_exact_slots);
 	ust_test_fork("discard, exact loss count", check_discard);
 	ust_test_fork("overwrite", check_overwrite);
 	ust_test_fork("variable sizes, blocking", check_variable);
+	ust_test_fork("without rseq", check_no_rseq);
 	return tv_test_done("test_ust_buffers");
 }
