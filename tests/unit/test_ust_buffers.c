@@ -42,12 +42,17 @@ static uint64_t sig_count[THREADS];
 static volatile int workers_done, consumer_stop;
 static __thread int my_index = -1;
 static __thread uint64_t my_sigs;
+static __thread volatile sig_atomic_t in_emit;	/* the worker is inside tv_ust_trace() */
+static uint64_t nested;	/* handler events emitted while their thread was inside one */
 
 static void on_usr1(int sig)
 {
 	(void)sig;
-	if (my_index >= 0)
-		tv_ust_trace(t, sig, my_index, my_sigs++);
+	if (my_index < 0)
+		return;
+	if (in_emit)
+		__atomic_fetch_add(&nested, 1, __ATOMIC_RELAXED);
+	tv_ust_trace(t, sig, my_index, my_sigs++);
 }
 
 static void *worker(void *arg)
@@ -55,8 +60,11 @@ static void *worker(void *arg)
 	sigset_t usr1;
 
 	my_index = (int)(intptr_t)arg;
-	for (uint64_t i = 0; i < n_per_thread; i++)
+	for (uint64_t i = 0; i < n_per_thread; i++) {
+		in_emit = 1;
 		tv_ust_trace(t, ev, my_index, i);
+		in_emit = 0;
+	}
 	/* no handler runs after the count is taken */
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
@@ -161,11 +169,13 @@ static int check_exact(int per_thread)
 			 (unsigned long long)count[i], (unsigned long long)sig_count[i]);
 		sigs += sig_count[i];
 	}
-	TV_CHECK(sigs > 100, "only %llu signal events: the handler case is not exercised",
-		 (unsigned long long)sigs);
-	printf("blocking (%s): %llu thread events and %llu from signal handlers, each once and in order "
-	       "per thread, %llu lost\n", co.c.h->per_thread ? "per-thread slots" : "rseq per-CPU",
-	       (unsigned long long)(n * THREADS), (unsigned long long)sigs, (unsigned long long)lost);
+	TV_CHECK(sigs > 100 && nested > 10,
+		 "only %llu signal events, %llu of them inside an emit: the handler case is not exercised",
+		 (unsigned long long)sigs, (unsigned long long)nested);
+	printf("blocking (%s): %llu thread events and %llu from signal handlers (%llu interrupting an "
+	       "emit), each once and in order per thread, %llu lost\n",
+	       co.c.h->per_thread ? "per-thread slots" : "rseq per-CPU", (unsigned long long)(n * THREADS),
+	       (unsigned long long)sigs, (unsigned long long)nested, (unsigned long long)lost);
 	return tv_test_failed;
 }
 
