@@ -49,7 +49,7 @@ exit $st' "$name" LAB_TIMEOUT="${LAB_TIMEOUT:-900}" ${SMP:+LAB_QEMU_ARGS="-smp $
 	sed "s/^/guest ($name): /" "$STDOUT" >&2
 }
 
-SMP= run_guest smp2 test_ust_buffers test_ust_crash test_ust_format test_ust_branch
+SMP='' run_guest smp2 test_ust_buffers test_ust_crash test_ust_format test_ust_branch
 grep -qx "cpus 2" "$STDOUT" || fail "the first guest did not have 2 CPUs"
 grep -q "rseq per-CPU" "$OUT/test_ust_buffers.log" || fail "rseq per-CPU buffers not exercised in the guest"
 grep -q "^ust-demo: 200000 events in 2 threads" "$STDOUT" || fail "ust-demo did not run in the guest"
