@@ -60,6 +60,14 @@ static void keep(void *ctx, uint32_t buf, uint64_t ts, uint16_t id, int32_t tid,
 	g->n++;
 }
 
+static void keep_log(const char *msg, void *ctx)
+{
+	char **last = ctx;
+
+	free(*last);
+	*last = strdup(msg);
+}
+
 /* The format text of event @name in the metadata, without its "event" line. */
 static char *meta_format(struct ustc *c, const char *name, unsigned int *id)
 {
@@ -99,7 +107,29 @@ int main(int argc, char **argv)
 
 	(void)argc;
 	ust_test_private(argv);
+	/* errors before the buffers exist */
+	{
+		struct tv_ust_config bad = cfg;
+		char *log = NULL;
+
+		TV_CHECK(tv_ust_memfd() == -ENOENT && tv_ust_flush(10) == -ENOENT, "no buffers yet");
+		TV_CHECK(tv_ust_enable("") == -EINVAL && tv_ust_disable(NULL) == -EINVAL, "empty glob");
+		tv_ust_log_set_callback(keep_log, &log);
+		bad.subbuf_size = 3000;
+		TV_CHECK(tv_ust_start(&bad) == -EINVAL, "sub-buffer size not a power of two");
+		TV_CHECK(log && strstr(log, "Bad buffer settings: subbuf_size=3000"), "one line says why: %s",
+			 log ? log : "(nothing)");
+		bad = cfg;
+		bad.nr_subbufs = 1;
+		TV_CHECK(tv_ust_start(&bad) == -EINVAL, "one sub-buffer");
+		bad = cfg;
+		bad.mode = 7;
+		TV_CHECK(tv_ust_start(&bad) == -EINVAL, "unknown mode");
+		tv_ust_log_set_callback(NULL, NULL);
+		free(log);
+	}
 	TV_CHECK(tv_ust_start(&cfg) == 0, "start");
+	TV_CHECK(tv_ust_start(NULL) == 0, "started twice: nothing changes");
 	TV_CHECK(tv_ust_enable("fmt:*") == 2, "enable fmt:*");
 	TV_CHECK(tv_ust_event_enabled("fmt:all") == 1, "fmt:all enabled");
 	TV_CHECK(tv_ust_event_enabled("fmt:nope") == -ENOENT, "unknown event");
