@@ -375,13 +375,20 @@ struct tv_ust_jump_entry {
 		tv_ust_commit(&tv_ust__ctx);                                     \
 	}
 
+/* GCC places a cold label's code out of line; clang has no label attribute. */
+#if defined(__clang__)
+#define TV_UST__COLD_LABEL
+#else
+#define TV_UST__COLD_LABEL __attribute__((cold))
+#endif
+
 /* Emit the event PROV:EV with the arguments of its TV_UST_ARGS. */
 #define tv_ust_trace(prov, ev, ...)                                              \
 	do {                                                                     \
 		__label__ tv_ust__on, tv_ust__off;                               \
 		TV_UST__BRANCH(&tv_ust__tp_##prov##_##ev, tv_ust__on);           \
 		goto tv_ust__off;                                                \
-	tv_ust__on: __attribute__((cold));                                       \
+	tv_ust__on: TV_UST__COLD_LABEL;                                          \
 		tv_ust__emit_##prov##_##ev(__VA_ARGS__);                         \
 	tv_ust__off:;                                                            \
 	} while (0)

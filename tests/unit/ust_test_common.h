@@ -125,7 +125,7 @@ static inline int ust_test_check_order(struct ust_test_log *log, uint16_t id, in
 static inline void ust_test_fork(const char *name, int (*fn)(void))
 {
 	pid_t pid = fork();
-	int status;
+	int status = 0;
 
 	if (pid == 0) {
 		int failed;
