@@ -7,6 +7,7 @@
  * - discard mode with small buffers: recorded + lost == emitted, exactly;
  * - overwrite mode: the complete sub-buffers kept are the last ones, gap-free;
  * - records of every size (strings, byte arrays, padding), blocking, exact;
+ * - a reservation never committed is skipped by recovery, what follows kept;
  * - with glibc's rseq registration off, per-thread slots by themselves.
  * Each case runs in a child process: a process has one set of buffers.
  */
@@ -336,6 +337,39 @@ static int check_variable(void)
 	return tv_test_failed;
 }
 
+/*
+ * A writer that dies between reserve and commit (simulated: a reservation
+ * never committed, on CPU 0) leaves a TV_UST_ID_UNCOMMITTED header with its
+ * size: recovery skips it and keeps the 10 events committed after it in
+ * the same sub-buffer.
+ */
+static int check_uncommitted(void)
+{
+	struct tv_ust_config cfg = { TV_UST_CLOCK_MONO, TV_UST_MODE_DISCARD, 4096, 2, 0, 0 };
+	struct ust_test_log log = { 0 };
+	struct tv_ust_ctx ctx;
+	uint64_t first[1] = { 0 }, count[1];
+	cpu_set_t one;
+	struct ustc c;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	TV_CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "pin to CPU 0");
+	TV_CHECK(tv_ust_start(&cfg) == 0 && tv_ust_enable("t:ev") == 1, "start");
+	tv_ust_trace(t, ev, 0, 0);
+	TV_CHECK(tv_ust_reserve(&ctx, &tv_ust__tp_t_ev, 16) != NULL, "reserve");	/* never committed */
+	for (uint64_t i = 1; i <= 10; i++)
+		tv_ust_trace(t, ev, 0, i);
+	TV_CHECK(ustc_map(&c, tv_ust_memfd()) == 0, "map");
+	ustc_recover(&c, ust_test_collect, &log);
+	TV_CHECK(c.uncommitted == 1 && c.bad == 0, "uncommitted %llu, bad %d",
+		 (unsigned long long)c.uncommitted, c.bad);
+	TV_CHECK(ust_test_check_order(&log, tv_ust__tp_t_ev.id, 1, first, count, false) == 0 &&
+			 count[0] == 11, "%llu of the 11 committed events recovered", (unsigned long long)count[0]);
+	printf("uncommitted reservation: skipped by its size, the 11 committed events around it recovered\n");
+	return tv_test_failed;
+}
+
 /* Run again with glibc's rseq registration off: the tracer must fall back to slots by itself. */
 static int check_no_rseq(void)
 {
@@ -360,6 +394,7 @@ int main(int argc, char **argv)
 	ust_test_fork("discard, exact loss count", check_discard);
 	ust_test_fork("overwrite", check_overwrite);
 	ust_test_fork("variable sizes, blocking", check_variable);
+	ust_test_fork("uncommitted reservation in recovery", check_uncommitted);
 	ust_test_fork("without rseq", check_no_rseq);
 	return tv_test_done("test_ust_buffers");
 }
