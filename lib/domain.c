@@ -475,6 +475,25 @@ static const char *domain_display_name(const char *subdir, char *buf, size_t siz
 	return buf;
 }
 
+/*
+ * A traced process's domain (kind ust) is shown as its parent's (host,
+ * guest:NAME) and reads its parent's clock: the reader maps it with the
+ * parent's transform (lib/reader.c).
+ */
+static int domain_ust_parent(struct tv_domain *dom, const char *path)
+{
+	const char *parent = tv_meta_get(dom->meta, "parent");
+
+	if (!parent || !*parent || strlen(parent) >= sizeof(dom->clock_of) || strchr(parent, '/') ||
+	    strchr(parent, ',') || parent[0] == '.' || !strncmp(parent, "ust-", 4)) {
+		tv_err("Invalid domain metadata: path=\"%s\": kind ust needs a parent domain", path);
+		return -EINVAL;
+	}
+	snprintf(dom->clock_of, sizeof(dom->clock_of), "%s", parent);
+	domain_display_name(parent, dom->name, sizeof(dom->name));
+	return 0;
+}
+
 static int domain_kind(struct tv_domain *dom, const char *path)
 {
 	const char *kind = tv_meta_get(dom->meta, "kind");
@@ -484,7 +503,7 @@ static int domain_kind(struct tv_domain *dom, const char *path)
 		tv_err("Unknown domain kind: path=\"%s\", kind=\"%s\"", path, kind);
 		return -EINVAL;
 	}
-	return 0;
+	return dom->source == &tv_ust_source ? domain_ust_parent(dom, path) : 0;
 }
 
 /*
@@ -498,7 +517,7 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 	char path[PATH_MAX + 16];
 	unsigned int c_off, c_size, d_off, d_size;
 	struct dirent *de;
-	int ncpus = 0, xen = 0;
+	int ncpus = 0, xen = 0, ust = 0;
 	size_t len;
 	char *hp;
 	DIR *d;
@@ -519,9 +538,11 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 			continue;
 		cpu = strtol(de->d_name + 3, &end, 10);
 		if (end == de->d_name + 3 || cpu < 0 || cpu >= 65536 ||
-		    (strcmp(end, ".raw") && strcmp(end, ".raw.zst") && strcmp(end, ".xen")))
+		    (strcmp(end, ".raw") && strcmp(end, ".raw.zst") && strcmp(end, ".xen") &&
+		     strcmp(end, ".ust")))
 			continue;
 		xen |= !strcmp(end, ".xen");
+		ust |= !strcmp(end, ".ust");
 		if (cpu + 1 > ncpus)
 			ncpus = (int)cpu + 1;
 	}
@@ -535,7 +556,11 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 		free(hp);
 		return -ENOMEM;
 	}
-	tv_meta_set(*out, "kind", "%s", xen ? "xen-trace" : "linux-ftrace");
+	tv_meta_set(*out, "kind", "%s", ust ? "ust" : xen ? "xen-trace" : "linux-ftrace");
+	/* ust-PARENT-PID: the parent is all but the last "-PID" */
+	if (ust && !strncmp(dom->subdir, "ust-", 4) && strrchr(dom->subdir, '-') > dom->subdir + 4)
+		tv_meta_set(*out, "parent", "%.*s", (int)(strrchr(dom->subdir, '-') - dom->subdir - 4),
+			    dom->subdir + 4);
 	tv_meta_set(*out, "ncpus", "%d", ncpus ? ncpus : 1);
 	if (!header_field(hp, "commit", &c_off, &c_size) &&
 	    !header_field(hp, "data", &d_off, &d_size) && c_size <= 8 && d_off <= 64 &&

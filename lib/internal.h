@@ -61,6 +61,8 @@ struct tv_stream_source {
 extern const struct tv_stream_source tv_ftrace_source;
 /* xen-trace: cpuN.xen Xen t_rec streams (xen_stream.c). */
 extern const struct tv_stream_source tv_xen_source;
+/* ust: cpuN.ust sub-buffers of a traced process (ust_stream.c, lib/ust_abi.h). */
+extern const struct tv_stream_source tv_ust_source;
 /* The source of meta kind @kind (NULL: linux-ftrace), or NULL if unknown. */
 const struct tv_stream_source *tv_stream_source_find(const char *kind);
 
@@ -73,6 +75,8 @@ struct tv_domain {
 	const struct tv_stream_source *source;	/* decodes its cpuN.* files */
 	char name[80];
 	char subdir[80];
+	/* kind ust: the domain whose clock this one reads (its parent), "" otherwise */
+	char clock_of[80];
 	int mapped;			/* timestamps go through @sync */
 	struct tv_sync_domain sync;
 	char dir[PATH_MAX];

@@ -262,13 +262,40 @@ static void stream_set_piece(struct tv_cpu_stream *st, size_t k)
 		st->raw_to = (uint64_t)(s->pieces[k + 1].from_dom > 0 ? s->pieces[k + 1].from_dom : 0);
 }
 
+/*
+ * A traced process stamps its events with its parent's trace clock when it
+ * was configured before it first traced (lib/ust_abi.h); one that kept
+ * another clock cannot be mapped with its parent's transform.
+ */
+static int ust_clock_matches(const struct tv_reader *rd, const struct tv_domain *dom)
+{
+	const char *mine = tv_meta_get(dom->meta, "clock");
+
+	for (size_t d = 0; d < rd->nr_domains; d++) {
+		const char *theirs = tv_meta_get(rd->domains[d].meta, "clock");
+
+		if (strcmp(rd->domains[d].subdir, dom->clock_of))
+			continue;
+		if (mine && theirs && !strcmp(mine, theirs))
+			return 1;
+		tv_warn("Traced process in another clock than its domain, its events stay in their own clock: domain=\"%s\", clock=%s, %s's clock=%s",
+			dom->subdir, mine ? mine : "?", dom->clock_of, theirs ? theirs : "?");
+		return 0;
+	}
+	return 1;	/* its parent is not read (a domain read alone): its own map, if any */
+}
+
 static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *res, int warn)
 {
 	for (size_t d = 0; d < rd->nr_domains; d++) {
 		struct tv_domain *dom = &rd->domains[d];
 
+		const char *key = dom->clock_of[0] ? dom->clock_of : dom->subdir;
+
+		if (dom->clock_of[0] && !ust_clock_matches(rd, dom))
+			continue;
 		for (size_t i = 0; i < res->nr; i++) {
-			if (strcmp(res->domains[i].domain, dom->subdir))
+			if (strcmp(res->domains[i].domain, key))
 				continue;
 			if (!tv_sync_domain_usable(&res->domains[i])) {
 				if (warn)

@@ -11,6 +11,7 @@
 static const struct tv_stream_source *const sources[] = {
 	&tv_ftrace_source,
 	&tv_xen_source,
+	&tv_ust_source,
 };
 
 const struct tv_stream_source *tv_stream_source_find(const char *kind)

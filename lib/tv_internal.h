@@ -91,4 +91,38 @@ struct tv_sync_marker;
 /* tv_sync_marker_decode() of an ftrace:raw_data event's record (lib/wall_clock.c). */
 int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
 
+
+/* ------------------------------------------- user-space tracer domains */
+
+/*
+ * A traced process's domain directory ust-PARENT-PID/ of kind "ust"
+ * (lib/ust_session.c, doc/session-format.md), written by the thread that
+ * consumes the process (lib/ust_consumer.h).
+ */
+struct tv_ust_domain;
+struct tv_ust_consumer;
+struct tv_ust_shm_header;
+/*
+ * tv_ust_domain_create - make SESSION/ust-@parent-PID/ (header_page, events/)
+ * @hdr: the process's checked header (tv_ust_consumer.hdr)
+ * Return: 0 with *@out (free with tv_ust_domain_free()), or -errno (logged).
+ */
+int tv_ust_domain_create(const char *session_dir, const char *parent,
+			 const struct tv_ust_shm_header *hdr, struct tv_ust_domain **out);
+/* Write the format file of every event of @c not written yet: 0 or -errno (logged). */
+int tv_ust_domain_add_events(struct tv_ust_domain *d, const struct tv_ust_consumer *c);
+/* Append one sub-buffer (hdr.subbuf_size bytes, records checked) of buffer @b. */
+int tv_ust_domain_write(struct tv_ust_domain *d, unsigned int b, const void *subbuf);
+/*
+ * tv_ust_domain_finish - close the stream files, write saved_cmdlines,
+ * saved_tgids and meta
+ * @lost: per buffer, events the writer discarded (NULL: none known)
+ * @status: "complete", "recovered" (the process died first) or "truncated: WHY"
+ * @local: the process runs on this machine (thread names from /proc)
+ */
+int tv_ust_domain_finish(struct tv_ust_domain *d, const struct tv_ust_consumer *c,
+			 const uint64_t *lost, const char *status, int local);
+const char *tv_ust_domain_subdir(const struct tv_ust_domain *d);
+void tv_ust_domain_free(struct tv_ust_domain *d);
+
 #endif

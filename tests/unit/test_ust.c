@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The user-space tracer's consumer (lib/ust_consumer.c), session domain
+ * (lib/ust_session.c) and reader source (lib/ust_stream.c), on buffers
+ * written here by a minimal synthetic writer that follows lib/ust_abi.h:
+ * complete sub-buffers read in order, a dead process's partial sub-buffer
+ * recovered, and hostile buffers (a lying record length, a commit counter
+ * beyond the buffer, a header that lies about sizes, metadata that lies)
+ * cut off with a clear reason while nothing is read out of bounds.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <event-parse.h>
+
+#include "tv_test.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "ust_consumer.h"
+
+#define SB 4096u
+#define NSB 4u
+#define NBUFS 2u
+#define META_CAP 8192u
+
+struct shm {
+	unsigned char *map;
+	size_t size;
+	struct tv_ust_shm_header *h;
+};
+
+static const char meta_text[] =
+	"event 1 demo:work_begin\n"
+	"name: work_begin\nID: 1\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
+	"end\n"
+	"event 2 demo:work_end\n"
+	"name: work_end\nID: 2\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
+	"end\n"
+	"event 3 demo:msg\n"
+	"name: msg\nID: 3\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:__data_loc char[] text;\toffset:8;\tsize:4;\tsigned:0;\n\n"
+	"print fmt: \"%s\", __get_str(text)\n"
+	"end\n";
+
+static uint64_t data_offset(void)
+{
+	return (sizeof(struct tv_ust_buf_ctl) + 8 * NSB + 63) & ~63ull;
+}
+
+static struct tv_ust_buf_ctl *ctl(struct shm *s, unsigned int b)
+{
+	return (struct tv_ust_buf_ctl *)(s->map + s->h->bufs_offset + b * s->h->buf_stride);
+}
+
+static void shm_init(struct shm *s, uint32_t mode)
+{
+	uint64_t stride = data_offset() + (uint64_t)SB * NSB;
+
+	s->size = 4096 + META_CAP + NBUFS * stride;
+	s->map = aligned_alloc(4096, (s->size + 4095) & ~4095ul);
+	memset(s->map, 0, s->size);
+	s->h = (struct tv_ust_shm_header *)s->map;
+	*s->h = (struct tv_ust_shm_header){
+		.magic = TV_UST_MAGIC, .version = TV_UST_VERSION, .header_size = sizeof(*s->h),
+		.nr_bufs = NBUFS, .subbuf_size = SB, .nr_subbufs = NSB, .mode = mode,
+		.clock = TV_UST_CLOCK_MONO, .pid = 4242, .meta_offset = 4096,
+		.meta_capacity = META_CAP, .bufs_offset = 4096 + META_CAP, .buf_stride = stride,
+		.data_offset = data_offset(), .shm_size = s->size,
+	};
+	memcpy(s->h->comm, "ust-test", 9);
+	memcpy(s->map + 4096, meta_text, sizeof(meta_text) - 1);
+	s->h->meta_len = sizeof(meta_text) - 1;
+	for (unsigned int b = 0; b < NBUFS; b++)
+		ctl(s, b)->cpu = b;
+}
+
+/*
+ * The writer's side of the protocol, one thread: reserve (padding when the
+ * record does not fit), payload, header word, commit.  @commit 0 leaves the
+ * record reserved and uncommitted (a writer killed mid-event).
+ */
+static int emit(struct shm *s, unsigned int b, uint16_t id, uint64_t ts, uint32_t thread,
+		uint64_t seq, int commit)
+{
+	struct tv_ust_buf_ctl *c = ctl(s, b);
+	const uint16_t size = 32;
+	uint64_t pos = c->reserve, off = pos % SB, idx;
+	unsigned char *sub;
+	struct tv_ust_record_hdr h = { ts, id, size, (int32_t)(100 + thread) };
+
+	if (SB - off < size) {	/* pad the tail */
+		idx = (pos / SB) % NSB;
+		sub = s->map + s->h->bufs_offset + b * s->h->buf_stride + s->h->data_offset + idx * SB;
+		memset(sub + off, 0, 16);
+		sub[off + 10] = (unsigned char)(SB - off);
+		sub[off + 11] = (unsigned char)((SB - off) >> 8);
+		c->commit[idx] += SB - off;
+		pos += SB - off;
+		off = 0;
+	}
+	if (pos + size - c->consumed > (uint64_t)SB * NSB) {
+		c->lost++;
+		c->reserve = pos;
+		return 0;
+	}
+	c->reserve = pos + size;
+	idx = (pos / SB) % NSB;
+	sub = s->map + s->h->bufs_offset + b * s->h->buf_stride + s->h->data_offset + idx * SB;
+	memcpy(sub + off, &h.ts, 8);
+	memcpy(sub + off + 16, &thread, 4);
+	memcpy(sub + off + 24, &seq, 8);
+	if (!commit)
+		return 1;
+	memcpy(sub + off + 8, (char *)&h + 8, 8);
+	c->commit[idx] += size;
+	return 1;
+}
+
+static int drain(struct tv_ust_consumer *c, unsigned int b, struct tv_ust_domain *d)
+{
+	unsigned char out[SB];
+	int n = 0, ret;
+
+	while ((ret = tv_ust_consumer_read(c, b, out)) == 1) {
+		if (d)
+			tv_ust_domain_write(d, b, out);
+		n++;
+	}
+	return ret < 0 ? ret : n;
+}
+
+static void test_init_checks(void)
+{
+	struct tv_ust_consumer c;
+	struct shm s;
+
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == 0, "valid mapping refused: %s", c.why);
+	tv_ust_consumer_release(&c);
+
+	s.h->nr_bufs = 1000;	/* a header that lies about sizes */
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "outside the mapping"),
+		 "nr_bufs beyond the mapping: %s", c.why);
+	tv_ust_consumer_release(&c);
+	s.h->nr_bufs = NBUFS;
+	s.h->subbuf_size = 5000;
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "subbuf_size"),
+		 "subbuf_size not a power of two: %s", c.why);
+	tv_ust_consumer_release(&c);
+	s.h->subbuf_size = SB;
+	s.h->buf_stride = 64;
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "stride"),
+		 "stride smaller than the sub-buffers: %s", c.why);
+	tv_ust_consumer_release(&c);
+	s.h->buf_stride = data_offset() + (uint64_t)SB * NSB;
+	s.h->meta_capacity = UINT64_MAX - 10;
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "metadata"),
+		 "metadata area overflowing: %s", c.why);
+	tv_ust_consumer_release(&c);
+	s.h->meta_capacity = META_CAP;
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, 100) == -EBADMSG, "mapping smaller than the header");
+	tv_ust_consumer_release(&c);
+	s.h->magic = 0;
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "magic"),
+		 "bad magic: %s", c.why);
+	tv_ust_consumer_release(&c);
+	free(s.map);
+}
+
+static void test_meta(void)
+{
+	struct tv_ust_consumer c;
+	uint16_t ids[8];
+	struct shm s;
+
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	TV_CHECK(tv_ust_consumer_meta_update(&c, ids, 8) == 3, "three events");
+	TV_CHECK(ids[0] == 1 && ids[2] == 3 && !strcmp(c.events[2].provider, "demo") &&
+		 !strcmp(c.events[2].name, "work_end"), "ids and names");
+	TV_CHECK(c.events[1].min_size == 24 && c.events[3].nr_dyn == 1 && c.events[3].dyn_off[0] == 8,
+		 "bounds from the format: %u %u", c.events[1].min_size, c.events[3].nr_dyn);
+	TV_CHECK(tv_ust_consumer_meta_update(&c, ids, 8) == 0, "nothing new");
+	s.h->meta_len = META_CAP + 1;
+	TV_CHECK(tv_ust_consumer_meta_update(&c, NULL, 0) == -EBADMSG && c.cut && strstr(c.why, "meta_len"),
+		 "meta_len beyond its area: %s", c.why);
+	tv_ust_consumer_release(&c);
+
+	/* an id defined twice, a path in a name, a format whose ID lies */
+	{
+		static const char *const bad[] = {
+			"event 1 a:b\nname: b\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n"
+			"event 1 a:c\nname: c\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n",
+			"event 1 ..:b\nname: b\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n",
+			"event 1 a:b\nname: b\nID: 7\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n",
+			"event 1 a:b\nname: b\nID: 1\nformat:\n\tfield:u64 x;\toffset:70000;\tsize:8;\tsigned:0;\nend\n",
+		};
+		static const char *const reason[] = { "twice", "name", "ID", "offset" };
+
+		for (size_t i = 0; i < 4; i++) {
+			memset(&c, 0, sizeof(c));
+			TV_CHECK(tv_ust_meta_append(&c, bad[i], strlen(bad[i]), NULL, 0) == -EBADMSG &&
+				 strstr(c.why, reason[i]), "bad metadata %zu: %s", i, c.why);
+			tv_ust_consumer_release(&c);
+		}
+	}
+	free(s.map);
+}
+
+static char tmpdir[64];
+
+static int read_session(const char *dir, uint64_t *count, uint64_t *begins, char *domain, size_t dsize)
+{
+	struct tv_reader *rd;
+	struct tv_event ev;
+	uint64_t last = 0;
+	int ret = tv_reader_open(dir, &rd), ordered = 1;
+
+	*count = *begins = 0;
+	if (ret)
+		return ret;
+	while ((ret = tv_reader_next(rd, &ev)) > 0) {
+		(*count)++;
+		if (!strcmp(ev.format->system, "demo") && !strcmp(ev.format->name, "work_begin"))
+			(*begins)++;
+		if (ev.ts < last)
+			ordered = 0;
+		last = ev.ts;
+		snprintf(domain, dsize, "%s", ev.domain);
+	}
+	tv_reader_close(rd);
+	return ret < 0 ? ret : ordered ? 0 : -EDOM;
+}
+
+static void test_read_and_session(void)
+{
+	struct tv_ust_consumer c;
+	struct tv_ust_domain *d;
+	struct shm s;
+	char dir[128], domain[80] = "";
+	uint64_t count, begins, lost[NBUFS];
+	int n = 0, got;
+	FILE *f;
+
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	snprintf(dir, sizeof(dir), "%s/s1", tmpdir);
+	mkdir(dir, 0755);
+	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == 0, "init");
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	TV_CHECK(tv_ust_domain_create(dir, "host", &c.hdr, &d) == 0, "domain created");
+	TV_CHECK(!strcmp(tv_ust_domain_subdir(d), "ust-host-4242"), "subdir %s", tv_ust_domain_subdir(d));
+	tv_ust_domain_add_events(d, &c);
+	/* 1000 begin/end pairs over two buffers, drained as we go */
+	for (int i = 0; i < 1000; i++) {
+		unsigned int b = (unsigned int)(i & 1);
+
+		n += emit(&s, b, 1, 1000 + 10 * (uint64_t)i, b, (uint64_t)i, 1);
+		n += emit(&s, b, 2, 1005 + 10 * (uint64_t)i, b, (uint64_t)i, 1);
+		if (i % 50 == 49) {
+			drain(&c, 0, d);
+			drain(&c, 1, d);
+		}
+	}
+	TV_CHECK(n == 2000 && ctl(&s, 0)->lost == 0, "writer emitted %d, lost %llu", n,
+		 (unsigned long long)ctl(&s, 0)->lost);
+	got = drain(&c, 0, d) + drain(&c, 1, d);
+	TV_CHECK(got == 0, "complete sub-buffers all read already (%d)", got);
+	/* the process exits: the partial tails are recovered */
+	for (unsigned int b = 0; b < NBUFS; b++) {
+		unsigned char out[SB];
+
+		while (tv_ust_consumer_recover(&c, b, out) == 1)
+			tv_ust_domain_write(d, b, out);
+		lost[b] = tv_ust_consumer_lost(&c, b);
+	}
+	TV_CHECK(c.bufs[0].records + c.bufs[1].records == 2000, "records read: %llu",
+		 (unsigned long long)(c.bufs[0].records + c.bufs[1].records));
+	TV_CHECK(tv_ust_domain_finish(d, &c, lost, "complete", 0) == 0, "finish");
+	tv_ust_domain_free(d);
+	tv_ust_consumer_release(&c);
+	snprintf(dir, sizeof(dir), "%s/s1/session.meta", tmpdir);
+	f = fopen(dir, "w");
+	fprintf(f, "format=tracevisor-session\nversion=1\ndomains=ust-host-4242\nreference_domain=ust-host-4242\n");
+	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/s1", tmpdir);
+	TV_CHECK(read_session(dir, &count, &begins, domain, sizeof(domain)) == 0, "session read in order");
+	TV_CHECK(count == 2000 && begins == 1000, "reader: %llu events, %llu begins",
+		 (unsigned long long)count, (unsigned long long)begins);
+	TV_CHECK(!strcmp(domain, "host"), "shown in its parent's domain: %s", domain);
+	free(s.map);
+}
+
+static void test_recover_partial(void)
+{
+	struct tv_ust_consumer c;
+	unsigned char out[SB];
+	uint64_t records;
+	size_t end;
+	const char *why;
+	struct shm s;
+
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	for (int i = 0; i < 3; i++)
+		emit(&s, 0, 1, 10 + (uint64_t)i, 0, (uint64_t)i, 1);
+	emit(&s, 0, 1, 20, 0, 3, 0);	/* reserved, never committed: SIGKILL here */
+	emit(&s, 0, 1, 21, 1, 4, 1);	/* another thread's committed record after it */
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == 0, "the partial sub-buffer is not complete");
+	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 1, "recovered");
+	tv_ust_subbuf_walk(out, SB, c.events, TV_UST_MAX_ID + 1, &end, &records, &why);
+	TV_CHECK(records == 3 && end == 96, "committed records up to the uncommitted one: %llu",
+		 (unsigned long long)records);
+	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 0, "nothing more reserved");
+	tv_ust_consumer_release(&c);
+	free(s.map);
+}
+
+static void test_hostile(void)
+{
+	struct tv_ust_consumer c;
+	unsigned char out[SB];
+	uint64_t records;
+	size_t end;
+	const char *why;
+	struct shm s;
+	unsigned char *sub;
+
+	/* a commit counter beyond the buffer */
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	emit(&s, 0, 1, 1, 0, 0, 1);
+	ctl(&s, 0)->commit[0] = 3 * SB;
+	ctl(&s, 0)->reserve = SB;
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG && strstr(c.why, "commit[0]"),
+		 "commit beyond: %s", c.why);
+	TV_CHECK(tv_ust_consumer_read(&c, 1, out) == -EBADMSG, "cut off: nothing more read");
+	tv_ust_consumer_release(&c);
+	free(s.map);
+
+	/* reserve more than a ring ahead, or behind */
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	ctl(&s, 0)->reserve = 100 * SB;
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG && strstr(c.why, "reserve"),
+		 "reserve beyond the ring: %s", c.why);
+	tv_ust_consumer_release(&c);
+	free(s.map);
+
+	/* a lying record length: the valid records before it are kept */
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	for (int i = 0; i < 200; i++)
+		emit(&s, 0, 2, (uint64_t)i, 0, (uint64_t)i, 1);
+	sub = s.map + s.h->bufs_offset + s.h->data_offset;
+	sub[5 * 32 + 10] = 0xf0;	/* record 5's size: 0xf0 + ... beyond the sub-buffer */
+	sub[5 * 32 + 11] = 0xff;
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == 1 && c.cut && strstr(c.why, "size"),
+		 "lying length cut: %s", c.why);
+	tv_ust_subbuf_walk(out, SB, c.events, TV_UST_MAX_ID + 1, &end, &records, &why);
+	TV_CHECK(records == 5 && !why, "the 5 records before it kept, the rest zeroed (%llu)",
+		 (unsigned long long)records);
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG, "cut off after");
+	tv_ust_consumer_release(&c);
+	free(s.map);
+
+	/* an unknown id, a string pointing outside its record */
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	for (int i = 0; i < 200; i++)
+		emit(&s, 0, 3, (uint64_t)i, 0, (uint64_t)i, 1);
+	sub = s.map + s.h->bufs_offset + s.h->data_offset;
+	/* record 0: text at 24, 8 bytes (fits in 32 - 8); record 1: 64 bytes, does not */
+	sub[16] = 16; sub[18] = 8;
+	sub[32 + 16] = 16; sub[32 + 18] = 64;
+	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == 1 && strstr(c.why, "dynamic"),
+		 "dynamic field outside: %s", c.why);
+	tv_ust_consumer_release(&c);
+	free(s.map);
+}
+
+/* Nothing read outside the mapping or the sub-buffer, whatever the bytes (see also the fuzzer). */
+static void test_random(void)
+{
+	struct tv_ust_consumer c;
+	unsigned char out[SB];
+	struct shm s;
+	int cuts = 0;
+
+	srand(7);
+	for (int round = 0; round < 300; round++) {
+		shm_init(&s, (uint32_t)(round % 3));
+		tv_ust_consumer_init(&c, s.map, s.size);
+		tv_ust_consumer_meta_update(&c, NULL, 0);
+		for (int i = 0; i < 300; i++)
+			emit(&s, (unsigned int)(i & 1), (uint16_t)(1 + i % 2), (uint64_t)i, 0, (uint64_t)i, 1);
+		for (int k = 0; k < 20; k++) {	/* scribble on the buffers' control and data */
+			size_t at = s.h->bufs_offset + (size_t)rand() % (s.size - s.h->bufs_offset);
+
+			s.map[at] = (unsigned char)rand();
+		}
+		for (unsigned int pass = 0; pass < 2 * NSB + 2; pass++)
+			for (unsigned int b = 0; b < NBUFS; b++)
+				if (tv_ust_consumer_read(&c, b, out) < 0 || tv_ust_consumer_recover(&c, b, out) < 0)
+					break;
+		cuts += c.cut;
+		tv_ust_consumer_release(&c);
+		free(s.map);
+	}
+	TV_CHECK(cuts > 0, "some of 300 scribbled buffers cut off (%d)", cuts);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tv-test-ust-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	test_init_checks();
+	test_meta();
+	test_read_and_session();
+	test_recover_partial();
+	test_hostile();
+	test_random();
+	tv_session_remove_tree(tmpdir);
+	return tv_test_done("test_ust");
+}
