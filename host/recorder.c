@@ -24,6 +24,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "probe_sched.h"
+#include "ust_record.h"
 
 /* dom0/Xen probe rounds at start and end, like the guests' bursts. */
 #define XEN_EDGE_PROBES 3
@@ -36,6 +37,7 @@ struct tv_session_record {
 	struct tv_recorder *host;
 	struct tv_xen_recorder *xen;
 	struct tv_guest **guests;	/* opts.nr_guests, NULL: not started */
+	struct tv_ust_recorder *ust;	/* record --ust */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -93,6 +95,25 @@ static int start_recorders(struct tv_session_record *s)
 	if (!ret && s->xen)
 		ret = tv_xen_recorder_start(s->xen);
 	return ret;
+}
+
+/* The host's traced processes, in the host's trace clock (host/ust_record.c). */
+static int start_ust(struct tv_session_record *s)
+{
+	static const char *const all[] = { "*" };
+	struct tv_ust_record_opts uo = {
+		.outdir = s->opts.host.outdir, .clock = s->opts.host.clock,
+		.patterns = s->opts.nr_ust_patterns ? s->opts.ust_patterns : all,
+		.nr_patterns = s->opts.nr_ust_patterns ? s->opts.nr_ust_patterns : 1,
+		.socket = s->opts.ust_socket,
+	};
+
+	if (!s->host) {
+		tv_err("--ust needs the host recorder: give -e EVENT with --xen");
+		return -EINVAL;
+	}
+	uo.outdir = tv_recorder_outdir(s->host);
+	return tv_ust_recorder_start(&uo, &s->ust);
 }
 
 static int start_guests(struct tv_session_record *s)
@@ -163,6 +184,9 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	s->opts.host.events = s->events;
 	s->opts.host.event_filters = s->filters;	/* sized for add_sync_events() */
 	s->opts.xen_opts.outdir = s->opts.host.outdir;
+	/* user space reads mono and x86-tsc only: a --ust session defaults to mono */
+	if (s->opts.ust && !s->opts.host.clock)
+		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
 	if (!s->guests)
@@ -176,6 +200,8 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 		tv_err("--guest needs the host recorder: give -e EVENT with --xen");
 		ret = -EINVAL;
 	}
+	if (!ret && s->opts.ust)
+		ret = start_ust(s);
 	if (!ret)
 		ret = start_guests(s);
 	if (!ret)
@@ -217,6 +243,9 @@ int tv_session_record_stop(struct tv_session_record *s)
 	for (size_t i = 0; i < s->opts.nr_guests; i++)
 		if (s->guests[i])
 			tv_guest_stop(s->guests[i]);
+	/* traced processes while the host still traces: one timeline to the end */
+	if (s->ust && tv_ust_recorder_stop(s->ust, s->host))
+		ret = -1;
 	xen_probes(s, tv_probe_sched_end(&s->xen_sched));
 	if (s->xen)
 		ret = tv_xen_recorder_stop(s->xen) ? -1 : 0;
@@ -235,6 +264,7 @@ void tv_session_record_destroy(struct tv_session_record *s)
 	for (size_t i = 0; s->guests && i < s->opts.nr_guests; i++)
 		tv_guest_destroy(s->guests[i]);
 	free(s->guests);
+	tv_ust_recorder_destroy(s->ust);
 	tv_xen_recorder_destroy(s->xen);
 	tv_recorder_destroy(s->host);
 	free(s);
@@ -258,4 +288,10 @@ size_t tv_session_record_nr_guests(const struct tv_session_record *s)
 struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i)
 {
 	return i < s->opts.nr_guests ? s->guests[i] : NULL;
+}
+
+void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,
+				   uint64_t *events, uint64_t *lost)
+{
+	tv_ust_recorder_summary(s ? s->ust : NULL, procs, events, lost);
 }

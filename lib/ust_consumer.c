@@ -500,7 +500,19 @@ static int overwrite_tail_whole(const struct tv_ust_consumer *c, unsigned int b,
 	       commit - reserve / ring * sb == reserve % ring - idx * sb;
 }
 
+static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out, int take);
+
 int tv_ust_consumer_recover(struct tv_ust_consumer *c, unsigned int b, unsigned char *out)
+{
+	return partial(c, b, out, 1);
+}
+
+int tv_ust_consumer_copy_partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out)
+{
+	return partial(c, b, out, 0);
+}
+
+static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out, int take)
 {
 	struct tv_ust_buf_state *bs;
 	const unsigned char *src;
@@ -540,9 +552,11 @@ int tv_ust_consumer_recover(struct tv_ust_consumer *c, unsigned int b, unsigned 
 	memset(out + off, 0, sb - off);
 	if (check_records(c, b, out, &records))
 		return -EBADMSG;
+	bs->records += records;
+	if (!take)
+		return 1;
 	release_subbuf(c, b, bs->pos);
 	bs->pos += sb;
 	bs->subbufs++;
-	bs->records += records;
 	return 1;
 }

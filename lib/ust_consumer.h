@@ -117,6 +117,15 @@ int tv_ust_consumer_read(struct tv_ust_consumer *c, unsigned int b, unsigned cha
  */
 int tv_ust_consumer_recover(struct tv_ust_consumer *c, unsigned int b, unsigned char *out);
 
+/*
+ * tv_ust_consumer_copy_partial - the committed records of @b's next
+ * reserved sub-buffer, for a live process whose writers are quiescent
+ * (events disabled, FLUSH answered): copied to @out as recover does, but
+ * the sub-buffer stays the writer's (nothing zeroed, @consumed unchanged),
+ * so the process can go on tracing for a later consumer.  Same returns.
+ */
+int tv_ust_consumer_copy_partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out);
+
 /* Events the writer counted as discarded in buffer @b (untrusted, for the record). */
 uint64_t tv_ust_consumer_lost(const struct tv_ust_consumer *c, unsigned int b);
 

@@ -18,6 +18,7 @@
 #include "exit_tracker.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
+#define UST_PID_BASE 2000000	/* synthetic pids for the traced processes (kind ust) */
 
 struct pf_writer {
 	FILE *f;
@@ -28,6 +29,8 @@ struct pf_writer {
 	struct tv_exit_tracker exits;
 	int *vcpu_seen;			/* tids given a name already */
 	size_t nr_vcpu_seen, cap_vcpu_seen;
+	uint64_t *ust_seen;		/* (domain << 32 | tid) of traced threads named already */
+	size_t nr_ust_seen, cap_ust_seen;
 	struct tep_event *kvm_exit, *kvm_entry;	/* of the reference domain */
 	int first;
 	struct tv_export_stats *st;
@@ -76,6 +79,43 @@ static void pf_cpu_track(struct pf_writer *w, const struct tv_event *ev)
 
 static void pf_vcpu_track(struct pf_writer *w, const struct tv_event *ev, int vm_pid);
 
+static int is_ust_domain(const struct tv_domain_info *dom)
+{
+	const char *kind = tv_meta_get(dom->meta, "kind");
+
+	return kind && !strcmp(kind, "ust");
+}
+
+/* A traced process's thread: its own track, in a process named after it and its domain. */
+static void pf_ust_track(struct pf_writer *w, const struct tv_event *ev)
+{
+	const struct tv_domain_info *dom = tv_reader_domain(w->rd, (size_t)ev->domain_index);
+	uint64_t key = (uint64_t)ev->domain_index << 32 | (uint32_t)ev->pid;
+	int pid = UST_PID_BASE + ev->domain_index;
+	const char *comm = tep_data_comm_from_pid(dom->tep, ev->pid);
+	char name[160];
+
+	for (size_t i = 0; i < w->nr_ust_seen; i++)
+		if (w->ust_seen[i] == key)
+			return;
+	if (tv_array_grow(&w->ust_seen, &w->cap_ust_seen, w->nr_ust_seen, sizeof(*w->ust_seen), 64))
+		return;
+	/* the process's name with its first thread */
+	for (size_t i = 0; i <= w->nr_ust_seen; i++) {
+		if (i == w->nr_ust_seen) {
+			snprintf(name, sizeof(name), "%s: %s (pid %s)", ev->domain,
+				 tv_meta_get(dom->meta, "comm") ?: "?", tv_meta_get(dom->meta, "pid") ?: "?");
+			pf_name(w, "process_name", pid, 0, name);
+		} else if ((w->ust_seen[i] >> 32) == (uint64_t)ev->domain_index) {
+			break;
+		}
+	}
+	w->ust_seen[w->nr_ust_seen++] = key;
+	snprintf(name, sizeof(name), "%s (tid %d)", comm ? comm : "?", ev->pid);
+	pf_name(w, "thread_name", pid, ev->pid, name);
+	w->st->streams++;
+}
+
 /*
  * A vCPU thread: known from the session's vcpus file, or seen running
  * guest code (events KVM emits only inside KVM_RUN) - VMs that lived
@@ -108,7 +148,11 @@ static void pf_instant(struct pf_writer *w, const struct tv_event *ev)
 	const struct tv_domain_info *dom = tv_reader_domain(w->rd, (size_t)ev->domain_index);
 	int pid = CPU_PID_BASE + ev->domain_index, tid = ev->cpu;
 
-	if (is_vcpu_event(dom, ev)) {
+	if (is_ust_domain(dom)) {
+		pid = UST_PID_BASE + ev->domain_index;
+		tid = ev->pid;
+		pf_ust_track(w, ev);
+	} else if (is_vcpu_event(dom, ev)) {
 		pid = dom->tgid_of(dom, ev->pid);
 		tid = ev->pid;
 		pf_vcpu_track(w, ev, pid);
@@ -240,5 +284,6 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	tv_strbuf_free(&w.sb);
 	free(w.cpu_seen);
 	free(w.vcpu_seen);
+	free(w.ust_seen);
 	return ret < 0 ? ret : 0;
 }

@@ -34,6 +34,8 @@ enum {
 	OPT_SYNC_INTERVAL,
 	OPT_COMPRESS,
 	OPT_TIME_FUNCTION,
+	OPT_UST,
+	OPT_UST_SOCKET,
 };
 
 struct record_cli {
@@ -54,6 +56,7 @@ struct record_cli {
 	int guest_refused;		/* an agent refused what it was asked: exit 1 */
 	const char *guest_filters[TV_GUEST_MAX_FILTERED_ITEMS];
 	struct tv_guest_spec specs[MAX_GUESTS];
+	const char *ust_patterns[MAX_EVENTS];
 };
 
 static void record_usage(FILE *out)
@@ -63,7 +66,7 @@ static void record_usage(FILE *out)
 		"                         [--clock CLOCK] [--duration SECONDS] [-q] [--compress]\n"
 		"                         [--guest SPEC]... [--guest-events LIST [-f FILTER]]...\n"
 		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
-		"                         [-- COMMAND [ARGS]]\n\n"
+		"                         [--ust [PATTERN]...] [--ust-socket PATH] [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
@@ -93,6 +96,13 @@ static void record_usage(FILE *out)
 		"                          hex mask (default: all, as xentrace)\n"
 		"      --xen-cpus LIST     physical CPUs to trace, e.g. 0-3,6 (default: all)\n"
 		"      --xen-pages N       buffer pages per CPU if Xen has none yet (default: %d)\n"
+		"      --ust [PATTERN]...  user-space events of the host's processes traced with\n"
+		"                          libtracevisor-ust: enable the globs on PROVIDER:EVENT\n"
+		"                          (default *) in every process that registers, into\n"
+		"                          DIR/ust-host-PID/ (the clock defaults to mono; local\n"
+		"                          and global cannot be read from user space)\n"
+		"      --ust-socket PATH   registration socket (default $TRACEVISOR_UST_SOCK or\n"
+		"                          /run/tracevisor/ust.sock)\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -161,6 +171,19 @@ static int guest_filter_set(struct record_cli *cli, const char *filter)
 	return 0;
 }
 
+static int add_ust_pattern(struct record_cli *cli, const char *pattern)
+{
+	if (cli->so.nr_ust_patterns == MAX_EVENTS || !*pattern ||
+	    strlen(pattern) >= 224 /* TV_UST_MSG_ARG_MAX */) {
+		tv_cli_error("record", "invalid --ust pattern: '%s' (at most %d, each 1..223 bytes)",
+			     pattern, MAX_EVENTS);
+		return -1;
+	}
+	cli->ust_patterns[cli->so.nr_ust_patterns++] = pattern;
+	cli->so.ust_patterns = cli->ust_patterns;
+	return 0;
+}
+
 static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 {
 	static const struct option longopts[] = {
@@ -179,6 +202,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "sync-interval", required_argument, NULL, OPT_SYNC_INTERVAL },
 		{ "compress", no_argument, NULL, OPT_COMPRESS },
 		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
+		{ "ust", optional_argument, NULL, OPT_UST },
+		{ "ust-socket", required_argument, NULL, OPT_UST_SOCKET },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -282,6 +307,18 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			break;
 		case OPT_COMPRESS:
 			cli->compress = 1;
+			break;
+		case OPT_UST:
+			/* --ust PAT PAT... : the words up to the next option are patterns */
+			cli->so.ust = true;
+			if (optarg && add_ust_pattern(cli, optarg))
+				return -1;
+			while (optind < argc && argv[optind][0] != '-')
+				if (add_ust_pattern(cli, argv[optind++]))
+					return -1;
+			break;
+		case OPT_UST_SOCKET:
+			cli->so.ust_socket = optarg;
 			break;
 		case 'X':
 			cli->so.xen = true;
@@ -581,6 +618,20 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 	}
 }
 
+static void print_ust_summary(const struct record_cli *cli, const struct tv_session_record *srec)
+{
+	uint64_t events, lost;
+	size_t procs;
+
+	tv_session_record_ust_summary(srec, &procs, &events, &lost);
+	if (lost)
+		fprintf(stderr, "tracevisor record: warning: traced processes discarded %llu events (their buffers were full)\n",
+			(unsigned long long)lost);
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: ust: %zu processes, %llu events, %llu lost -> %s/ust-host-*\n",
+			procs, (unsigned long long)events, (unsigned long long)lost, cli->so.host.outdir);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
@@ -616,6 +667,9 @@ int cmd_record(int argc, char **argv)
 		return tv_cli_status(ret);
 	}
 	rec = tv_session_record_host(srec);
+	/* the command's processes register where we listen */
+	if (cli.so.ust && cli.so.ust_socket)
+		setenv("TRACEVISOR_UST_SOCK", cli.so.ust_socket, 1);
 	if (cli.command) {
 		child = start_command(cli.command, &saved);
 		if (child < 0) {
@@ -636,6 +690,8 @@ int cmd_record(int argc, char **argv)
 	if (!ret && tv_session_record_xen(srec))
 		print_xen_summary(&cli);
 	print_guest_summary(&cli, srec);
+	if (cli.so.ust)
+		print_ust_summary(&cli, srec);
 	tv_session_record_destroy(srec);
 	free(cli.guest_events);
 	close(sfd);

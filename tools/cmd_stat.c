@@ -17,7 +17,10 @@ static void stat_usage(FILE *out)
 		"Per VM and vCPU: exit counts and exit->entry latency (min, p50, p99, max,\n"
 		"total) per exit reason, sorted by total time.  Where kvm_exit/kvm_entry do\n"
 		"not fire (PVM KVM), user-space exits, port I/O, MMIO, CPUID and emulated\n"
-		"instructions instead.\n\n"
+		"instructions instead.\n"
+		"Traced processes (record --ust): per process, each PROVIDER:EVENT counted, and\n"
+		"each begin/end pair (NAME_begin/NAME_end, NAME_entry/NAME_exit in one thread)\n"
+		"timed as PROVIDER:NAME.\n\n"
 		"  --json      a JSON list of rows: vm, vcpu, reason, count, min_ns, p50_ns,\n"
 		"              p99_ns, max_ns, total_ns (null when not timed)\n"
 		"  --hist      add a log2 histogram of latencies per row\n"
@@ -164,7 +167,8 @@ static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 	}
 }
 
-static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *xen, int hist)
+static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *xen,
+		       const struct tv_kvm_stat *ust, int hist)
 {
 	int first = 1;
 
@@ -172,7 +176,38 @@ static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *
 	print_json_rows(kvm, hist, &first);
 	if (xen)
 		print_json_rows(xen, hist, &first);
+	if (ust)
+		print_json_rows(ust, hist, &first);
 	printf("\n]\n");
+}
+
+/* The traced processes' events: counts, and latencies of begin/end pairs. */
+static void print_ust_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+{
+	char b[5][24];
+
+	printf("\nApplication events of %s: %llu events, %llu lost\n", dir,
+	       (unsigned long long)st->events, (unsigned long long)st->lost);
+	if (st->unmatched_exits)
+		printf("note: %llu end events had no open begin (recording edges or lost events)\n",
+		       (unsigned long long)st->unmatched_exits);
+	printf("\n%-24s %-8s %-34s %10s %9s %9s %9s %9s %10s\n", "DOMAIN", "PID", "EVENT", "COUNT",
+	       "MIN", "P50", "P99", "MAX", "TOTAL");
+	for (size_t i = 0; i < st->nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &st->rows[i];
+
+		printf("%-24s %-8s %-34s %10llu ", r->vm, r->vcpu, r->reason,
+		       (unsigned long long)r->count);
+		if (!r->has_latency) {
+			printf("%9s %9s %9s %9s %10s\n", "-", "-", "-", "-", "-");
+			continue;
+		}
+		printf("%9s %9s %9s %9s %10s\n", tv_cli_fmt_ns(r->min_ns, b[0], 24),
+		       tv_cli_fmt_ns(r->p50_ns, b[1], 24), tv_cli_fmt_ns(r->p99_ns, b[2], 24),
+		       tv_cli_fmt_ns(r->max_ns, b[3], 24), tv_cli_fmt_ns(r->total_ns, b[4], 24));
+		if (hist)
+			print_hist(r);
+	}
 }
 
 int cmd_stat(int argc, char **argv)
@@ -185,8 +220,8 @@ int cmd_stat(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tv_stat_opts opts = { 0 };
-	struct tv_kvm_stat st, xst;
-	int json = 0, hist = 0, c, ret, xret;
+	struct tv_kvm_stat st, xst, ust;
+	int json = 0, hist = 0, c, ret, xret, uret;
 	bool have_xen;
 
 	while ((c = getopt_long(argc, argv, "jHh", longopts, NULL)) != -1) {
@@ -218,16 +253,26 @@ int cmd_stat(int argc, char **argv)
 		return tv_cli_status(ret);
 	/* A session with a Xen domain gets the Xen analysis as well. */
 	xret = have_xen ? 0 : -ENOENT;
+	/* and one with traced processes (record --ust) theirs */
+	uret = tv_ust_stat_compute(argv[optind], &ust);
+	if (uret && uret != -ENOENT) {
+		tv_kvm_stat_free(&st);
+		tv_kvm_stat_free(&xst);
+		return tv_cli_status(uret);
+	}
 	if (json)
-		print_json(&st, xret ? NULL : &xst, hist);
-	else if (xret)
+		print_json(&st, xret ? NULL : &xst, uret ? NULL : &ust, hist);
+	else if (xret && (uret || st.nr_rows))
 		print_table(argv[optind], &st, hist);
 	if (!json && !xret) {
 		if (st.nr_rows)
 			print_table(argv[optind], &st, hist);
 		print_xen_table(argv[optind], &xst, hist);
 	}
+	if (!json && !uret)
+		print_ust_table(argv[optind], &ust, hist);
 	tv_kvm_stat_free(&st);
 	tv_kvm_stat_free(&xst);
+	tv_kvm_stat_free(&ust);
 	return 0;
 }

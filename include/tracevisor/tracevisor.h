@@ -1444,6 +1444,24 @@ int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
 int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
 		    bool *have_xen);
 
+/**
+ * tv_ust_stat_compute - the traced processes' events of a session (record --ust)
+ * @dir: session directory
+ * @out: rows owned by the caller (tv_kvm_stat_free()), sorted by domain,
+ *       process and name: @vm the domain (host, guest:NAME), @vcpu the
+ *       process id, @reason PROVIDER:EVENT with its count and no latency,
+ *       or PROVIDER:NAME (PROVIDER:NAME() for _entry/_exit) with the count
+ *       and latencies of its begin/end pairs: PROVIDER:NAME_begin then
+ *       PROVIDER:NAME_end (or NAME_entry, NAME_exit) in one thread, an end
+ *       closing the latest open begin.  @events: the processes' events,
+ *       @lost: the events they discarded, @unmatched_exits: ends without
+ *       a begin, @mode "ust".
+ *
+ * Return: 0, -ENOENT (no traced process in the session, not logged), or
+ * -errno (logged).
+ */
+int tv_ust_stat_compute(const char *dir, struct tv_kvm_stat *out);
+
 struct tv_stat_opts {
 	/*
 	 * Attribute every timed VM exit to what the guest ran on that vCPU
@@ -1509,6 +1527,18 @@ struct tv_session_record_opts {
 	void (*notify)(void *ctx, enum tv_session_note note, const char *name, int err,
 		       const char *detail);
 	void *notify_ctx;
+	/*
+	 * User-space tracing on the host (record --ust): listen on the
+	 * registration socket (@ust_socket; NULL: $TRACEVISOR_UST_SOCK, else
+	 * /run/tracevisor/ust.sock) and enable these globs on PROVIDER:EVENT
+	 * in every process that registers (libtracevisor-ust), each into
+	 * ust-host-PID/.  Needs the host recorder and its clock mono or
+	 * x86-tsc (no host.clock: mono).
+	 */
+	bool ust;
+	const char *const *ust_patterns;	/* none: "*" */
+	size_t nr_ust_patterns;
+	const char *ust_socket;
 };
 
 struct tv_session_record;
@@ -1549,6 +1579,15 @@ struct tv_xen_recorder *tv_session_record_xen(const struct tv_session_record *s)
 size_t tv_session_record_nr_guests(const struct tv_session_record *s);
 /* Guest @i (NULL if it was never started). */
 struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i);
+/**
+ * tv_session_record_ust_summary - what record --ust recorded, once stopped
+ * @procs: traced processes with a domain in the session
+ * @events: their events recorded
+ * @lost: events they counted as discarded (buffers full, discard mode)
+ * All zero without --ust.
+ */
+void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,
+				   uint64_t *events, uint64_t *lost);
 
 /* ---------------------------------------------------------- compress */
 

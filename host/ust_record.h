@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * `record --ust` on a host (host/ust_record.c): the registration socket's
+ * listener and the consumer of every process that registers.
+ */
+#ifndef TV_HOST_UST_RECORD_H
+#define TV_HOST_UST_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tv_recorder;
+struct tv_ust_recorder;
+
+struct tv_ust_record_opts {
+	const char *outdir;		/* the session */
+	const char *clock;		/* the session's trace clock: mono or x86-tsc (NULL: mono) */
+	const char *const *patterns;	/* globs on PROVIDER:EVENT, kept by the caller */
+	size_t nr_patterns;
+	const char *socket;		/* NULL: $TRACEVISOR_UST_SOCK, else TV_UST_SOCK_DEFAULT */
+};
+
+/*
+ * Listen and consume from now on (a thread).  Return: 0, or -errno (logged)
+ * with *@out to destroy.
+ */
+int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_recorder **out);
+/*
+ * Disable, flush and copy every live process, write every domain and list
+ * them in @host's session.meta (NULL: not listed).  Return: 0 or -1 (logged).
+ */
+int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host);
+/* Processes recorded, their events and the events they discarded (after stop). */
+void tv_ust_recorder_summary(const struct tv_ust_recorder *u, size_t *procs, uint64_t *events,
+			     uint64_t *lost);
+/* Stops if still running; closes and removes the socket.  NULL-safe. */
+void tv_ust_recorder_destroy(struct tv_ust_recorder *u);
+
+#endif
