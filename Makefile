@@ -78,6 +78,7 @@ TESTVMM  := $(BUILD)/tests/tv-testvmm
 AGENT    := $(BUILD)/tracevisor-agent
 FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
 FUZZ_SESSION := $(BUILD)/fuzz/fuzz_session
+FUZZ_UST := $(BUILD)/fuzz/fuzz_ust_buffer
 HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
@@ -173,11 +174,17 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/
 		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
-fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION)
+fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)
 $(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_stream.h lib/proto.c lib/meta.c lib/log.c
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
 		tests/fuzz/fuzz_guest_stream.c host/guest_stream.c lib/proto.c lib/meta.c lib/log.c
+
+# libFuzzer target of the user-space tracer's buffer consumer (tests/root/fuzz-ust-buffer.sh).
+$(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h
+	@mkdir -p $(dir $@)
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Ilib -o $@ tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c
 
 # libFuzzer target of the whole session reader (tests/root/fuzz-session.sh):
 # the library's sources built again with the sanitizers.
