@@ -177,6 +177,14 @@ struct tv_ust_record_hdr {
 #define TV_UST_META_EVENT	"event "
 #define TV_UST_META_END		"end\n"
 
+/*
+ * The memfd (additive): created with MFD_ALLOW_SEALING and sealed
+ * F_SEAL_SHRINK before it is registered.  A consumer maps it, so a memfd
+ * the process could shrink afterwards would make the consumer's next read
+ * of the lost pages a SIGBUS; a consumer refuses a memfd without that seal
+ * (adding it itself when sealing is allowed).
+ */
+
 /* Registration protocol (see the top of this file). */
 enum tv_ust_msg_type {
 	TV_UST_MSG_HELLO = 1,		/* process: pid, arg = comm */

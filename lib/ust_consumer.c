@@ -517,7 +517,7 @@ static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out
 	struct tv_ust_buf_state *bs;
 	const unsigned char *src;
 	uint64_t sb = c->hdr.subbuf_size, reserve, records = 0;
-	size_t off = 0;
+	size_t off = 0, kept = 0, end = sb;
 
 	if (c->cut)
 		return -EBADMSG;
@@ -533,8 +533,15 @@ static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out
 	if (c->hdr.mode == TV_UST_MODE_OVERWRITE && !overwrite_tail_whole(c, b, reserve))
 		return 0;	/* nobody zeroes in this mode: an unfinished tail may hold old laps */
 	src = subbuf_at(c, b, bs->pos);
-	/* committed records: a non-zero header word, written last (ust_abi.h) */
-	while (sb - off >= sizeof(struct tv_ust_record_hdr)) {
+	/*
+	 * Committed records: a non-zero header word, written last (ust_abi.h);
+	 * one still TV_UST_ID_UNCOMMITTED is skipped by its size and those
+	 * after it kept (moved up: a record holds no offset outside itself).
+	 * Nothing beyond @reserve was reserved.
+	 */
+	if (reserve / sb == bs->pos / sb)
+		end = reserve % sb;
+	while (end - off >= sizeof(struct tv_ust_record_hdr)) {
 		uint64_t word = __atomic_load_n((const uint64_t *)(src + off + 8), __ATOMIC_ACQUIRE);
 		struct tv_ust_record_hdr h;
 
@@ -543,12 +550,16 @@ static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out
 		memcpy(&h, src + off, 8);
 		memcpy((char *)&h + 8, &word, 8);
 		if (h.id == TV_UST_ID_PADDING || h.size < sizeof(h) || h.size % TV_UST_RECORD_ALIGN ||
-		    h.size > sb - off)
+		    h.size > end - off)
 			break;
-		memcpy(out + off, src + off, h.size);
-		memcpy(out + off + 8, &word, 8);
+		if (h.id != TV_UST_ID_UNCOMMITTED) {
+			memcpy(out + kept, src + off, h.size);
+			memcpy(out + kept + 8, &word, 8);
+			kept += h.size;
+		}
 		off += h.size;
 	}
+	off = kept;
 	memset(out + off, 0, sb - off);
 	if (check_records(c, b, out, &records))
 		return -EBADMSG;

@@ -111,7 +111,9 @@ int tv_ust_consumer_read(struct tv_ust_consumer *c, unsigned int b, unsigned cha
  *
  * Once the writer is gone for good and tv_ust_consumer_read() returned 0:
  * copies the committed records of the next reserved sub-buffer to @out,
- * record by record while the header is non-zero and fits (the rest zeroed).
+ * record by record while the header is non-zero and fits, up to @reserve,
+ * skipping reservations still marked TV_UST_ID_UNCOMMITTED (the records
+ * after one are moved up; the rest of @out is zeroed).
  * Return: 1 (a sub-buffer in @out, maybe empty of records), 0 (nothing
  * more reserved), -EBADMSG (cut).
  */

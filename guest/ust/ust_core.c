@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -472,7 +473,8 @@ int ust_start_locked(const struct tv_ust_config *user)
 	if (!st)
 		return -ENOMEM;
 	st->stalled = malloc(nr * sizeof(*st->stalled));
-	fd = memfd_create("tracevisor-ust", MFD_CLOEXEC);
+	/* sealable: a consumer seals it against shrinking (lib/ust_abi.h) */
+	fd = memfd_create("tracevisor-ust", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (!st->stalled || fd < 0) {
 		ret = fd < 0 ? -errno : -ENOMEM;
 		ust_log("Cannot create the trace buffers: errno=%d (%s)", -ret, strerror(-ret));
@@ -484,6 +486,7 @@ int ust_start_locked(const struct tv_ust_config *user)
 			(unsigned long long)size, -ret, strerror(-ret));
 		goto fail;
 	}
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
 	st->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (st->base == MAP_FAILED) {
 		ret = -errno;

@@ -21,7 +21,7 @@
 #include "tv_test.h"
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
-#include "ust_consumer.h"
+#include <ust_consumer.h>	/* lib/s, not tests/unit/ust_consumer.h */
 
 #define SB 4096u
 #define NSB 4u
@@ -129,7 +129,13 @@ static int emit(struct shm *s, unsigned int b, uint16_t id, uint64_t ts, uint32_
 	memcpy(sub + off, &h.ts, 8);
 	memcpy(sub + off + 16, &thread, 4);
 	memcpy(sub + off + 24, &seq, 8);
-	if (!commit)
+	if (commit == 0) {	/* reserved, marked uncommitted (ust_abi.h), never committed */
+		struct tv_ust_record_hdr u = { ts, TV_UST_ID_UNCOMMITTED, size, h.tid };
+
+		memcpy(sub + off + 8, (char *)&u + 8, 8);
+		return 1;
+	}
+	if (commit < 0)		/* reserved, header word never written */
 		return 1;
 	memcpy(sub + off + 8, (char *)&h + 8, 8);
 	c->commit[idx] += size;
@@ -324,14 +330,30 @@ static void test_recover_partial(void)
 	tv_ust_consumer_meta_update(&c, NULL, 0);
 	for (int i = 0; i < 3; i++)
 		emit(&s, 0, 1, 10 + (uint64_t)i, 0, (uint64_t)i, 1);
-	emit(&s, 0, 1, 20, 0, 3, 0);	/* reserved, never committed: SIGKILL here */
+	emit(&s, 0, 1, 20, 0, 3, 0);	/* reserved, marked uncommitted: SIGKILL here */
 	emit(&s, 0, 1, 21, 1, 4, 1);	/* another thread's committed record after it */
 	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == 0, "the partial sub-buffer is not complete");
 	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 1, "recovered");
 	tv_ust_subbuf_walk(out, SB, c.events, TV_UST_MAX_ID + 1, &end, &records, &why);
-	TV_CHECK(records == 3 && end == 96, "committed records up to the uncommitted one: %llu",
+	TV_CHECK(records == 4 && end == 128 && out[96 + 24] == 4,
+		 "committed records around the uncommitted one, moved up: %llu",
 		 (unsigned long long)records);
 	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 0, "nothing more reserved");
+	tv_ust_consumer_release(&c);
+	free(s.map);
+
+	/* a header word never written (a writer without the uncommitted mark) ends it */
+	shm_init(&s, TV_UST_MODE_DISCARD);
+	tv_ust_consumer_init(&c, s.map, s.size);
+	tv_ust_consumer_meta_update(&c, NULL, 0);
+	for (int i = 0; i < 3; i++)
+		emit(&s, 0, 1, 10 + (uint64_t)i, 0, (uint64_t)i, 1);
+	emit(&s, 0, 1, 20, 0, 3, -1);
+	emit(&s, 0, 1, 21, 1, 4, 1);
+	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 1, "recovered");
+	tv_ust_subbuf_walk(out, SB, c.events, TV_UST_MAX_ID + 1, &end, &records, &why);
+	TV_CHECK(records == 3 && end == 96, "zero header ends the sub-buffer: %llu",
+		 (unsigned long long)records);
 	tv_ust_consumer_release(&c);
 	free(s.map);
 }
