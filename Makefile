@@ -168,17 +168,21 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 
 # The guest agent: static, libc only (it runs in minimal guests).
 AGENT_SRCS := $(wildcard guest/*.c)
-$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/elf_sym.h
+$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/elf_sym.h \
+	  lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
-		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c
+		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c \
+		lib/ust_consumer.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)
-$(FUZZ_GUEST): tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_stream.h lib/proto.c lib/meta.c lib/log.c
+FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
+	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c
+$(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
-		tests/fuzz/fuzz_guest_stream.c host/guest_stream.c lib/proto.c lib/meta.c lib/log.c
+		$(FUZZ_GUEST_SRCS)
 
 # libFuzzer target of the user-space tracer's buffer consumer (tests/root/fuzz-ust-buffer.sh).
 $(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h

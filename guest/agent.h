@@ -70,6 +70,7 @@ struct session {
 	uint16_t guest;
 	char clock[32];
 	char events_spec[1024];		/* the host's list, or empty: default */
+	char ust_spec[1024];		/* START's "ust": globs for traced processes, "" none */
 	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
 	int nr_events;
 	char *filters[MAX_SPECS];	/* START's filter.N: item N's, or NULL */
@@ -111,6 +112,10 @@ int send_end(struct session *s);
 /* agent_probes.c */
 void answer_hcall(struct session *s, const unsigned char *p, size_t len);
 void answer_ping(struct session *s, const unsigned char *p, size_t len);
+
+/* agent_ust.c: the guest's traced processes (own thread) */
+int ust_start(struct session *s, const char *globs);
+void ust_stop(void);
 
 /* agent_session.c */
 void run_session(int fd);

@@ -41,6 +41,8 @@ static int start_opt(const char *key, const char *val, void *ctx)
 		long kb = atol(val);
 
 		s->buffer_kb = kb >= 4 && kb <= (1L << 20) ? (unsigned)kb : s->buffer_kb;
+	} else if (!strcmp(key, "ust")) {
+		snprintf(s->ust_spec, sizeof(s->ust_spec), "%s", val);
 	} else if (!strcmp(key, "guest")) {
 		s->guest = (uint16_t)atoi(val);
 	} else if (!strncmp(key, "filter.", 7)) {
@@ -177,11 +179,16 @@ void run_session(int fd)
 		ret = inst_write(&s, "tracing_on", "1");
 	if (!ret)
 		ret = send_frame(&s, TV_MSG_READY, 0, NULL, 0);
+	/* traced processes: their own thread; the kernel's trace goes on without them */
+	if (!ret && s.ust_spec[0] && ust_start(&s, s.ust_spec))
+		say("Not tracing processes: no registration socket");
 	if (!ret) {
 		if (verbose)
 			say("Tracing %d events on %d CPUs", s.nr_events, s.ncpus);
 		session_serve(&s);
 	}
+	/* their last events while the kernel still traces: one timeline to the end */
+	ust_stop();
 	inst_write(&s, "tracing_on", "0");
 	stop_cpus(&s);
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);

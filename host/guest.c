@@ -456,10 +456,11 @@ static int guest_connect(struct tv_guest *g)
 	}
 	g->fd = fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	if (asprintf(&start, "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s%s", g->opts.index,
+	if (asprintf(&start, "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s", g->opts.index,
 		     g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
 		     g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "",
-		     g->filters_start ? g->filters_start : "") < 0) {
+		     g->filters_start ? g->filters_start : "",
+		     g->opts.ust ? "ust=" : "", g->opts.ust ? g->opts.ust : "", g->opts.ust ? "\n" : "") < 0) {
 		guest_end(g, "failed: out of memory");
 		return -ENOMEM;
 	}
@@ -794,8 +795,14 @@ int tv_guest_stop(struct tv_guest *g)
 	}
 	ret = guest_write_meta(g);
 	if (!ret && strncmp(g->status, "failed", 6)) {
+		const char *ust[TV_PROTO_MAX_UST];
+		size_t n = tv_guest_ust_finish(&g->gs, ust, TV_PROTO_MAX_UST);
+
 		ret = tv_recorder_add_domain(g->rec, g->subdir);
 		g->listed = !ret;
+		/* its traced processes after it: their parent is listed first */
+		for (size_t i = 0; i < n && !ret; i++)
+			ret = tv_recorder_add_domain(g->rec, ust[i]);
 	}
 	/* one that failed before tracing gave its failure to tv_guest_wait_ready() */
 	if (strcmp(g->status, "complete") && g->ready >= 0)

@@ -259,6 +259,30 @@ static int handle_error(struct tv_guest_stream *gs, const unsigned char *p, size
 	return stream_fail(gs, -ECANCELED, "guest agent: %s", text);
 }
 
+static int handle_ust(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
+		      const unsigned char *p)
+{
+	char err[200] = "";
+	int ret;
+
+	if (!gs->ncpus)
+		return stream_fail(gs, -EBADMSG, "protocol error: %s before META",
+				   tv_proto_type_name(h->type));
+	if (h->type == TV_MSG_UST_PROC)
+		ret = tv_guest_ust_proc(gs, h->arg, p, h->len, err, sizeof(err));
+	else if (h->type == TV_MSG_UST_META)
+		ret = tv_guest_ust_meta(gs, h->arg, p, h->len, err, sizeof(err));
+	else if (h->type == TV_MSG_UST_DATA)
+		ret = tv_guest_ust_data(gs, h->arg, p, h->len, err, sizeof(err));
+	else
+		ret = tv_guest_ust_end(gs, h->arg, p, h->len, err, sizeof(err));
+	if (ret == -EBADMSG)
+		return stream_fail(gs, ret, "protocol error: %s", err);
+	if (ret)
+		return stream_fail(gs, ret, "%s", err[0] ? err : "cannot record a traced process");
+	return 0;
+}
+
 static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
 			const unsigned char *p)
 {
@@ -291,6 +315,11 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 		return handle_end(gs, p, h->len);
 	case TV_MSG_ERROR:
 		return handle_error(gs, p, h->len);
+	case TV_MSG_UST_PROC:
+	case TV_MSG_UST_META:
+	case TV_MSG_UST_DATA:
+	case TV_MSG_UST_END:
+		return handle_ust(gs, h, p);
 	}
 	return stream_fail(gs, -EBADMSG, "protocol error: guest sent a host command (%s)",
 			   tv_proto_type_name(h->type));
@@ -378,6 +407,7 @@ void tv_guest_stream_fini(struct tv_guest_stream *gs)
 	free(gs->cpu_fd);
 	free(gs->cpu_bytes);
 	free(gs->buf);
+	tv_guest_ust_free(gs);
 	tv_meta_free(gs->guest_meta);
 	gs->cpu_fd = NULL;
 	gs->cpu_bytes = NULL;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct tv_meta;
+struct tv_guest_ust;
 
 #define TV_GUEST_MAX_FILES 4096
 
@@ -30,6 +31,7 @@ struct tv_guest_stream {
 	int failed;			/* -errno: the stream is dead */
 	char error[320];
 	unsigned filters_sent;		/* filter.N in START: META must say it took them */
+	struct tv_guest_ust *ust[256];	/* TV_PROTO_MAX_UST traced processes (host/guest_ust.c) */
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;
@@ -45,5 +47,22 @@ int tv_guest_stream_feed(struct tv_guest_stream *gs, const void *data, size_t le
 /* Close the CPU files (their sub-buffers stay whole); the meta stays. */
 void tv_guest_stream_close_files(struct tv_guest_stream *gs);
 void tv_guest_stream_fini(struct tv_guest_stream *gs);
+
+/*
+ * The guest's traced processes (host/guest_ust.c): one frame each; -EBADMSG
+ * with @err for a protocol error (ends the stream), 0 when a process's data
+ * lied (that process is cut off, logged), -errno.
+ */
+int tv_guest_ust_proc(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		      char *err, size_t err_size);
+int tv_guest_ust_meta(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		      char *err, size_t err_size);
+int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p, size_t len,
+		      char *err, size_t err_size);
+int tv_guest_ust_end(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		     char *err, size_t err_size);
+/* Write every process's meta; its subdirectories (up to @max) into @subdirs. */
+size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, size_t max);
+void tv_guest_ust_free(struct tv_guest_stream *gs);
 
 #endif

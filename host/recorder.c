@@ -38,6 +38,7 @@ struct tv_session_record {
 	struct tv_xen_recorder *xen;
 	struct tv_guest **guests;	/* opts.nr_guests, NULL: not started */
 	struct tv_ust_recorder *ust;	/* record --ust */
+	char ust_list[600];		/* the --ust globs for the agents */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -163,6 +164,27 @@ static void xen_probes(struct tv_session_record *s, unsigned int n)
 	}
 }
 
+/* The agents get the --ust globs as one comma list (START's "ust" key). */
+static int ust_join(struct tv_session_record *s)
+{
+	size_t len = 0;
+
+	s->ust_list[0] = '\0';
+	for (size_t i = 0; i < s->opts.nr_ust_patterns || (!i && !s->opts.nr_ust_patterns); i++) {
+		const char *p = s->opts.nr_ust_patterns ? s->opts.ust_patterns[i] : "*";
+		int n = snprintf(s->ust_list + len, sizeof(s->ust_list) - len, "%s%s", i ? "," : "", p);
+
+		if (strchr(p, ',') || n < 0 || (size_t)n >= sizeof(s->ust_list) - len) {
+			tv_err("--ust patterns for the guests: no commas, at most %zu bytes in all",
+			       sizeof(s->ust_list) - 1);
+			return -EINVAL;
+		}
+		len += (size_t)n;
+	}
+	s->opts.guest_opts.ust = s->ust_list;
+	return 0;
+}
+
 int tv_session_record_start(const struct tv_session_record_opts *opts,
 			    struct tv_session_record **out)
 {
@@ -188,6 +210,8 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	if (s->opts.ust && !s->opts.host.clock)
 		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
+	if (s->opts.ust && s->opts.nr_guests && ust_join(s))
+		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
 	if (!s->guests)
 		return -ENOMEM;

@@ -61,6 +61,10 @@ const char *tv_proto_type_name(uint16_t type)
 	case TV_MSG_READY: return "READY";
 	case TV_MSG_END: return "END";
 	case TV_MSG_ERROR: return "ERROR";
+	case TV_MSG_UST_PROC: return "UST_PROC";
+	case TV_MSG_UST_META: return "UST_META";
+	case TV_MSG_UST_DATA: return "UST_DATA";
+	case TV_MSG_UST_END: return "UST_END";
 	}
 	return NULL;
 }

@@ -36,7 +36,15 @@ enum tv_proto_type {
 	TV_MSG_READY = 0x15,	/* tracing is on */
 	TV_MSG_END = 0x16,	/* text key=value: final stats; last frame */
 	TV_MSG_ERROR = 0x17,	/* text: why the agent gave up */
+	/* guest -> host: the guest's traced processes (START key "ust") */
+	TV_MSG_UST_PROC = 0x18,	/* arg = process index; text key=value: its settings */
+	TV_MSG_UST_META = 0x19,	/* arg = process index; metadata appended (lib/ust_abi.h) */
+	TV_MSG_UST_DATA = 0x1a,	/* arg = index << 16 | buffer; whole sub-buffers */
+	TV_MSG_UST_END = 0x1b,	/* arg = process index; text: status, cpuN.lost */
 };
+
+/* Traced processes one guest may describe (UST_PROC indexes 0 .. max - 1). */
+#define TV_PROTO_MAX_UST	256
 
 struct tv_proto_hdr {
 	uint32_t magic;

@@ -400,6 +400,9 @@ struct tv_guest_opts {
 	double sync_interval;	/* seconds between probe rounds, 0: default */
 	uint64_t max_bytes;	/* accepted from the guest, 0: default limit */
 	unsigned int index;	/* the guest's number in the session (markers) */
+	/* record --guest ... --ust: comma list of globs on PROVIDER:EVENT the
+	 * agent enables in the guest's traced processes; NULL: none traced */
+	const char *ust;
 };
 
 struct tv_guest_stats {

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The guest's traced processes (START key "ust"): one thread listens on
+ * the registration socket (lib/ust_abi.h), configures each process that
+ * says HELLO in the session's clock, maps the memfd it registers, enables
+ * the host's globs, and streams the process to the host beside the
+ * kernel's pages: UST_PROC once, UST_META as its metadata grows, UST_DATA
+ * with each complete sub-buffer, UST_END when it is gone (what it
+ * committed recovered) or when the session stops (disabled, flushed,
+ * copied).  The buffers are read with lib/ust_consumer.c, so a process
+ * that lies is cut off (said once, UST_END "truncated: ...") and the
+ * others go on.
+ *
+ * Threads: the ust thread owns every process and the socket; the main
+ * thread only sets ust_stop (release) and joins; frames go out under the
+ * session's send_lock (send_frame()).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "agent.h"
+#include "ust_consumer.h"
+
+#define UST_TICK_MS 50
+#define UST_FLUSH_WAIT_MS 1500
+#define UST_META_CHUNK (512 * 1024)
+
+struct ust_proc {
+	int fd;
+	unsigned int idx;		/* UST_* frames' process index */
+	int pid;
+	char comm[17];
+	unsigned char *map;
+	size_t map_size;
+	struct tv_ust_consumer c;
+	int mapped;
+	size_t meta_sent;		/* metadata bytes sent (whole entries) */
+	unsigned char *buf;
+	int replies;
+	int done;
+};
+
+static struct {
+	struct session *s;
+	int listen_fd;
+	char sock_path[108];
+	uint32_t clock;
+	char *globs[64];
+	int nr_globs;
+	struct ust_proc *procs[TV_PROTO_MAX_UST];
+	unsigned int nr_procs;
+	pthread_t thread;
+	int started;
+	int stop;			/* atomic: release by main, acquire here */
+} U = { .listen_fd = -1 };
+
+static void umsg(struct ust_proc *p, uint16_t type, const char *arg)
+{
+	struct tv_ust_msg m = { .magic = TV_UST_MAGIC, .version = TV_UST_VERSION, .type = type };
+
+	if (type == TV_UST_MSG_CONFIG)
+		m.clock = U.clock + 1;
+	if (arg)
+		snprintf(m.arg, sizeof(m.arg), "%s", arg);
+	if (p->fd >= 0)
+		send(p->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static const char *mode_name(uint32_t m)
+{
+	return m == TV_UST_MODE_BLOCKING ? "blocking" : m == TV_UST_MODE_OVERWRITE ? "overwrite" : "discard";
+}
+
+/* New whole metadata entries to the host. */
+static void send_ust_meta(struct ust_proc *p)
+{
+	if (tv_ust_consumer_meta_update(&p->c, NULL, 0) < 0)
+		return;
+	while (p->meta_sent < p->c.meta_parsed) {
+		size_t n = p->c.meta_parsed - p->meta_sent;
+
+		if (n > UST_META_CHUNK)
+			n = UST_META_CHUNK;
+		if (send_frame(U.s, TV_MSG_UST_META, p->idx, p->c.meta + p->meta_sent, n))
+			return;
+		p->meta_sent += n;
+	}
+}
+
+static int proc_map(struct ust_proc *p, int memfd)
+{
+	struct stat st;
+	char text[400];
+	int seals;
+	void *m;
+
+	if (fstat(memfd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(struct tv_ust_shm_header) || (uint64_t)st.st_size > (1ull << 32))
+		return -EBADMSG;
+	fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK);
+	seals = fcntl(memfd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		snprintf(p->c.why, sizeof(p->c.why), "its memfd cannot be sealed against shrinking");
+		p->c.cut = 1;
+		return -EBADMSG;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->map = m;
+	p->map_size = (size_t)st.st_size;
+	if (tv_ust_consumer_init(&p->c, p->map, p->map_size))
+		return -EBADMSG;
+	p->buf = malloc(p->c.hdr.subbuf_size);
+	if (!p->buf)
+		return -ENOMEM;
+	p->mapped = 1;
+	snprintf(text, sizeof(text),
+		 "pid=%d\ncomm=%s\nnr_bufs=%u\nsubbuf_size=%u\nnr_subbufs=%u\nclock=%s\nmode=%s\nper_thread=%u\n",
+		 p->pid, p->comm, p->c.hdr.nr_bufs, p->c.hdr.subbuf_size, p->c.hdr.nr_subbufs,
+		 p->c.hdr.clock == TV_UST_CLOCK_X86_TSC ? "x86-tsc" : "mono", mode_name(p->c.hdr.mode),
+		 p->c.hdr.per_thread);
+	if (send_frame(U.s, TV_MSG_UST_PROC, p->idx, text, strlen(text)))
+		return -EPIPE;
+	send_ust_meta(p);
+	for (int i = 0; i < U.nr_globs; i++)
+		umsg(p, TV_UST_MSG_ENABLE, U.globs[i]);
+	return 0;
+}
+
+/* One message: 1 handled, 0 none, -1 ended or lied. */
+static int proc_receive(struct ust_proc *p)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct tv_ust_msg m;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	int fds[4], nfds = 0, ret = 1;
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	for (cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; i++)
+				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+	if (n <= 0) {
+		ret = -1;
+	} else if (n != sizeof(m) || m.magic != TV_UST_MAGIC || m.version != TV_UST_VERSION ||
+		   (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		snprintf(p->c.why, sizeof(p->c.why), "a registration message of the wrong size, magic or version");
+		p->c.cut = 1;
+		ret = -1;
+	} else if (m.type == TV_UST_MSG_HELLO && !p->pid) {
+		p->pid = m.pid > 0 ? m.pid : -1;
+		m.arg[sizeof(m.arg) - 1] = '\0';
+		for (size_t i = 0; i < sizeof(p->comm) - 1 && m.arg[i]; i++)
+			p->comm[i] = m.arg[i] > ' ' && m.arg[i] < 0x7f && m.arg[i] != '=' ? m.arg[i] : '_';
+		umsg(p, TV_UST_MSG_CONFIG, NULL);
+	} else if (m.type == TV_UST_MSG_REGISTER && !p->mapped && nfds == 1 && p->pid > 0) {
+		if (proc_map(p, fds[0]))
+			ret = -1;
+	} else if (m.type == TV_UST_MSG_REPLY) {
+		p->replies++;
+	} else {
+		snprintf(p->c.why, sizeof(p->c.why), "an unexpected registration message");
+		p->c.cut = 1;
+		ret = -1;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	return ret;
+}
+
+static void proc_drain(struct ust_proc *p)
+{
+	if (!p->mapped || p->c.cut)
+		return;
+	send_ust_meta(p);
+	for (unsigned int b = 0; b < p->c.hdr.nr_bufs && !p->c.cut; b++)
+		while (tv_ust_consumer_read(&p->c, b, p->buf) == 1) {
+			send_ust_meta(p);	/* events its records use were registered before them */
+			if (send_frame(U.s, TV_MSG_UST_DATA, p->idx << 16 | b, p->buf, p->c.hdr.subbuf_size))
+				return;
+			if (p->c.cut)
+				break;
+		}
+}
+
+static void proc_finish(struct ust_proc *p, int gone)
+{
+	char text[600];
+	size_t len;
+
+	if (p->done)
+		return;
+	p->done = 1;
+	proc_drain(p);
+	for (unsigned int b = 0; p->mapped && !p->c.cut && b < p->c.hdr.nr_bufs; b++) {
+		if (gone) {
+			while (tv_ust_consumer_recover(&p->c, b, p->buf) == 1)
+				send_frame(U.s, TV_MSG_UST_DATA, p->idx << 16 | b, p->buf, p->c.hdr.subbuf_size);
+		} else if (tv_ust_consumer_copy_partial(&p->c, b, p->buf) == 1) {
+			send_frame(U.s, TV_MSG_UST_DATA, p->idx << 16 | b, p->buf, p->c.hdr.subbuf_size);
+		}
+	}
+	if (p->c.cut)
+		say("Traced process cut off: pid=%d, comm=\"%s\": %s", p->pid, p->comm, p->c.why);
+	if (!p->mapped)
+		return;
+	if (p->c.cut) {
+		/* the text goes through the host's key=value check: printable only */
+		len = (size_t)snprintf(text, sizeof(text), "status=truncated: %.200s\n", p->c.why);
+		for (size_t i = 16; i < len - 1; i++)
+			if (text[i] < ' ' || text[i] >= 0x7f)
+				text[i] = '?';
+	} else {
+		len = (size_t)snprintf(text, sizeof(text), "status=%s\n", gone ? "ended" : "complete");
+	}
+	for (unsigned int b = 0; b < p->c.hdr.nr_bufs && len < sizeof(text) - 48; b++) {
+		uint64_t lost = tv_ust_consumer_lost(&p->c, b);
+
+		if (lost)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "cpu%u.lost=%llu\n", b,
+						(unsigned long long)lost);
+	}
+	send_frame(U.s, TV_MSG_UST_END, p->idx, text, len);
+}
+
+static void proc_poll(struct ust_proc *p)
+{
+	int r = 0;
+
+	if (p->done)
+		return;
+	while (p->fd >= 0 && (r = proc_receive(p)) > 0)
+		;
+	if (p->fd >= 0 && r < 0) {
+		close(p->fd);
+		p->fd = -1;
+		proc_finish(p, 1);
+		return;
+	}
+	proc_drain(p);
+	if (p->c.cut)
+		proc_finish(p, 0);
+}
+
+static void accept_new(void)
+{
+	for (;;) {
+		int fd = accept4(U.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct ust_proc *p;
+
+		if (fd < 0)
+			return;
+		if (U.nr_procs == TV_PROTO_MAX_UST || !(p = calloc(1, sizeof(*p)))) {
+			say("Too many traced processes, one refused (at most %d)", TV_PROTO_MAX_UST);
+			close(fd);
+			continue;
+		}
+		p->fd = fd;
+		p->idx = U.nr_procs;
+		U.procs[U.nr_procs++] = p;
+	}
+}
+
+static void quiesce(void)
+{
+	struct timespec t0, now;
+
+	for (unsigned int i = 0; i < U.nr_procs; i++) {
+		struct ust_proc *p = U.procs[i];
+
+		if (p->done || !p->mapped)
+			continue;
+		p->replies = 0;
+		umsg(p, TV_UST_MSG_DISABLE, "*");
+		umsg(p, TV_UST_MSG_FLUSH, NULL);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int waiting = 0;
+
+		for (unsigned int i = 0; i < U.nr_procs; i++) {
+			struct ust_proc *p = U.procs[i];
+
+			if (p->done || !p->mapped)
+				continue;
+			proc_poll(p);
+			waiting |= !p->done && p->replies < 2;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!waiting || (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
+				UST_FLUSH_WAIT_MS)
+			break;
+		poll(NULL, 0, 5);
+	}
+	for (unsigned int i = 0; i < U.nr_procs; i++)
+		proc_finish(U.procs[i], 0);
+}
+
+static void *ust_thread(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&U.stop, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd = { U.listen_fd, POLLIN, 0 };
+
+		poll(&pfd, 1, UST_TICK_MS);
+		accept_new();
+		for (unsigned int i = 0; i < U.nr_procs; i++)
+			proc_poll(U.procs[i]);
+	}
+	accept_new();
+	for (unsigned int i = 0; i < U.nr_procs; i++)
+		proc_poll(U.procs[i]);
+	quiesce();
+	return NULL;
+}
+
+static int ust_listen(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = getenv(TV_UST_SOCK_ENV);
+	char dir[sizeof(U.sock_path)], *slash;
+	int probe;
+
+	snprintf(U.sock_path, sizeof(U.sock_path), "%s", path && *path ? path : TV_UST_SOCK_DEFAULT);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", U.sock_path);
+	snprintf(dir, sizeof(dir), "%s", U.sock_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir("/run", 0755);
+		mkdir(dir, 0755);
+	}
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(probe);
+		say("Cannot listen for traced processes: path=\"%s\": another consumer listens there",
+		    U.sock_path);
+		return -EADDRINUSE;
+	}
+	if (probe >= 0)
+		close(probe);
+	unlink(U.sock_path);
+	U.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (U.listen_fd < 0 || bind(U.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(U.listen_fd, 64)) {
+		int err = errno;
+
+		say("Cannot listen for traced processes: path=\"%s\", errno=%d (%s)", U.sock_path, err,
+		    strerror(err));
+		return -err;
+	}
+	chmod(U.sock_path, 0777);
+	return 0;
+}
+
+int ust_start(struct session *s, const char *globs)
+{
+	char *copy, *save = NULL;
+	int ret;
+
+	U.s = s;
+	U.clock = !strcmp(s->clock, "x86-tsc") ? TV_UST_CLOCK_X86_TSC : TV_UST_CLOCK_MONO;
+	if (strcmp(s->clock, "x86-tsc") && strcmp(s->clock, "mono"))
+		say("Traced processes use mono: the guest clock %s cannot be read from user space",
+		    s->clock);
+	copy = strdup(globs);
+	for (char *g = copy ? strtok_r(copy, ",", &save) : NULL; g && U.nr_globs < 64;
+	     g = strtok_r(NULL, ",", &save))
+		U.globs[U.nr_globs++] = strdup(g);
+	free(copy);
+	ret = ust_listen();
+	if (ret)
+		return ret;
+	ret = pthread_create(&U.thread, NULL, ust_thread, NULL);
+	if (ret)
+		return -ret;
+	U.started = 1;
+	if (verbose)
+		say("Listening for traced processes on %s", U.sock_path);
+	return 0;
+}
+
+void ust_stop(void)
+{
+	if (U.started) {
+		/* release: the thread's acquire load sees it; nothing else is shared */
+		__atomic_store_n(&U.stop, 1, __ATOMIC_RELEASE);
+		pthread_join(U.thread, NULL);
+		U.started = 0;
+	}
+	for (unsigned int i = 0; i < U.nr_procs; i++) {
+		struct ust_proc *p = U.procs[i];
+
+		if (p->fd >= 0)
+			close(p->fd);
+		if (p->map)
+			munmap(p->map, p->map_size);
+		tv_ust_consumer_release(&p->c);
+		free(p->buf);
+		free(p);
+	}
+	U.nr_procs = 0;
+	for (int i = 0; i < U.nr_globs; i++)
+		free(U.globs[i]);
+	U.nr_globs = 0;
+	if (U.listen_fd >= 0) {
+		close(U.listen_fd);
+		unlink(U.sock_path);
+		U.listen_fd = -1;
+	}
+	U.stop = 0;
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * A guest's traced processes, as its agent streams them (UST_PROC,
+ * UST_META, UST_DATA, UST_END; doc/agent-protocol.md): each into the
+ * session's ust-guest-NAME-PID/ (lib/ust_session.c).  Everything is
+ * untrusted twice over (the guest, and the process inside it): the
+ * settings are checked before they size anything, the metadata entry by
+ * entry, every sub-buffer record by record against it.  A frame the agent
+ * could not have meant (an index out of range, a size that is not whole
+ * sub-buffers) is a protocol error that ends the guest's stream; records
+ * that lie only cut that process off, keeping what was valid.
+ *
+ * Threads: the guest's own thread (the one feeding its stream).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "proto.h"
+#include "ust_consumer.h"
+#include "guest_stream.h"
+
+struct tv_guest_ust {
+	struct tv_ust_shm_header hdr;	/* from UST_PROC, checked */
+	struct tv_ust_consumer c;	/* metadata and the cut state only: no mapping */
+	struct tv_ust_domain *dom;
+	uint64_t *lost;
+	char status[300];
+	int ended;
+};
+
+static int is_pow2(unsigned long v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int proc_key(const char *key, const char *val, void *ctx)
+{
+	struct tv_guest_ust *u = ctx;
+	char *end;
+	unsigned long v = strtoul(val, &end, 10);
+	int num = *val && !*end;
+
+	if (!strcmp(key, "pid") && num && v > 0 && v < (1ul << 31))
+		u->hdr.pid = (int32_t)v;
+	else if (!strcmp(key, "comm"))
+		snprintf(u->hdr.comm, sizeof(u->hdr.comm), "%.15s", val);
+	else if (!strcmp(key, "nr_bufs") && num && v >= 1 && v <= TV_UST_MAX_BUFS)
+		u->hdr.nr_bufs = (uint32_t)v;
+	else if (!strcmp(key, "subbuf_size") && num && is_pow2(v) && v >= 4096 && v <= (1ul << 20))
+		u->hdr.subbuf_size = (uint32_t)v;
+	else if (!strcmp(key, "nr_subbufs") && num && is_pow2(v) && v >= 2 && v <= 65536)
+		u->hdr.nr_subbufs = (uint32_t)v;
+	else if (!strcmp(key, "clock") && (!strcmp(val, "mono") || !strcmp(val, "x86-tsc")))
+		u->hdr.clock = strcmp(val, "mono") ? TV_UST_CLOCK_X86_TSC : TV_UST_CLOCK_MONO;
+	else if (!strcmp(key, "mode") && (!strcmp(val, "discard") || !strcmp(val, "blocking") ||
+					  !strcmp(val, "overwrite")))
+		u->hdr.mode = !strcmp(val, "discard") ? TV_UST_MODE_DISCARD :
+			      !strcmp(val, "blocking") ? TV_UST_MODE_BLOCKING : TV_UST_MODE_OVERWRITE;
+	else if (!strcmp(key, "per_thread") && num && v <= 1)
+		u->hdr.per_thread = (uint32_t)v;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* The session directory and the guest's subdirectory, from DIR/guest-NAME. */
+static int split_dir(const char *dir, char *session, size_t size, const char **sub)
+{
+	const char *slash = strrchr(dir, '/');
+
+	if (!slash || (size_t)(slash - dir) >= size)
+		return -EINVAL;
+	snprintf(session, size, "%.*s", (int)(slash - dir), dir);
+	*sub = slash + 1;
+	return 0;
+}
+
+int tv_guest_ust_proc(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		      char *err, size_t err_size)
+{
+	struct tv_guest_ust *u;
+	char session[PATH_MAX];
+	const char *sub;
+	int ret;
+
+	if (idx >= TV_PROTO_MAX_UST || gs->ust[idx]) {
+		snprintf(err, err_size, "UST_PROC for process %u (a second time, or beyond %d)", idx,
+			 TV_PROTO_MAX_UST);
+		return -EBADMSG;
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	gs->ust[idx] = u;
+	u->hdr.subbuf_size = 0;
+	if (tv_proto_kv_parse((const char *)p, len, proc_key, u) || !u->hdr.pid || !u->hdr.nr_bufs ||
+	    !u->hdr.subbuf_size || !u->hdr.nr_subbufs) {
+		snprintf(err, err_size, "UST_PROC for process %u: bad or missing settings", idx);
+		return -EBADMSG;
+	}
+	u->lost = calloc(u->hdr.nr_bufs, sizeof(*u->lost));
+	if (!u->lost)
+		return -ENOMEM;
+	if (split_dir(gs->dir, session, sizeof(session), &sub))
+		return -EINVAL;
+	ret = tv_ust_domain_create(session, sub, &u->hdr, &u->dom);
+	if (ret) {
+		snprintf(err, err_size, "Cannot create the directory of traced process %d", u->hdr.pid);
+		return ret;
+	}
+	snprintf(u->status, sizeof(u->status), "truncated: the agent did not end it");
+	return 0;
+}
+
+static struct tv_guest_ust *proc_of(struct tv_guest_stream *gs, uint32_t idx, const char *what,
+				    char *err, size_t err_size)
+{
+	if (idx < TV_PROTO_MAX_UST && gs->ust[idx] && gs->ust[idx]->dom && !gs->ust[idx]->ended)
+		return gs->ust[idx];
+	snprintf(err, err_size, "%s for process %u before its UST_PROC or after its UST_END", what, idx);
+	return NULL;
+}
+
+static void proc_cut(struct tv_guest_stream *gs, struct tv_guest_ust *u)
+{
+	snprintf(u->status, sizeof(u->status), "truncated: %s", u->c.why);
+	tv_err("Traced process cut off: guest=\"%s\", pid=%d, comm=\"%s\": %s", gs->dir, u->hdr.pid,
+	       u->hdr.comm, u->c.why);
+}
+
+int tv_guest_ust_meta(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		      char *err, size_t err_size)
+{
+	struct tv_guest_ust *u = proc_of(gs, idx, "UST_META", err, err_size);
+	int ret;
+
+	if (!u)
+		return -EBADMSG;
+	if (u->c.cut)
+		return 0;	/* cut off already: ignored */
+	ret = tv_ust_meta_append(&u->c, p, len, NULL, 0);
+	if (ret == -EBADMSG) {
+		proc_cut(gs, u);
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	return tv_ust_domain_add_events(u->dom, &u->c);
+}
+
+int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p, size_t len,
+		      char *err, size_t err_size)
+{
+	struct tv_guest_ust *u = proc_of(gs, arg >> 16, "UST_DATA", err, err_size);
+	unsigned int b = arg & 0xffff;
+	unsigned char *copy;
+
+	if (!u)
+		return -EBADMSG;
+	if (b >= u->hdr.nr_bufs || !len || len % u->hdr.subbuf_size) {
+		snprintf(err, err_size, "UST_DATA for buffer %u of %u with %zu bytes (not whole %u-byte sub-buffers)",
+			 b, u->hdr.nr_bufs, len, u->hdr.subbuf_size);
+		return -EBADMSG;
+	}
+	if (u->c.cut)
+		return 0;
+	copy = malloc(u->hdr.subbuf_size);
+	if (!copy)
+		return -ENOMEM;
+	for (size_t off = 0; off < len && !u->c.cut; off += u->hdr.subbuf_size) {
+		uint64_t records;
+		const char *why;
+		size_t end;
+		int ret;
+
+		memcpy(copy, p + off, u->hdr.subbuf_size);
+		if (tv_ust_subbuf_walk(copy, u->hdr.subbuf_size, u->c.events ? u->c.events : NULL,
+				       u->c.events ? TV_UST_MAX_ID + 1 : 0, &end, &records, &why)) {
+			memset(copy + end, 0, u->hdr.subbuf_size - end);	/* the valid part stays */
+			snprintf(u->c.why, sizeof(u->c.why), "buffer %u: %s", b, why);
+			u->c.cut = 1;
+			proc_cut(gs, u);
+		}
+		ret = tv_ust_domain_write(u->dom, b, copy);
+		if (ret) {
+			free(copy);
+			return ret;
+		}
+	}
+	free(copy);
+	return 0;
+}
+
+static int end_key(const char *key, const char *val, void *ctx)
+{
+	struct tv_guest_ust *u = ctx;
+	unsigned int b;
+	int n = 0;
+	char *e;
+
+	if (!strcmp(key, "status")) {
+		if (!u->c.cut)
+			snprintf(u->status, sizeof(u->status), "%s", val);
+		return 0;
+	}
+	if (sscanf(key, "cpu%u.lost%n", &b, &n) == 1 && n && !key[n] && b < u->hdr.nr_bufs) {
+		u->lost[b] = strtoull(val, &e, 10);
+		return *val && !*e ? 0 : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+int tv_guest_ust_end(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
+		     char *err, size_t err_size)
+{
+	struct tv_guest_ust *u = proc_of(gs, idx, "UST_END", err, err_size);
+
+	if (!u)
+		return -EBADMSG;
+	if (tv_proto_kv_parse((const char *)p, len, end_key, u)) {
+		snprintf(err, err_size, "UST_END for process %u: malformed text", idx);
+		return -EBADMSG;
+	}
+	u->ended = 1;
+	return 0;
+}
+
+size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < TV_PROTO_MAX_UST; i++) {
+		struct tv_guest_ust *u = gs->ust[i];
+
+		if (!u || !u->dom)
+			continue;
+		if (!tv_ust_domain_finish(u->dom, &u->c, u->lost, u->status, 0) && n < max)
+			subdirs[n++] = tv_ust_domain_subdir(u->dom);
+	}
+	return n;
+}
+
+void tv_guest_ust_free(struct tv_guest_stream *gs)
+{
+	for (size_t i = 0; i < TV_PROTO_MAX_UST; i++) {
+		struct tv_guest_ust *u = gs->ust[i];
+
+		if (!u)
+			continue;
+		tv_ust_domain_free(u->dom);
+		tv_ust_consumer_release(&u->c);
+		free(u->lost);
+		free(u);
+		gs->ust[i] = NULL;
+	}
+}
