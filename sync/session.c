@@ -94,6 +94,34 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 	return ret;
 }
 
+/*
+ * A traced process (kind ust) stamps its events in its parent domain's
+ * clock: its map is its parent's, via it (lib/reader.c maps it so too).
+ */
+static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
+{
+	for (size_t d = 0; d < out->nr; d++) {
+		const struct tv_meta *m = tv_reader_domain(sc->rd, d)->meta;
+		const char *kind = tv_meta_get(m, "kind"), *parent = tv_meta_get(m, "parent");
+		struct tv_sync_domain *r = &out->domains[d], copy;
+
+		if (!kind || strcmp(kind, "ust") || !parent)
+			continue;
+		for (size_t p = 0; p < out->nr; p++) {
+			if (p == d || strcmp(out->domains[p].domain, parent))
+				continue;
+			if (tv_sync_domain_copy(&copy, &out->domains[p]))
+				return -ENOMEM;
+			tv_sync_domain_release(r);
+			snprintf(copy.domain, sizeof(copy.domain), "%s", r->domain);
+			snprintf(copy.via, sizeof(copy.via), "%s", parent);
+			*r = copy;
+			break;
+		}
+	}
+	return 0;
+}
+
 int tv_sync_session(const char *dir, struct tv_sync_result *out)
 {
 	struct scan *sc = calloc(1, sizeof(*sc));
@@ -107,6 +135,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 		ret = sync_compute(sc, dir, out);
 	if (!ret)
 		ret = tv_sync_check_vcpus(dir, out);
+	if (!ret)
+		ret = sync_ust_domains(sc, out);
 	if (ret)
 		tv_sync_result_free(out);
 	tv_reader_close(sc->rd);

@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# Application tracing in a real guest (#13): in the lab's nested SVM L1,
+# an L2 Linux runs ust-demo (libtracevisor-ust, T threads x N events,
+# blocking mode, rdtsc time stamps) while its tracevisor-agent streams the
+# guest kernel's scheduler events and, through the registration socket,
+# ust-demo's buffers; L1 records its kvm_exit/kvm_entry with
+# `record --guest ... --ust 'demo:*'` in x86-tsc, and `tracevisor sync`
+# maps L2 (and so its traced process) exactly through the TSC offsets.
+# Checks, on the one synchronised timeline:
+#  - every (thread, seq) of ust-demo once and in order, domain guest:l2;
+#  - each ust-demo thread is switched in by L2's scheduler (sched_switch
+#    next_pid = its tid) before its first event, and L1's kvm_exit events
+#    fall between its first and last event (the VM exited while it ran);
+#  - stat counts demo:tick exactly; babeltrace2 reads the CTF export with
+#    report's count.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+TV=${TV:-$REPO/build/tracevisor}
+[ -x "$REPO/build/tracevisor-agent" ] || fail "build/tracevisor-agent not built (make)"
+[ -x "$REPO/build/examples/ust-demo" ] || fail "build/examples/ust-demo not built (make)"
+N=20000 THREADS=2
+
+L2_SCRIPT='
+tracevisor-agent -v >/out/agent.log 2>&1 &
+AG=$!
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+touch /out/agent.started
+w=0
+while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+w=0
+while [ ! -S /run/tracevisor/ust.sock ] && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking TRACEVISOR_UST_CLOCK=x86-tsc \
+	/opt/tracevisor/examples/ust-demo '$N' '$THREADS' >/out/demo.txt 2>&1
+echo "status $?" >>/out/demo.txt
+touch /out/demo.done
+w=0
+while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+w=0
+while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+kill $AG
+exit 0'
+
+run_lab kvm '
+PATH=/opt/tracevisor:$PATH
+cat >/tmp/l2.sh <<"EOF"
+'"$L2_SCRIPT"'
+EOF
+QPID=$(lab-guest --background --cid 3 --timeout 500 /tmp/l2.sh /tmp/l2) || exit 20
+n=0
+while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
+[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
+	--guest vsock:3,pid:$QPID,name:l2 --guest-events sched:sched_switch --ust "demo:*" \
+	-- sh -c "sleep 1; touch /tmp/l2/go;
+	n=0; while [ ! -e /tmp/l2/demo.done ] && [ \$n -lt 1500 ]; do sleep 0.2; n=\$((n + 1)); done; sleep 1" \
+	>/out/record.log 2>&1 || exit 22
+touch /tmp/l2/done
+lab-guest --wait $QPID
+cp /tmp/l2/demo.txt /tmp/l2/agent.log /out/ 2>/dev/null
+tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 23
+exit 0' ust LAB_TIMEOUT=1000
+expect_rc 0 "L1 script"
+cat "$OUT/record.log" "$OUT/sync.txt" >&2
+grep -q "status 0" "$OUT/demo.txt" || fail "ust-demo in L2: $(cat "$OUT/demo.txt")"
+S=$OUT/s
+grep -q "ust-guest-l2-" "$S/session.meta" || fail "no traced process of L2 in the session: $(cat "$OUT/agent.log")"
+"$TV" report --json "$S" >"$T/report.json" 2>"$T/report.err" || fail "report: $(cat "$T/report.err")"
+python3 - "$T/report.json" $N $THREADS <<'PY' || fail "timeline"
+import json, sys
+n, threads = int(sys.argv[2]), int(sys.argv[3])
+seqs, first, last, tid_of = {}, {}, {}, {}
+switched_in = {}	# tid -> earliest ts the L2 scheduler switched it in
+exits = []
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["event"] == "demo:tick":
+        assert e["domain"] == "guest:l2", e
+        t = e["fields"]["thread"]
+        seqs.setdefault(t, []).append(e["fields"]["seq"])
+        first.setdefault(t, e["ts"])
+        last[t] = e["ts"]
+        tid_of[t] = e["pid"]
+    elif e["event"] == "sched:sched_switch" and e["domain"] == "guest:l2":
+        switched_in.setdefault(e["fields"]["next_pid"], e["ts"])
+    elif e["event"] == "kvm:kvm_exit" and e["domain"] == "host":
+        exits.append(e["ts"])
+assert sorted(seqs) == list(range(threads)), sorted(seqs)
+for t, s in seqs.items():
+    assert s == list(range(n)), ("thread", t, len(s))
+for t in seqs:
+    tid = tid_of[t]
+    assert tid in switched_in and switched_in[tid] <= first[t], \
+        ("thread %d (tid %d) ran before L2 switched it in" % (t, tid), switched_in.get(tid), first[t])
+lo, hi = min(first.values()), max(last.values())
+during = sum(1 for x in exits if lo <= x <= hi)
+assert during > 0, "no L1 kvm_exit while ust-demo ran (%d exits in all)" % len(exits)
+print("ok: %d x %d demo:tick in order in guest:l2; each thread switched in by L2 before its first event; "
+      "%d of L1's %d kvm_exit while it ran (%.3f ms)" % (threads, n, during, len(exits), (hi - lo) / 1e6))
+PY
+grep -q "^guest-l2 .* exact" "$OUT/sync.txt" && grep -q "^ust-guest-l2-.* exact" "$OUT/sync.txt" || fail "L2 not synchronised exactly: $(cat "$OUT/sync.txt")"
+"$TV" stat --json "$S" >"$T/stat.json" || fail "stat"
+got=$(python3 -c "import json,sys; print(sum(r['count'] for r in json.load(open(sys.argv[1])) if r.get('mode')=='ust' and r['reason']=='demo:tick'))" "$T/stat.json")
+[ "$got" = $((N * THREADS)) ] || fail "stat demo:tick: $got, want $((N * THREADS))"
+echo "ok: stat demo:tick = $got" >&2
+"$TV" export --format ctf -q -o "$T/ctf" "$S" || fail "export ctf"
+command -v babeltrace2 >/dev/null || fail "babeltrace2 not installed"
+bt=$(babeltrace2 "$T/ctf" | grep -c ' demo:tick:')
+rp=$(grep -c '"event":"demo:tick"' "$T/report.json")
+[ "$bt" = "$rp" ] || fail "babeltrace2 has $bt demo:tick, report $rp"
+echo "ok: babeltrace2 reads $bt demo:tick = report" >&2
+echo "PASS: application, guest kernel and L1 kvm events in one synchronised timeline" >&2
