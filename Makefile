@@ -182,7 +182,8 @@ FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest
 $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
-		$(FUZZ_GUEST_SRCS)
+		$(shell pkg-config --cflags libtraceevent) $(FUZZ_GUEST_SRCS) \
+		$(shell pkg-config --libs libtraceevent)
 
 # libFuzzer target of the user-space tracer's buffer consumer (tests/root/fuzz-ust-buffer.sh).
 $(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h

@@ -23,6 +23,12 @@ seeds = {
     "meta": b"\x00" + frame(0x10, 0, b"ncpus=1\nsubbuf_size=4096\nlong_size=4\n"),
     "escape": b"\x01" + file(b"events/../x/format", b"x"),
     "error": b"\x01" + frame(0x17, 0, b"cannot start"),
+    # a guest's traced process: settings, metadata, one sub-buffer, its end
+    "ust": b"\x01" + frame(0x18, 0, b"pid=7\ncomm=demo\nnr_bufs=1\nsubbuf_size=4096\nnr_subbufs=2\nclock=mono\nmode=blocking\nper_thread=0\n")
+           + frame(0x19, 0, b"event 1 p:e\nname: e\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+                   b"\tfield:u64 seq;\toffset:8;\tsize:8;\tsigned:0;\n\nprint fmt: \"%llu\", REC->seq\nend\n")
+           + frame(0x1a, 0, (struct.pack("<QHHiQ", 5, 1, 24, 7, 1) * 2).ljust(4096, b"\0"))
+           + frame(0x1b, 0, b"status=complete\ncpu0.lost=0\n"),
 }
 for name, data in seeds.items():
     open(sys.argv[1] + "/" + name, "wb").write(data)
