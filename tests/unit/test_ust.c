@@ -22,6 +22,8 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include <ust_consumer.h>	/* lib/s, not tests/unit/ust_consumer.h */
+#include "proto.h"
+#include "guest_stream.h"
 
 #define SB 4096u
 #define NSB 4u
@@ -455,6 +457,77 @@ static void test_random(void)
 	TV_CHECK(cuts > 0, "some of 300 scribbled buffers cut off (%d)", cuts);
 }
 
+static void feed_frame(struct tv_guest_stream *gs, uint16_t type, uint32_t arg, const void *p, size_t len)
+{
+	unsigned char h[TV_PROTO_HDR_SIZE];
+
+	tv_proto_hdr_encode(h, type, arg, (uint32_t)len);
+	tv_guest_stream_feed(gs, h, sizeof(h));
+	if (len)
+		tv_guest_stream_feed(gs, p, len);
+}
+
+/* A guest's traced processes through the host's guest stream (host/guest_ust.c). */
+static void test_guest_stream(void)
+{
+	static const char meta[] = "ncpus=1\nsubbuf_size=4096\nlong_size=8\nclock=mono\n";
+	static const char proc[] = "pid=77\ncomm=demo\nnr_bufs=1\nsubbuf_size=4096\nnr_subbufs=2\n"
+				   "clock=mono\nmode=blocking\nper_thread=0\n";
+	struct tv_guest_stream gs;
+	unsigned char sub[SB] = { 0 };
+	const char *subdirs[4];
+	char dir[160], *text;
+	size_t n;
+
+	snprintf(dir, sizeof(dir), "%s/s2", tmpdir);
+	mkdir(dir, 0755);
+	snprintf(dir, sizeof(dir), "%s/s2/guest-g", tmpdir);
+	mkdir(dir, 0755);
+	tv_guest_stream_init(&gs, dir, 1 << 24);
+	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
+	feed_frame(&gs, TV_MSG_UST_PROC, 0, proc, sizeof(proc) - 1);
+	feed_frame(&gs, TV_MSG_UST_PROC, 1, proc, sizeof(proc) - 1);
+	feed_frame(&gs, TV_MSG_UST_META, 0, meta_text, sizeof(meta_text) - 1);
+	feed_frame(&gs, TV_MSG_UST_META, 1, meta_text, sizeof(meta_text) - 1);
+	for (int i = 0; i < 10; i++) {	/* 10 records of demo:work_begin */
+		struct tv_ust_record_hdr h = { 100 + (uint64_t)i, 1, 32, 77 };
+
+		memcpy(sub + 32 * i, &h, sizeof(h));
+	}
+	feed_frame(&gs, TV_MSG_UST_DATA, 0 << 16 | 0, sub, SB);
+	sub[4 * 32 + 10] = 0xf8;	/* process 1: record 4 lies about its size */
+	sub[4 * 32 + 11] = 0x7f;
+	feed_frame(&gs, TV_MSG_UST_DATA, 1 << 16 | 0, sub, SB);
+	feed_frame(&gs, TV_MSG_UST_DATA, 1 << 16 | 0, sub, SB);	/* ignored: cut off */
+	feed_frame(&gs, TV_MSG_UST_END, 0, "status=complete\ncpu0.lost=3\n", 28);
+	feed_frame(&gs, TV_MSG_UST_END, 1, "status=complete\n", 16);
+	TV_CHECK(!gs.failed, "a lying process does not end the guest's stream: %s", gs.error);
+	n = tv_guest_ust_finish(&gs, subdirs, 4);
+	TV_CHECK(n == 2 && !strcmp(subdirs[0], "ust-guest-g-77") && !strcmp(subdirs[1], "ust-guest-g-77.1"),
+		 "two domains: %zu %s", n, n ? subdirs[0] : "");
+	snprintf(dir, sizeof(dir), "%s/s2/ust-guest-g-77/meta", tmpdir);
+	text = tv_test_slurp(dir);
+	TV_CHECK(text && strstr(text, "status=complete") && strstr(text, "events_total=10") &&
+		 strstr(text, "lost_total=3") && strstr(text, "parent=guest-g"), "good process's meta: %s", text);
+	free(text);
+	snprintf(dir, sizeof(dir), "%s/s2/ust-guest-g-77.1/meta", tmpdir);
+	text = tv_test_slurp(dir);
+	TV_CHECK(text && strstr(text, "status=truncated: buffer 0: a record's size") &&
+		 strstr(text, "events_total=4"), "lying process cut, its 4 valid records kept: %s", text);
+	free(text);
+	/* protocol errors end the stream: data of a process never announced */
+	feed_frame(&gs, TV_MSG_UST_DATA, 9 << 16, sub, SB);
+	TV_CHECK(gs.failed == -EBADMSG && strstr(gs.error, "before its UST_PROC"), "unknown process: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	snprintf(dir, sizeof(dir), "%s/s2/guest-h", tmpdir);
+	mkdir(dir, 0755);
+	tv_guest_stream_init(&gs, dir, 1 << 24);
+	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
+	feed_frame(&gs, TV_MSG_UST_PROC, 0, "pid=1\nnr_bufs=5000\nsubbuf_size=4096\nnr_subbufs=2\n", 48);
+	TV_CHECK(gs.failed == -EBADMSG && strstr(gs.error, "settings"), "settings out of range: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tv-test-ust-XXXXXX");
@@ -466,6 +539,7 @@ int main(void)
 	test_recover_partial();
 	test_hostile();
 	test_random();
+	test_guest_stream();
 	tv_session_remove_tree(tmpdir);
 	return tv_test_done("test_ust");
 }
