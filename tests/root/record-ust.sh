@@ -56,4 +56,30 @@ grep -q '^status=ended' "$S"/ust-host-*/meta || fail "killed process not marked 
 n=$(check_seqs "$TV_TMP/report" 0 2) || fail "killed run: a gap in a thread's events"
 [ "$n" -gt 1000 ] || fail "killed run: only $n events"
 echo "ok: SIGKILL: $n events recovered, gap-free per thread"
+# 4. Ctrl-C while a process traces:
+# a valid session, the process's events contiguous per thread up to the end
+S=$TV_TMP/sigint
+"$TV" record -q -o "$S" -e syscalls:sys_enter_getppid --ust 'demo:*' 2> "$TV_TMP/rec.err" & rec=$!
+wait_tracing $rec
+for _ in $(seq 100); do [ -S "$TRACEVISOR_UST_SOCK" ] && break; sleep 0.1; done
+TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking "$DEMO" 2000000 2 > "$TV_TMP/demo.out" & demo=$!
+for _ in $(seq 100); do ls "$S"/ust-host-*/cpu*.ust >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.5
+kill -INT $rec
+wait $rec || fail "record exited $? on SIGINT: $(cat "$TV_TMP/rec.err")"
+wait $demo || fail "ust-demo failed once its consumer left"
+[ -e "$S/session.meta" ] || fail "no session.meta after SIGINT"
+grep -q '^status=complete' "$S"/ust-host-*/meta || fail "live process not marked complete"
+"$TV" report "$S" > "$TV_TMP/report" || fail "report after SIGINT"
+python3 - "$TV_TMP/report" <<'PY' || fail "events after SIGINT not contiguous per thread"
+import re, sys
+seqs = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"demo:tick thread=(\d+) seq=(\d+)", line)
+    if m:
+        seqs.setdefault(int(m.group(1)), []).append(int(m.group(2)))
+assert seqs and all(s == list(range(s[0], s[0] + len(s))) for s in seqs.values()), \
+    {t: (s[0], len(s)) for t, s in seqs.items()}
+print("ok: SIGINT: %d events, contiguous per thread" % sum(len(s) for s in seqs.values()))
+PY
 echo "record --ust with libtracevisor-ust: exact"
