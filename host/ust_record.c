@@ -37,7 +37,8 @@
 #include "ust_consumer.h"
 #include "ust_record.h"
 
-#define UST_MAX_PROCS 256
+/* a session is read with at most 64 domains (lib/reader.c): leave room for the kernels */
+#define UST_MAX_PROCS 48
 #define UST_TICK_MS 50
 #define UST_MAX_SHM (1ull << 32)
 #define UST_FLUSH_WAIT_MS 1500
@@ -272,7 +273,7 @@ static void accept_new(struct tv_ust_recorder *u)
 		if (fd < 0)
 			return;
 		if (u->nr_procs == UST_MAX_PROCS || !(p = calloc(1, sizeof(*p)))) {
-			tv_warn("Too many traced processes, one refused: at most %d", UST_MAX_PROCS);
+			tv_warn("Too many traced processes, one refused: at most %d per session", UST_MAX_PROCS);
 			close(fd);
 			continue;
 		}
