@@ -63,7 +63,7 @@ struct tv_recorder {
 	struct tv_vcpu_map vcpus;
 	struct vm_label *labels;	/* names given by --guest pid:... */
 	size_t nr_labels;
-	char domains[1024];		/* session.meta's list */
+	char domains[4096];		/* session.meta's list: host, guests, xen, traced processes */
 	/*
 	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu,
 	 * _set_vm_name and _add_domain while the main thread records.  @lock
