@@ -33,7 +33,7 @@
 #include "agent.h"
 #include "ust_consumer.h"
 
-#define UST_TICK_MS 50
+#define UST_TICK_MS 20
 #define UST_FLUSH_WAIT_MS 1500
 #define UST_META_CHUNK (512 * 1024)
 
@@ -192,8 +192,9 @@ static void proc_drain(struct ust_proc *p)
 	if (!p->mapped || p->c.cut)
 		return;
 	send_ust_meta(p);
+	/* at most four rings per buffer and tick: a writer as fast as we are does not hold the others */
 	for (unsigned int b = 0; b < p->c.hdr.nr_bufs && !p->c.cut; b++)
-		while (tv_ust_consumer_read(&p->c, b, p->buf) == 1) {
+		for (uint32_t n = 0; n < 4 * p->c.hdr.nr_subbufs && tv_ust_consumer_read(&p->c, b, p->buf) == 1; n++) {
 			send_ust_meta(p);	/* events its records use were registered before them */
 			if (send_frame(U.s, TV_MSG_UST_DATA, p->idx << 16 | b, p->buf, p->c.hdr.subbuf_size))
 				return;
@@ -248,7 +249,8 @@ static void proc_poll(struct ust_proc *p)
 
 	if (p->done)
 		return;
-	while (p->fd >= 0 && (r = proc_receive(p)) > 0)
+	/* bounded: a process that never stops talking does not hold the others */
+	for (int i = 0; i < 64 && p->fd >= 0 && (r = proc_receive(p)) > 0; i++)
 		;
 	if (p->fd >= 0 && r < 0) {
 		close(p->fd);

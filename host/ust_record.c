@@ -39,7 +39,7 @@
 
 /* a session is read with at most 64 domains (lib/reader.c): leave room for the kernels */
 #define UST_MAX_PROCS 48
-#define UST_TICK_MS 50
+#define UST_TICK_MS 20
 #define UST_MAX_SHM (1ull << 32)
 #define UST_FLUSH_WAIT_MS 1500
 
@@ -190,9 +190,11 @@ static void proc_drain(struct ust_proc *p)
 	if (tv_ust_consumer_meta_update(&p->c, NULL, 0) < 0 || tv_ust_domain_add_events(p->dom, &p->c))
 		return;
 	for (unsigned int b = 0; b < p->c.hdr.nr_bufs; b++) {
-		int ret;
+		int ret = 0;
 
-		while ((ret = tv_ust_consumer_read(&p->c, b, p->buf)) == 1) {
+		/* at most four rings per tick: a writer as fast as we are does not hold the others */
+		for (uint32_t n = 0; n < 4 * p->c.hdr.nr_subbufs &&
+				     (ret = tv_ust_consumer_read(&p->c, b, p->buf)) == 1; n++) {
 			if (tv_ust_domain_write(p->dom, b, p->buf))
 				return;
 			if (p->c.cut)	/* its valid records are kept */
@@ -288,7 +290,8 @@ static void proc_poll(struct tv_ust_recorder *u, struct ust_proc *p)
 
 	if (p->done)
 		return;
-	while (p->fd >= 0 && (r = proc_receive(u, p)) > 0)
+	/* bounded: a process that never stops talking does not hold the others */
+	for (int i = 0; i < 64 && p->fd >= 0 && (r = proc_receive(u, p)) > 0; i++)
 		;
 	if (p->fd >= 0 && r < 0) {	/* gone (or lied): what it committed is in the mapping */
 		close(p->fd);

@@ -62,9 +62,10 @@ S=$TV_TMP/sigint
 "$TV" record -q -o "$S" -e syscalls:sys_enter_getppid --ust 'demo:*' 2> "$TV_TMP/rec.err" & rec=$!
 wait_tracing $rec
 for _ in $(seq 100); do [ -S "$TRACEVISOR_UST_SOCK" ] && break; sleep 0.1; done
-TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking "$DEMO" 2000000 2 > "$TV_TMP/demo.out" & demo=$!
+TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking "$DEMO" 50000000 2 > "$TV_TMP/demo.out" & demo=$!
 for _ in $(seq 100); do ls "$S"/ust-host-*/cpu*.ust >/dev/null 2>&1 && break; sleep 0.1; done
 sleep 0.5
+kill -0 $demo 2>/dev/null || fail "ust-demo ended before the SIGINT: the test needs it running"
 kill -INT $rec
 wait $rec || fail "record exited $? on SIGINT: $(cat "$TV_TMP/rec.err")"
 wait $demo || fail "ust-demo failed once its consumer left"
