@@ -459,8 +459,6 @@ int tv_ust_consumer_read(struct tv_ust_consumer *c, unsigned int b, unsigned cha
 				   ring, bs->pos);
 		skip_lapped(c, b, reserve);
 	}
-	if (reserve - bs->pos < sb && reserve / sb == bs->pos / sb)
-		return 0;	/* the writer is still in it */
 	idx = (bs->pos / sb) & (c->hdr.nr_subbufs - 1);
 	want = (bs->pos / ring + 1) * sb;
 	/* acquire: the records committed before commit[idx] reached @want */
@@ -532,6 +530,15 @@ static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out
 			   reserve, bs->pos);
 	if (c->hdr.mode == TV_UST_MODE_OVERWRITE && !overwrite_tail_whole(c, b, reserve))
 		return 0;	/* nobody zeroes in this mode: an unfinished tail may hold old laps */
+	if (c->hdr.mode != TV_UST_MODE_OVERWRITE) {
+		uint64_t ring = sb * c->hdr.nr_subbufs, idx = (bs->pos / sb) & (c->hdr.nr_subbufs - 1);
+		uint64_t want = (bs->pos / ring + 1) * sb;
+		uint64_t commit = __atomic_load_n(&buf_ctl(c, b)->commit[idx], __ATOMIC_ACQUIRE);
+
+		if (commit > want)
+			return cut(c, "buffer %u: commit[%" PRIu64 "] = %" PRIu64 " is beyond the %" PRIu64
+				   " bytes that sub-buffer can hold by now", b, idx, commit, want);
+	}
 	src = subbuf_at(c, b, bs->pos);
 	/*
 	 * Committed records: a non-zero header word, written last (ust_abi.h);

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
 		raise(SIGKILL);
 	}
 	if (!strcmp(mode, "commit"))
-		ctl->commit[0] = 1ull << 40;
+		ctl->commit[(ctl->reserve / SB) % NSB] = 1ull << 40;	/* the one the consumer waits on */
 	while (serve(1000))
 		;
 	return 0;

@@ -33,7 +33,7 @@ expect_eq "SIGKILLed ends" "$(n $die end)" 7000
 grep -q "^status=ended" "$S/ust-host-$die/meta" || fail "killed process not marked ended"
 grep -q "^status=complete" "$S/ust-host-$good/meta" || fail "good process not complete"
 # the liars: one message each, their valid prefix at most, the others whole
-grep -q "Traced process cut off: pid=$lie1, .*commit" "$TV_TMP/rec.err" || fail "commit liar not cut off: $(cat "$TV_TMP/rec.err")"
+grep -q "Traced process cut off: pid=$lie1, .*commit\[" "$TV_TMP/rec.err" || fail "commit liar not cut off: $(cat "$TV_TMP/rec.err")"
 grep -q "Traced process cut off: pid=$lie2, .*size" "$TV_TMP/rec.err" || fail "size liar not cut off: $(cat "$TV_TMP/rec.err")"
 expect_eq "size liar's valid prefix (the 3 pairs before its lie)" "$(grep -c "tv-ust-fake-$lie2 " "$TV_TMP/report")" 6
 grep -q "^status=truncated: " "$S/ust-host-$lie2/meta" || fail "size liar not marked truncated"
