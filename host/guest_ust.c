@@ -29,6 +29,7 @@ struct tv_guest_ust {
 	struct tv_ust_consumer c;	/* metadata and the cut state only: no mapping */
 	struct tv_ust_domain *dom;
 	uint64_t *lost;
+	uint64_t records;		/* valid records written */
 	char status[300];
 	int ended;
 };
@@ -179,8 +180,10 @@ int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned c
 		int ret;
 
 		memcpy(copy, p + off, u->hdr.subbuf_size);
-		if (tv_ust_subbuf_walk(copy, u->hdr.subbuf_size, u->c.events ? u->c.events : NULL,
-				       u->c.events ? TV_UST_MAX_ID + 1 : 0, &end, &records, &why)) {
+		ret = tv_ust_subbuf_walk(copy, u->hdr.subbuf_size, u->c.events ? u->c.events : NULL,
+					 u->c.events ? TV_UST_MAX_ID + 1 : 0, &end, &records, &why);
+		u->records += records;
+		if (ret) {
 			memset(copy + end, 0, u->hdr.subbuf_size - end);	/* the valid part stays */
 			snprintf(u->c.why, sizeof(u->c.why), "buffer %u: %s", b, why);
 			u->c.cut = 1;
@@ -243,6 +246,23 @@ size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, siz
 			subdirs[n++] = tv_ust_domain_subdir(u->dom);
 	}
 	return n;
+}
+
+void tv_guest_ust_counts(const struct tv_guest_stream *gs, unsigned int *procs, uint64_t *events,
+			 uint64_t *lost)
+{
+	*procs = 0;
+	*events = *lost = 0;
+	for (size_t i = 0; i < TV_PROTO_MAX_UST; i++) {
+		const struct tv_guest_ust *u = gs->ust[i];
+
+		if (!u || !u->dom)
+			continue;
+		(*procs)++;
+		*events += u->records;
+		for (unsigned int b = 0; b < u->hdr.nr_bufs; b++)
+			*lost += u->lost[b];
+	}
 }
 
 void tv_guest_ust_free(struct tv_guest_stream *gs)

@@ -615,6 +615,10 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 			(double)st.bytes / 1e6, st.pongs, st.pings,
 			st.hcalls_done, st.hcalls_asked, st.status,
 			st.listed ? "" : " (not in the session)");
+		if (cli->so.ust)
+			fprintf(stderr, "tracevisor record: guest %s: ust: %u processes, %llu events, %llu lost\n",
+				tv_guest_name(g), st.ust_procs, (unsigned long long)st.ust_events,
+				(unsigned long long)st.ust_lost);
 	}
 }
 

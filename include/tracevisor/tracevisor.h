@@ -411,6 +411,10 @@ struct tv_guest_stats {
 	int listed;		/* the guest's domain is in the session */
 	int counts_known;	/* events/lost came with the agent's END */
 	char status[300];	/* "complete", "truncated: ...", "failed: ..." */
+	/* --ust: the guest's traced processes, their events and the events
+	 * they discarded; known once the guest is stopped (0 before) */
+	unsigned int ust_procs;
+	uint64_t ust_events, ust_lost;
 };
 
 /*
