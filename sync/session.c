@@ -115,6 +115,12 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			tv_sync_domain_release(r);
 			snprintf(copy.domain, sizeof(copy.domain), "%s", r->domain);
 			snprintf(copy.via, sizeof(copy.via), "%s", parent);
+			/* its parent's probes are not its own: its checks are its vCPU check */
+			copy.nr_probes = 0;
+			copy.nr_pairs_checked = 0;
+			copy.causality_violations = 0;
+			copy.nr_vcpu_checked = 0;
+			copy.vcpu_violations = 0;
 			*r = copy;
 			break;
 		}
@@ -133,10 +139,11 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 	ret = sync_scan_session(sc, dir);
 	if (!ret)
 		ret = sync_compute(sc, dir, out);
-	if (!ret)
-		ret = tv_sync_check_vcpus(dir, out);
+	/* before the vCPU check: a guest's traced process is checked with its map */
 	if (!ret)
 		ret = sync_ust_domains(sc, out);
+	if (!ret)
+		ret = tv_sync_check_vcpus(dir, out);
 	if (ret)
 		tv_sync_result_free(out);
 	tv_reader_close(sc->rd);

@@ -25,6 +25,7 @@ struct pending {
 
 struct guest_check {
 	int dom;		/* the guest's domain index, -1: not checked */
+	int vdom;		/* whose vCPUs its CPUs are: itself, or a traced process's guest */
 	struct tv_sync_domain *res;
 };
 
@@ -53,8 +54,8 @@ static struct guest_check *guest_of_thread(struct vcpu_check *c, const struct tv
 	for (size_t d = 0; d < c->nr; d++) {
 		const struct tv_domain_info *gi = tv_reader_domain(c->rd, d);
 
-		if (c->g[d].dom < 0)
-			continue;
+		if (c->g[d].dom < 0 || c->g[d].vdom != (int)d)
+			continue;	/* a traced process is not a guest of its own */
 		n++;
 		only = &c->g[d];
 		if (t && !strcmp(gi->subdir + 6, t->vm_name))
@@ -76,7 +77,7 @@ static void resolve_pending(struct guest_check *g, struct tv_exit_slot *v, uint6
 
 static uint64_t vcpu_key(const struct guest_check *g, uint64_t vcpu)
 {
-	return (uint64_t)g->dom << 32 | (vcpu & 0xffffffffu);
+	return (uint64_t)g->vdom << 32 | (vcpu & 0xffffffffu);
 }
 
 static int host_event(struct vcpu_check *c, const struct tv_event *ev, int entry)
@@ -117,6 +118,31 @@ static int guest_event(struct vcpu_check *c, struct guest_check *g, const struct
 	return 0;
 }
 
+/*
+ * A guest's traced process with per-CPU buffers (buffer N = guest CPU N,
+ * rseq): its events too run only while that vCPU is in guest mode, checked
+ * against its guest's vCPUs and counted on its own line.
+ */
+static void check_init_ust(struct vcpu_check *c, struct tv_sync_result *res, size_t d)
+{
+	const struct tv_meta *m = tv_reader_domain(c->rd, d)->meta;
+	const char *kind = tv_meta_get(m, "kind"), *parent = tv_meta_get(m, "parent");
+
+	if (!kind || strcmp(kind, "ust") || !parent || tv_meta_get_ll(m, "per_thread", 1))
+		return;
+	for (size_t p = 0; p < c->nr; p++) {
+		if (c->g[p].dom < 0 || c->g[p].vdom != (int)p ||
+		    strcmp(tv_reader_domain(c->rd, p)->subdir, parent))
+			continue;
+		for (size_t i = 0; i < res->nr; i++)
+			if (!strcmp(res->domains[i].domain, tv_reader_domain(c->rd, d)->subdir)) {
+				c->g[d].dom = (int)d;
+				c->g[d].vdom = (int)p;
+				c->g[d].res = &res->domains[i];
+			}
+	}
+}
+
 static void check_init(struct vcpu_check *c, struct tv_sync_result *res)
 {
 	const struct tv_domain_info *host;
@@ -135,10 +161,13 @@ static void check_init(struct vcpu_check *c, struct tv_sync_result *res)
 			    tv_sync_domain_usable(r) && r->est.bound_ns >= 0 &&
 			    !strcmp(r->via, res->reference)) {
 				c->g[d].dom = (int)d;
+				c->g[d].vdom = (int)d;
 				c->g[d].res = r;
 			}
 		}
 	}
+	for (size_t d = 0; d < c->nr; d++)
+		check_init_ust(c, res, d);
 	host = tv_reader_domain(c->rd, (size_t)c->ref);
 	c->entry = tep_find_event_by_name(host->tep, "kvm", "kvm_entry");
 	c->exit = tep_find_event_by_name(host->tep, "kvm", "kvm_exit");

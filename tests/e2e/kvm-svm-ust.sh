@@ -13,6 +13,8 @@
 #  - each ust-demo thread is switched in by L2's scheduler (sched_switch
 #    next_pid = its tid) before its first event, and L1's kvm_exit events
 #    fall between its first and last event (the VM exited while it ran);
+#  - every demo:tick falls while its vCPU is in guest mode by L1's
+#    kvm_entry/kvm_exit (sync's vCPU check: 0 violations of N x T checks);
 #  - stat counts demo:tick exactly; babeltrace2 reads the CTF export with
 #    report's count.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
@@ -101,6 +103,10 @@ print("ok: %d x %d demo:tick in order in guest:l2; each thread switched in by L2
       "%d of L1's %d kvm_exit while it ran (%.3f ms)" % (threads, n, during, len(exits), (hi - lo) / 1e6))
 PY
 grep -q "^guest-l2 .* exact" "$OUT/sync.txt" && grep -q "^ust-guest-l2-.* exact" "$OUT/sync.txt" || fail "L2 not synchronised exactly: $(cat "$OUT/sync.txt")"
+# every ust-demo event fell while its vCPU (buffer N = guest CPU N) was in guest mode
+vc=$(awk '$1 ~ /^ust-guest-l2-[0-9.]+$/ {print $NF}' "$OUT/sync.txt")
+[ "$vc" = "0/$((N * THREADS))" ] || fail "ust-demo events against L1's kvm_entry/kvm_exit of their vCPU: $vc, want 0/$((N * THREADS))"
+echo "ok: vCPU check of the application's events: $vc violations/checks" >&2
 "$TV" stat --json "$S" >"$T/stat.json" || fail "stat"
 got=$(python3 -c "import json,sys; print(sum(r['count'] for r in json.load(open(sys.argv[1])) if r.get('mode')=='ust' and r['reason']=='demo:tick'))" "$T/stat.json")
 [ "$got" = $((N * THREADS)) ] || fail "stat demo:tick: $got, want $((N * THREADS))"
