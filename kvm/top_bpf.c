@@ -336,7 +336,8 @@ static int attach_fentry_pair(struct tv_top_bpf *b, const char *sym, unsigned in
 	if (err)
 		tv_err("Cannot time function \"%s\" (fentry/fexit through BTF; this kernel has no kprobes): errno=%d (%s)%s",
 		       sym, -err, strerror(-err),
-		       err == -EPERM ? ": the kernel refuses BPF trampolines here" : "");
+		       err == -EPERM ? ": the kernel refuses BPF trampolines here" :
+		       err == -ESRCH ? ": not in the kernel's BTF" : "");
 	return err;
 }
 
