@@ -212,7 +212,7 @@ e2e: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench; do \
+	@for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench; do \
 		echo "== bench/$$b"; t0=$$(date +%s); bench/$$b; rc=$$?; \
 		echo "== bench/$$b: status $$rc, $$(( $$(date +%s) - t0 )) s"; \
 		[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc; \

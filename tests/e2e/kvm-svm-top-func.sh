@@ -11,6 +11,8 @@
 #    (record --time-function: tracefs kprobes), and its cpuid exits 2K;
 #    p50 within 15% (+ 3 us) of stat's (the two probes on one function each
 #    time the other's handler in nested TCG); 0 lost;
+#  - the fentry/fexit path (forced with TV_BPF_FENTRY=1: L1 has kprobes)
+#    counts K calls of one more run;
 #  - beside it, top --bpf without functions shows no func: row;
 #  - an unknown kernel function: one line, exit 1;
 #  - no probe (tracefs or libbpf's) left after any of it.
@@ -33,6 +35,15 @@ kill -INT $TOP
 wait $TOP || { cat /out/tf.err >&2; exit 22; }
 left > /out/left-tf
 tracevisor stat --json /out/rec > /out/rec.json || exit 23
+# the fentry/fexit path (taken where the kernel has no kprobes), forced
+TV_BPF_FENTRY=1 tracevisor top --bpf --json --interval 2 --time-function kvm_emulate_cpuid > /out/fe.jsonl 2> /out/fe.err &
+TOP=$!
+for i in $(seq 200); do [ -s /out/fe.jsonl ] && break; sleep 0.1; done
+[ -s /out/fe.jsonl ] || { cat /out/fe.err >&2; exit 25; }
+/opt/tracevisor/tests/tv-testvmm --cpuids '$K' > /dev/null || exit 26
+sleep 2.5
+kill -INT $TOP
+wait $TOP || { cat /out/fe.err >&2; exit 27; }
 tracevisor top --bpf --json --count 1 --interval 0.5 > /out/plain.jsonl 2> /out/plain.err || exit 24
 tracevisor top --bpf --json --count 1 --time-function no_such_kernel_function_xyz > /out/bad.out 2> /out/bad.err
 echo $? > /out/bad.rc
@@ -72,4 +83,6 @@ for r in rows:
 print("top --bpf func:kvm_emulate_cpuid: %d calls = stat's, cpuid exits %d, 0 lost; p50 %s ns (stat %d)%s" %
       (got, cpuid, [r["p50_ns"] for r in rows], s[0]["p50_ns"], "" if near else " (calls over two intervals)"))
 PY
-echo "PASS: top --bpf --time-function (kprobe in L1) = stat of the same run, errors, nothing left" >&2
+got=$(python3 -c 'import json,sys; print(sum(r["count"] for l in open(sys.argv[1]) for r in json.loads(l)["rows"] if r["reason"] == "func:kvm_emulate_cpuid" and r["vm"].startswith("tv-testvmm[")))' "$OUT/fe.jsonl")
+[ "$got" = $K ] || fail "fentry/fexit (TV_BPF_FENTRY=1): $got calls of kvm_emulate_cpuid, want $K"
+echo "PASS: top --bpf --time-function (kprobe in L1) = stat of the same run, fentry $K calls, errors, nothing left" >&2
