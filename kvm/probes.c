@@ -131,9 +131,8 @@ static void set_groups(struct tv_probe_set *set)
 	snprintf(set->func_group, sizeof(set->func_group), TV_FUNC_GROUP_PREFIX "%d", (int)getpid());
 }
 
-/* PATH:SYMBOL or PATH:OFFSET into @path and @offset. */
-static int uprobe_target(const char *spec, const char *target, char *path, size_t size,
-			 unsigned long long *offset)
+int tv_probe_uprobe_target(const char *spec, const char *target, char *path, size_t size,
+			   unsigned long long *offset)
 {
 	const char *colon = strrchr(target, ':');
 	uint64_t off;
@@ -145,6 +144,13 @@ static int uprobe_target(const char *spec, const char *target, char *path, size_
 		return -EINVAL;
 	}
 	snprintf(path, size, "%.*s", (int)(colon - target), target);
+	/* a missing file is not a missing function */
+	if (access(path, R_OK)) {
+		ret = -errno;
+		tv_err("Cannot open file for uprobe: path=\"%s\", errno=%d (%s)", path, -ret,
+		       strerror(-ret));
+		return ret;
+	}
 	errno = 0;
 	*offset = strtoull(colon + 1, &end, 0);
 	if (!*end && !errno && isdigit((unsigned char)colon[1]))
@@ -172,7 +178,7 @@ static struct tracefs_dynevent *probe_alloc(enum probe_kind kind, const char *gr
 		return tracefs_kprobe_alloc(group, name, target, args);
 	if (kind == KRETPROBE)
 		return tracefs_kretprobe_alloc(group, name, target, args, 0);
-	*err = uprobe_target(spec, target, path, sizeof(path), &offset);
+	*err = tv_probe_uprobe_target(spec, target, path, sizeof(path), &offset);
 	if (*err)
 		return NULL;
 	if (kind == UPROBE)

@@ -46,6 +46,14 @@ int tv_probe_create(struct tv_probe_set *set, const char *tracing_dir, const cha
  */
 int tv_probe_time_function(struct tv_probe_set *set, const char *tracing_dir, const char *func,
 			   char *entry, char *ret, size_t size);
+/*
+ * A uprobe's TARGET, PATH:SYMBOL or PATH:OFFSET, as the kernel takes it:
+ * PATH into @path (of @size bytes) and the file offset into @offset (a
+ * SYMBOL looked up in the file's ELF symbols).  @spec names the probe in
+ * errors.  Return: 0, or -errno with one line naming the file or symbol.
+ */
+int tv_probe_uprobe_target(const char *spec, const char *target, char *path, size_t size,
+			   unsigned long long *offset);
 /* Remove every probe of @set (disabled first, wherever enabled). */
 void tv_probes_destroy(struct tv_probe_set *set);
 /*

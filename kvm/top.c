@@ -199,7 +199,8 @@ static int top_start_live(struct tv_top *top)
 
 static int top_start_bpf(struct tv_top *top)
 {
-	int ret = tv_top_bpf_open(top->opts.filter, &top->bpf);
+	int ret = tv_top_bpf_open(top->opts.filter, top->opts.time_functions,
+				  top->opts.nr_time_functions, &top->bpf);
 
 	top->t_start = top->t_end = mono_now();
 	return ret;
@@ -240,8 +241,8 @@ int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks
 		tv_top_close(top);
 		return -EINVAL;
 	}
-	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events || opts->nr_time_functions)) {
-		tv_err("The in-kernel aggregation (--bpf) records nothing and times exits only: no --replay, -o, -e or --time-function with it");
+	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events)) {
+		tv_err("The in-kernel aggregation (--bpf) records nothing: no --replay, -o or -e with it");
 		tv_top_close(top);
 		return -EINVAL;
 	}

@@ -2,7 +2,11 @@
 /*
  * The live view's in-kernel aggregation: kvm/bpf/top_exits.bpf.c, built
  * into the library as bytes (build/gen/top_exits_bpf.c), loaded with
- * libbpf and attached to kvm:kvm_exit and kvm:kvm_entry.  Each interval
+ * libbpf and attached to kvm:kvm_exit and kvm:kvm_entry; and, for
+ * --time-function, kvm/bpf/top_funcs.bpf.c on each function's entry and
+ * return (kprobe/kretprobe through perf events where the kernel has
+ * kprobes, else fentry/fexit through BTF; uprobe/uretprobe for
+ * PATH:SYMBOL), whose rows have the same key and value.  Each interval
  * reads the rows map and gives the rows of the difference from the last
  * read: counts and totals exact, p50/p99 from the log-linear histogram
  * (within 3.1%), max the top of the highest bucket the interval filled
@@ -14,6 +18,8 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +31,17 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "bpf/top_exits.h"
+#include "bpf/top_funcs.h"
+#include "probes.h"
 #include "top_bpf.h"
 
 extern const unsigned char tv_top_exits_bpf[];
 extern const size_t tv_top_exits_bpf_len;
+extern const unsigned char tv_top_funcs_bpf[];
+extern const size_t tv_top_funcs_bpf_len;
+
+#define KPROBE_PMU "/sys/bus/event_source/devices/kprobe/type"
+#define FN_NAME_MAX 64
 
 struct prev_row {
 	struct top_key key;
@@ -36,9 +49,19 @@ struct prev_row {
 };
 
 struct tv_top_bpf {
-	struct bpf_object *obj;
+	struct bpf_object *obj;		/* exits; NULL: functions only */
 	struct bpf_link *links[2];
 	int rows_fd, stats_fd;
+	/* --time-function: fobj owns the maps and the k/uprobe programs;
+	 * each fentry/fexit function has a copy of its own (fentry_objs) */
+	struct bpf_object *fobj;
+	struct bpf_object **fentry_objs;
+	size_t nr_fentry, cap_fentry;
+	struct bpf_link **flinks;
+	size_t nr_flinks, cap_flinks;
+	int fn_rows_fd, fn_stats_fd;
+	char (*fn_names)[FN_NAME_MAX];	/* index: a function row's reason */
+	size_t nr_funcs;
 	struct prev_row *prev;		/* the last read, to subtract */
 	size_t nr_prev, cap_prev;
 	unsigned long long lost_prev;
@@ -57,8 +80,11 @@ static int libbpf_to_debug(enum libbpf_print_level level, const char *fmt, va_li
 	return 0;
 }
 
-/* kvm_exit's field offsets on this kernel, from its tracefs format. */
-static int exit_fields(struct top_cfg *cfg)
+/*
+ * kvm_exit's field offsets on this kernel, from its tracefs format.
+ * @optional: no kvm_exit event is -ENOENT, not an error (functions only).
+ */
+static int exit_fields(struct top_cfg *cfg, bool optional)
 {
 	const char *systems[] = { "kvm", NULL };
 	struct tep_handle *tep = tracefs_local_events_system(NULL, systems);
@@ -69,7 +95,9 @@ static int exit_fields(struct top_cfg *cfg)
 	reason = ev ? tep_find_field(ev, "exit_reason") : NULL;
 	isa = ev ? tep_find_field(ev, "isa") : NULL;
 	vcpu = ev ? tep_find_field(ev, "vcpu_id") : NULL;
-	if (!reason || !vcpu || reason->size != 4 || vcpu->size != 4 || (isa && isa->size != 4)) {
+	if (!ev && optional) {
+		ret = -ENOENT;
+	} else if (!reason || !vcpu || reason->size != 4 || vcpu->size != 4 || (isa && isa->size != 4)) {
 		tv_err("Cannot use kvm:kvm_exit for in-kernel aggregation: %s",
 		       ev ? "no 4-byte exit_reason and vcpu_id fields" : "no such event (kvm module not loaded?)");
 		ret = -ENOENT;
@@ -190,7 +218,191 @@ static int parse_filter(const char *filter, struct top_cfg *cfg)
 	return 0;
 }
 
-int tv_top_bpf_open(const char *filter, struct tv_top_bpf **out)
+/* A C name (what the rows call the function), or NULL. */
+static const char *func_name(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	const char *name = colon ? colon + 1 : spec;
+	size_t n = strlen(name);
+
+	if (!n || n >= FN_NAME_MAX || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_')
+			return NULL;
+	return name;
+}
+
+/* Is @sym a function of the running kernel (/proc/kallsyms)? */
+static bool kernel_has_function(const char *sym)
+{
+	char line[512], type, name[256];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %c %255s", &type, name) == 2 &&
+			(type == 't' || type == 'T') && !strcmp(name, sym);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static int flink_add(struct tv_top_bpf *b, struct bpf_link *link)
+{
+	if (tv_array_grow(&b->flinks, &b->cap_flinks, b->nr_flinks, sizeof(*b->flinks), 8)) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	b->flinks[b->nr_flinks++] = link;
+	return 0;
+}
+
+/* Entry and return of @spec's function through perf events (k/uprobe). */
+static int attach_probe_pair(struct tv_top_bpf *b, const char *spec, unsigned int idx)
+{
+	struct bpf_program *entry = bpf_object__find_program_by_name(b->fobj, "tv_fn_entry");
+	struct bpf_program *ret = bpf_object__find_program_by_name(b->fobj, "tv_fn_return");
+	bool user = strchr(spec, ':') != NULL;
+	unsigned long long offset = 0;
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (user && (err = tv_probe_uprobe_target(spec, spec, path, sizeof(path), &offset)))
+		return err;
+	for (int r = 0; r < 2 && !err; r++) {
+		struct bpf_link *link;
+
+		if (user) {
+			LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = idx, .retprobe = r);
+
+			link = bpf_program__attach_uprobe_opts(r ? ret : entry, -1, path, (size_t)offset, &uo);
+		} else {
+			LIBBPF_OPTS(bpf_kprobe_opts, ko, .bpf_cookie = idx, .retprobe = r);
+
+			link = bpf_program__attach_kprobe_opts(r ? ret : entry, spec, &ko);
+		}
+		if (!link) {
+			err = -errno;
+			tv_err("Cannot time function \"%s\" (%s): errno=%d (%s)", spec,
+			       user ? (r ? "uretprobe" : "uprobe") : (r ? "kretprobe" : "kprobe"), -err,
+			       strerror(-err));
+		} else {
+			err = flink_add(b, link);
+		}
+	}
+	return err;
+}
+
+/* One more copy of the functions' object, its fentry/fexit on @sym, sharing the maps. */
+static int attach_fentry_pair(struct tv_top_bpf *b, const char *sym, unsigned int idx)
+{
+	static const char *const maps[] = { "fn_open", "fn_rows", "fn_zero", "fn_stats" };
+	struct bpf_object *obj = bpf_object__open_mem(tv_top_funcs_bpf, tv_top_funcs_bpf_len, NULL);
+	struct bpf_map *rodata = obj ? bpf_object__find_map_by_name(obj, ".rodata") : NULL;
+	struct bpf_program *prog;
+	int err = obj ? 0 : -errno;
+
+	if (!err && tv_array_grow(&b->fentry_objs, &b->cap_fentry, b->nr_fentry,
+				  sizeof(*b->fentry_objs), 8))
+		err = -ENOMEM;
+	if (err) {
+		bpf_object__close(obj);
+		return err;
+	}
+	b->fentry_objs[b->nr_fentry++] = obj;	/* closed by tv_top_bpf_close() */
+	err = rodata ? bpf_map__set_initial_value(rodata, &idx, sizeof(idx)) : -EINVAL;
+	for (size_t i = 0; !err && i < sizeof(maps) / sizeof(maps[0]); i++)
+		err = bpf_map__reuse_fd(bpf_object__find_map_by_name(obj, maps[i]),
+					bpf_object__find_map_fd_by_name(b->fobj, maps[i]));
+	bpf_object__for_each_program(prog, obj) {
+		bool fentry = bpf_program__type(prog) == BPF_PROG_TYPE_TRACING;
+
+		if (!err)
+			err = bpf_program__set_autoload(prog, fentry);
+		if (!err && fentry)
+			err = bpf_program__set_attach_target(prog, 0, sym);
+	}
+	if (!err)
+		err = bpf_object__load(obj);
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_link *link;
+
+		if (err || bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
+			continue;
+		link = bpf_program__attach(prog);
+		err = link ? flink_add(b, link) : -errno;
+	}
+	if (err)
+		tv_err("Cannot time function \"%s\" (fentry/fexit through BTF; this kernel has no kprobes): errno=%d (%s)%s",
+		       sym, -err, strerror(-err),
+		       err == -EPERM ? ": the kernel refuses BPF trampolines here" :
+		       err == -ESRCH ? ": not in the kernel's BTF" : "");
+	return err;
+}
+
+static int attach_function(struct tv_top_bpf *b, const char *spec, unsigned int idx)
+{
+	const char *name = func_name(spec);
+
+	if (!name) {
+		tv_err("Invalid function to time: \"%s\" (SYMBOL or PATH:SYMBOL, a C name of at most %d characters)",
+		       spec, FN_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	snprintf(b->fn_names[idx], FN_NAME_MAX, "%s", name);
+	if (strchr(spec, ':'))
+		return attach_probe_pair(b, spec, idx);
+	if (!kernel_has_function(spec)) {
+		tv_err("Cannot time kernel function: symbol=\"%s\", errno=%d (no such function in /proc/kallsyms)",
+		       spec, ENOENT);
+		return -ENOENT;
+	}
+	/*
+	 * kprobes reach any function; trampolines need it in BTF.
+	 * TV_BPF_FENTRY=1 takes trampolines where both exist, so that a test
+	 * reaches that path on a kernel with kprobes (the lab's).
+	 */
+	if (access(KPROBE_PMU, R_OK) || (getenv("TV_BPF_FENTRY") && !strcmp(getenv("TV_BPF_FENTRY"), "1")))
+		return attach_fentry_pair(b, spec, idx);
+	return attach_probe_pair(b, spec, idx);
+}
+
+/* The functions' object (maps, k/uprobe programs), then every function attached. */
+static int funcs_open(struct tv_top_bpf *b, const char *const *funcs, size_t nr)
+{
+	struct bpf_program *prog;
+	int err = 0;
+
+	if (nr > TOP_FN_MAX) {
+		tv_err("Too many functions to time in the kernel: %zu (at most %d)", nr, TOP_FN_MAX);
+		return -EINVAL;
+	}
+	b->fn_names = calloc(nr, sizeof(*b->fn_names));
+	b->fobj = b->fn_names ? bpf_object__open_mem(tv_top_funcs_bpf, tv_top_funcs_bpf_len, NULL) : NULL;
+	if (!b->fobj)
+		return b->fn_names ? -errno : -ENOMEM;
+	b->nr_funcs = nr;
+	/* fentry/fexit need a target at load time: only in their copies */
+	bpf_object__for_each_program(prog, b->fobj)
+		if (!err && bpf_program__type(prog) == BPF_PROG_TYPE_TRACING)
+			err = bpf_program__set_autoload(prog, false);
+	if (!err)
+		err = bpf_object__load(b->fobj);
+	if (err) {
+		tv_err("Cannot load the in-kernel function timing (BPF): errno=%d (%s)", -err,
+		       strerror(-err));
+		return err;
+	}
+	b->fn_rows_fd = bpf_object__find_map_fd_by_name(b->fobj, "fn_rows");
+	b->fn_stats_fd = bpf_object__find_map_fd_by_name(b->fobj, "fn_stats");
+	for (size_t i = 0; !err && i < nr; i++)
+		err = attach_function(b, funcs[i], (unsigned int)i);
+	return err;
+}
+
+int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_funcs,
+		    struct tv_top_bpf **out)
 {
 	struct tv_top_bpf *b = calloc(1, sizeof(*b));
 	struct top_cfg cfg = { 0 };
@@ -199,16 +411,22 @@ int tv_top_bpf_open(const char *filter, struct tv_top_bpf **out)
 	*out = NULL;
 	if (!b)
 		return -ENOMEM;
+	b->rows_fd = b->stats_fd = b->fn_rows_fd = b->fn_stats_fd = -1;
 	libbpf_set_print(libbpf_to_debug);
 	ret = parse_filter(filter, &cfg);
 	if (!ret)
-		ret = exit_fields(&cfg);
-	if (!ret) {
+		ret = exit_fields(&cfg, nr_funcs > 0);
+	if (ret == -ENOENT && nr_funcs) {
+		tv_info("No kvm:kvm_exit event here (kvm module not loaded): timing functions only");
+		ret = 0;
+	} else if (!ret) {
 		ret = bpf_load(b, &cfg);
 		if (ret)
 			tv_err("Cannot load the in-kernel aggregation (BPF): errno=%d (%s)", -ret,
 			       strerror(-ret));
 	}
+	if (!ret && nr_funcs)
+		ret = funcs_open(b, funcs, nr_funcs);
 	if (ret) {
 		tv_top_bpf_close(b);
 		return ret;
@@ -224,6 +442,14 @@ void tv_top_bpf_close(struct tv_top_bpf *b)
 	for (int i = 0; i < 2; i++)
 		bpf_link__destroy(b->links[i]);
 	bpf_object__close(b->obj);
+	for (size_t i = 0; i < b->nr_flinks; i++)
+		bpf_link__destroy(b->flinks[i]);
+	for (size_t i = 0; i < b->nr_fentry; i++)
+		bpf_object__close(b->fentry_objs[i]);
+	bpf_object__close(b->fobj);
+	free(b->flinks);
+	free(b->fentry_objs);
+	free(b->fn_names);
 	free(b->prev);
 	free(b);
 }
@@ -273,7 +499,8 @@ uint64_t tv_top_hist_percentile(const uint64_t *h, uint64_t n, unsigned int pct)
 	return 0;
 }
 
-static void row_labels(struct tv_kvm_stat_row *r, const struct top_key *k, const struct top_val *v)
+static void row_labels(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
+		       const struct top_key *k, const struct top_val *v)
 {
 	char path[64], comm[32] = "";
 	FILE *f;
@@ -291,14 +518,22 @@ static void row_labels(struct tv_kvm_stat_row *r, const struct top_key *k, const
 		snprintf(r->vm, sizeof(r->vm), "%s[%u]", comm, k->tgid);
 	else
 		snprintf(r->vm, sizeof(r->vm), "pid%u", k->tgid);
+	r->guest_pid = -1;
+	if (k->isa == TOP_KEY_FUNC) {
+		/* per process, as stat's function rows of a thread that is no vCPU */
+		snprintf(r->vcpu, sizeof(r->vcpu), "-");
+		snprintf(r->reason, sizeof(r->reason), "func:%s",
+			 k->reason < b->nr_funcs ? b->fn_names[k->reason] : "?");
+		return;
+	}
 	snprintf(r->vcpu, sizeof(r->vcpu), "%u", k->vcpu);
 	tv_kvm_exit_reason_label((enum tv_kvm_isa)k->isa, k->reason, r->reason, sizeof(r->reason));
 	r->guest_pid = -1;
 }
 
 /* The row of what @cur added since @prev (updated to @cur); 0 if nothing. */
-static int row_delta(struct tv_kvm_stat_row *r, const struct top_key *k, const struct top_val *cur,
-		     struct top_val *prev)
+static int row_delta(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
+		     const struct top_key *k, const struct top_val *cur, struct top_val *prev)
 {
 	uint64_t h[TOP_NBUCKETS], lo, hi;
 	int top = -1, low = -1;
@@ -330,15 +565,55 @@ static int row_delta(struct tv_kvm_stat_row *r, const struct top_key *k, const s
 	*prev = *cur;
 	if (!r->count && !r->has_latency)
 		return 0;
-	row_labels(r, k, cur);
+	row_labels(b, r, k, cur);
 	return 1;
+}
+
+/* Append to @out the rows map @fd gained since the last read. */
+static int read_rows(struct tv_top_bpf *b, int fd, struct tv_kvm_stat *out, size_t *cap,
+		     struct top_val *val)
+{
+	struct top_key key, next, *cursor = NULL;
+
+	while (!bpf_map_get_next_key(fd, cursor, &next)) {
+		struct prev_row *p;
+
+		key = next;
+		cursor = &key;
+		if (bpf_map_lookup_elem(fd, &key, val))
+			continue;	/* deleted meanwhile: never, rows stay */
+		p = prev_find(b, &key);
+		if (!p && !(p = prev_add(b, &key)))
+			return -ENOMEM;
+		if (out->nr_rows == *cap) {
+			size_t n = *cap ? *cap * 2 : 32;
+			struct tv_kvm_stat_row *rows = realloc(out->rows, n * sizeof(*rows));
+
+			if (!rows)
+				return -ENOMEM;
+			out->rows = rows;
+			*cap = n;
+		}
+		if (row_delta(b, &out->rows[out->nr_rows], &key, val, &p->val))
+			out->nr_rows++;
+	}
+	return 0;
+}
+
+static unsigned long long read_lost(int fd)
+{
+	unsigned long long total = 0, n;
+
+	for (unsigned int s = 0; fd >= 0 && s < TOP_NSTATS; s++)
+		if (!bpf_map_lookup_elem(fd, &s, &n))
+			total += n;
+	return total;
 }
 
 int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost)
 {
-	struct top_key key, next, *cursor = NULL;
 	struct top_val *val = malloc(sizeof(*val));
-	unsigned long long total = 0, n;
+	unsigned long long total;
 	size_t cap = 0;
 	int ret = 0;
 
@@ -347,35 +622,12 @@ int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t 
 	out->have_exit_entry = true;
 	if (!val)
 		return -ENOMEM;
-	while (!ret && !bpf_map_get_next_key(b->rows_fd, cursor, &next)) {
-		struct prev_row *p;
-
-		key = next;
-		cursor = &key;
-		if (bpf_map_lookup_elem(b->rows_fd, &key, val))
-			continue;	/* deleted meanwhile: never, rows stay */
-		p = prev_find(b, &key);
-		if (!p && !(p = prev_add(b, &key))) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (out->nr_rows == cap) {
-			struct tv_kvm_stat_row *rows;
-
-			cap = cap ? cap * 2 : 32;
-			rows = realloc(out->rows, cap * sizeof(*rows));
-			if (!rows) {
-				ret = -ENOMEM;
-				break;
-			}
-			out->rows = rows;
-		}
-		if (row_delta(&out->rows[out->nr_rows], &key, val, &p->val))
-			out->nr_rows++;
-	}
-	for (unsigned int s = 0; s < TOP_NSTATS; s++)
-		if (!bpf_map_lookup_elem(b->stats_fd, &s, &n))
-			total += n;
+	/* function keys never equal exit keys (TOP_KEY_FUNC): one prev list */
+	if (b->rows_fd >= 0)
+		ret = read_rows(b, b->rows_fd, out, &cap, val);
+	if (!ret && b->fn_rows_fd >= 0)
+		ret = read_rows(b, b->fn_rows_fd, out, &cap, val);
+	total = read_lost(b->stats_fd) + read_lost(b->fn_stats_fd);
 	*lost = total - b->lost_prev;
 	b->lost_prev = total;
 	free(val);

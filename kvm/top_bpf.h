@@ -16,10 +16,15 @@ struct tv_top_bpf;
 
 /*
  * Load and attach; @filter (or NULL): conditions on exit_reason, vcpu_id,
- * isa, tgid and latency joined by &&, evaluated in the kernel.
- * Return: 0, or -errno logged (no BPF, no kvm events, a bad filter...).
+ * isa, tgid and latency joined by &&, evaluated in the kernel (exits only).
+ * @funcs: @nr_funcs functions to time, SYMBOL (kernel) or PATH:SYMBOL
+ * (user space), rows "func:SYMBOL" per process; with functions, a kernel
+ * without kvm:kvm_exit times the functions only.
+ * Return: 0, or -errno logged in one line (no BPF, no kvm events, a bad
+ * filter, an unknown symbol, a missing file...); nothing stays attached.
  */
-int tv_top_bpf_open(const char *filter, struct tv_top_bpf **out);
+int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_funcs,
+		    struct tv_top_bpf **out);
 /* The rows since the last call into @out (tv_kvm_stat_free()); @lost: exits not aggregated. */
 int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost);
 void tv_top_bpf_close(struct tv_top_bpf *b);

@@ -1171,14 +1171,18 @@ struct tv_top_opts {
 					 * the exit analysis reads */
 	size_t nr_events;
 	const char *filter;		/* live: ftrace filter, or NULL */
-	const char *const *time_functions;	/* live: as record's; rows func:NAME */
+	const char *const *time_functions;	/* live: as record's; rows func:NAME
+						 * per process (with bpf: timed in the
+						 * kernel, vcpu "-") */
 	size_t nr_time_functions;
 	unsigned int buffer_kb;		/* live: per CPU; 0: default */
 	enum tv_top_sort sort;
 	bool bpf;			/* live: aggregate in the kernel (a BPF
-					 * program on kvm_exit/kvm_entry): no event
-					 * crosses to user space; p50/p99 within
-					 * 3.1%; VMX/SVM hosts (PVM fires neither) */
+					 * program on kvm_exit/kvm_entry, and on
+					 * the time_functions' entries and returns):
+					 * no event crosses to user space; p50/p99
+					 * within 3.1%; VMX/SVM hosts (PVM fires
+					 * neither) */
 	int stop_fd;			/* readable: tv_top_next() returns 0 at
 					 * once (e.g. a signalfd); -1: none */
 };

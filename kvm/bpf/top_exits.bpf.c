@@ -10,7 +10,8 @@
  * its counters are updated with atomic adds; max_ns is a racy maximum (a
  * lost update can only lose a value no larger than a concurrent one).
  * The open-exit map is keyed by thread, so only that thread's exit and
- * entry touch an entry, never at once.
+ * entry touch an entry, never at once; an entry stays for the thread's
+ * life (ts 0: nothing open), so an exit costs no map update.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -22,7 +23,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile struct top_cfg cfg = {};
 
 struct open_exit {
-	unsigned long long ts;
+	unsigned long long ts;		/* 0: no exit open */
 	struct top_key key;
 };
 
@@ -123,12 +124,15 @@ int tv_top_exit(void *ctx)
 	struct open_exit o = {};
 	struct top_val *v;
 
+	struct open_exit *slot = bpf_map_lookup_elem(&open_exits, &tid);
+
 	o.key.tgid = (unsigned int)(id >> 32);
 	o.key.reason = field_u32(ctx, cfg.off_reason);
 	o.key.isa = cfg.off_isa ? field_u32(ctx, cfg.off_isa) : cfg.isa_default;
 	o.key.vcpu = field_u32(ctx, cfg.off_vcpu);
 	if (!passes(&o.key, 0, 0)) {
-		bpf_map_delete_elem(&open_exits, &tid);	/* its entry is not ours */
+		if (slot)
+			slot->ts = 0;	/* its entry is not ours */
 		return 0;
 	}
 	if (!cfg.by_latency) {
@@ -140,8 +144,14 @@ int tv_top_exit(void *ctx)
 	/* last: the time spent here is not the exit's (as kvm_entry reads
 	 * the clock first) */
 	o.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&open_exits, &tid, &o, BPF_ANY))
+	/* a vCPU thread keeps its slot: written in place, no allocation or
+	 * bucket lock per exit (only this thread touches it) */
+	if (slot) {
+		slot->key = o.key;
+		slot->ts = o.ts;
+	} else if (bpf_map_update_elem(&open_exits, &tid, &o, BPF_NOEXIST)) {
 		lost(TOP_LOST_OPEN);
+	}
 	return 0;
 }
 
@@ -155,11 +165,11 @@ int tv_top_entry(void *ctx)
 	struct top_val *v;
 	unsigned int b;
 
-	if (!o)
-		return 0;
+	if (!o || !o->ts)
+		return 0;	/* no exit of ours open on this thread */
 	ns = now - o->ts;
 	key = o->key;
-	bpf_map_delete_elem(&open_exits, &tid);
+	o->ts = 0;
 	if (cfg.by_latency) {
 		/* a filter on the latency: counted here, if it passes */
 		if (!passes(&key, ns, 1))
