@@ -137,6 +137,7 @@ static int proc_map(struct ust_proc *p, int memfd)
 	send_ust_meta(p);
 	for (int i = 0; i < U.nr_globs; i++)
 		umsg(p, TV_UST_MSG_ENABLE, U.globs[i]);
+	umsg(p, TV_UST_MSG_READY, NULL);	/* its first events follow these rules */
 	return 0;
 }
 

@@ -135,6 +135,7 @@ static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p, int memfd)
 		return -EIO;
 	for (size_t i = 0; i < u->nr_patterns; i++)
 		send_msg(p, TV_UST_MSG_ENABLE, u->patterns[i], 0);
+	send_msg(p, TV_UST_MSG_READY, NULL, 0);	/* its first events follow these rules */
 	return 0;
 }
 

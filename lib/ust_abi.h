@@ -105,6 +105,9 @@
 #define TV_UST_SOCK_DEFAULT	"/run/tracevisor/ust.sock"
 /* Glob of events enabled from the first constructor on, before main(). */
 #define TV_UST_TRACE_ENV	"TRACEVISOR_UST"
+/* How long a starting process waits to be registered with a listening consumer. */
+#define TV_UST_REGISTER_TIMEOUT_ENV	"TRACEVISOR_UST_REGISTER_TIMEOUT"
+#define TV_UST_REGISTER_TIMEOUT_MS	3000
 /* The process's defaults when it traces before any consumer configured it:
  * "mono" or "x86-tsc"; "discard", "blocking" or "overwrite"; bytes; count. */
 #define TV_UST_CLOCK_ENV	"TRACEVISOR_UST_CLOCK"
@@ -195,6 +198,12 @@ enum tv_ust_msg_type {
 	TV_UST_MSG_FLUSH = 6,		/* consumer: wait for every commit */
 	TV_UST_MSG_LIST = 7,		/* consumer: count registered events */
 	TV_UST_MSG_REPLY = 8,		/* process: value = result or -errno */
+	/*
+	 * consumer (additive): the session's ENABLE/DISABLE rules are all
+	 * sent; a process waits for it (TRACEVISOR_UST_REGISTER_TIMEOUT) in
+	 * its constructor, so its first events follow the session's rules.
+	 */
+	TV_UST_MSG_READY = 9,
 };
 
 #define TV_UST_MSG_ARG_MAX	224

@@ -70,5 +70,6 @@ int ust_defaults(struct tv_ust_config *cfg);
 
 /* ust_listener.c */
 void ust_listener_start(void);
+void ust_listener_wait_registered(void);
 
 #endif

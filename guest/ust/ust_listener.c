@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,17 @@
 #include "ust_internal.h"
 
 static char ust_sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+/*
+ * Posted by the listener once its first attempt to reach the consumer is
+ * over (registered and told READY, or no consumer there).  The constructor waits for it,
+ * as lttng-ust's does for its session daemon, so that a short program whose
+ * consumer is already listening is registered before main() — else it could
+ * emit everything and exit before the listener got its memfd across, and
+ * the consumer would never know it existed.
+ */
+static sem_t ust_first_attempt;
+/* Set and cleared by the thread that ran the registry's initialisation only. */
+static int ust_listener_started;
 
 static void ust_msg_init(struct tv_ust_msg *m, uint16_t type)
 {
@@ -101,6 +113,17 @@ static int ust_handshake(int fd)
 	return ust_send(fd, &m, tv_ust_memfd());
 }
 
+/* Listener thread only: let the constructor go on (once). */
+static void ust_first_attempt_over(void)
+{
+	static int posted;
+
+	if (!posted) {
+		posted = 1;
+		sem_post(&ust_first_attempt);
+	}
+}
+
 static void ust_serve(int fd)
 {
 	struct tv_ust_msg m;
@@ -121,6 +144,9 @@ static void ust_serve(int fd)
 		case TV_UST_MSG_LIST:
 			value = ust_registry_count();
 			break;
+		case TV_UST_MSG_READY:	/* no REPLY: consumers count the replies to their commands */
+			ust_first_attempt_over();
+			continue;
 		default:
 			value = -EINVAL;
 		}
@@ -144,9 +170,14 @@ static void *ust_listener(void *arg)
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-		    ust_handshake(fd) == 0) {
+		int registered = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+				 ust_handshake(fd) == 0;
+
+		if (!registered)
+			ust_first_attempt_over();	/* no consumer: main() need not wait */
+		if (registered) {
 			ust_serve(fd);
+			ust_first_attempt_over();	/* a consumer that never said READY */
 			ust_disable_all();	/* the session ended with its consumer */
 		}
 		if (fd >= 0)
@@ -154,6 +185,26 @@ static void *ust_listener(void *arg)
 		nanosleep(&nap, NULL);
 	}
 	return NULL;
+}
+
+/* At most TRACEVISOR_UST_REGISTER_TIMEOUT ms (default 3000; 0: do not wait). */
+static void ust_wait_first_attempt(void)
+{
+	const char *v = getenv(TV_UST_REGISTER_TIMEOUT_ENV);
+	long ms = v && *v ? strtol(v, NULL, 10) : TV_UST_REGISTER_TIMEOUT_MS;
+	struct timespec until;
+
+	if (ms <= 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (sem_timedwait(&ust_first_attempt, &until) < 0 && errno == EINTR)
+		;
 }
 
 void ust_listener_start(void)
@@ -171,9 +222,25 @@ void ust_listener_start(void)
 		return;
 	}
 	strcpy(ust_sock_path, path);
+	sem_init(&ust_first_attempt, 0, 0);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, ust_listener, NULL))
 		ust_log("Cannot start the listener thread: socket=\"%s\"", ust_sock_path);
+	else
+		ust_listener_started = 1;
 	pthread_attr_destroy(&attr);
+}
+
+/*
+ * Called by the thread that started the listener once the registry's
+ * one-time initialisation is over: waiting inside it would deadlock, the
+ * listener's handshake (tv_ust_start) goes through that initialisation.
+ */
+void ust_listener_wait_registered(void)
+{
+	if (ust_listener_started) {
+		ust_listener_started = 0;
+		ust_wait_first_attempt();
+	}
 }

@@ -523,9 +523,11 @@ static void ust_env_start(void)
 }
 
 static pthread_once_t ust_once = PTHREAD_ONCE_INIT;
+static pthread_t ust_init_thread;
 
 static void ust_init_once(void)
 {
+	ust_init_thread = pthread_self();
 	ust_page = sysconf(_SC_PAGESIZE);
 	ust_env_start();
 	ust_listener_start();
@@ -534,4 +536,7 @@ static void ust_init_once(void)
 void ust_registry_init(void)
 {
 	pthread_once(&ust_once, ust_init_once);
+	/* ust_init_thread is written before pthread_once returns to anyone. */
+	if (pthread_equal(pthread_self(), ust_init_thread))
+		ust_listener_wait_registered();
 }

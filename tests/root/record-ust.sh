@@ -104,4 +104,19 @@ assert seqs and all(s == list(range(s[0], s[0] + len(s))) for s in seqs.values()
     {t: (s[0], len(s)) for t, s in seqs.items()}
 print("ok: SIGINT: %d events, contiguous per thread" % sum(len(s) for s in seqs.values()))
 PY
+# 5. Short programs started while record listens, without TRACEVISOR_UST:
+# each is registered and enabled by the session before main() (READY), so
+# every event of a program that lives a few milliseconds is recorded.
+S=$TV_TMP/short
+"$TV" record -q -o "$S" -e syscalls:sys_enter_getppid --ust 'demo:*' 2> "$TV_TMP/rec.err" & rec=$!
+wait_tracing $rec
+for _ in $(seq 100); do [ -S "$TRACEVISOR_UST_SOCK" ] && break; sleep 0.1; done
+for _ in 1 2 3 4 5; do "$DEMO" 1000 2 >/dev/null || fail "ust-demo failed"; done
+kill -INT $rec; wait $rec || fail "record of short programs: $(cat "$TV_TMP/rec.err")"
+rows=$("$TV" stat --json "$S" | python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin) if r.get("reason") == "demo:tick"]
+print(" ".join(str(r["count"]) for r in rows))') || fail "stat of short programs"
+[ "$rows" = "2000 2000 2000 2000 2000" ] || fail "short programs: demo:tick counts '$rows', not 5 x 2000"
+echo "ok: 5 short programs, 2000 events each, all recorded"
 echo "record --ust with libtracevisor-ust: exact"
