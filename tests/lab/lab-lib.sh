@@ -222,5 +222,5 @@ cpio_of() {
 
 # Hash of the lab's own sources: part of every image cache key.
 lab_sources_hash() {
-	(cd "$LAB_DIR" && cat lab lab-lib.sh init lab-guest xlinfo.c lab-chan.c) | sha256sum | cut -c1-16
+	(cd "$LAB_DIR" && cat lab lab-lib.sh init lab-guest lab-domu xlinfo.c lab-chan.c) | sha256sum | cut -c1-16
 }
