@@ -13,16 +13,16 @@ INCLUDEDIR ?= $(PREFIX)/include
 # Xen recording (record --xen, xen-mark) talks to the hypervisor through
 # libxenctrl and friends: built in when their pkg-config files are found,
 # or as TV_WITH_XEN=0/1 says.  Without them xen/no_xen.c stands in for
-# xen/record.c and xen/inject.c (a clear error), nothing links libxen*,
+# xen/record.c, xen/inject.c and xen/xenstore.c (a clear error), nothing links libxen*,
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
-XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall
+XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall xenstore
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
 PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf
 ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
 else
-XEN_HV_SRCS := xen/record.c xen/inject.c
+XEN_HV_SRCS := xen/record.c xen/inject.c xen/xenstore.c
 endif
 CFLAGS  ?= -O2 -g
 # Library objects are position independent (libtracevisor.so) and hidden

@@ -35,7 +35,9 @@
 #include "tv_internal.h"
 #include "proto.h"
 #include "guest_stream.h"
+#include "guest_libvirt.h"
 #include "probe_sched.h"
+#include "../xen/xen_internal.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define PING_TIMEOUT_S 2.0
@@ -143,6 +145,10 @@ static int spec_item(struct tv_guest_spec *spec, char *item)
 		if (!*val || strlen(val) >= sizeof(spec->serial))
 			return -EINVAL;
 		snprintf(spec->serial, sizeof(spec->serial), "%s", val);
+	} else if (!strcmp(item, "xen")) {
+		if (!valid_name(val))
+			return -EINVAL;
+		snprintf(spec->xen, sizeof(spec->xen), "%s", val);
 	} else if (!strcmp(item, "pid")) {
 		if (parse_uint(val, 0x7fffffffUL, &v) || !v)
 			return -EINVAL;
@@ -163,6 +169,7 @@ int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec)
 	int ret = 0;
 
 	memset(spec, 0, sizeof(*spec));
+	spec->xen_domid = -1;
 	if (!strchr(text, ':')) {
 		/* A libvirt domain name: it also names the guest's directory. */
 		if (!valid_name(text) || strlen(text) >= sizeof(spec->libvirt)) {
@@ -180,21 +187,40 @@ int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec)
 	for (char *it = strtok_r(copy, ",", &save); it && !ret; it = strtok_r(NULL, ",", &save))
 		ret = spec_item(spec, it);
 	free(copy);
-	if (!ret && !spec->vsock_cid && !spec->serial[0])
+	/* exactly one channel: vsock, serial, or a Xen domain's (from xenstore) */
+	if (!ret && !!spec->vsock_cid + !!spec->serial[0] + !!spec->xen[0] != 1)
 		ret = -EINVAL;
-	if (!ret && spec->vsock_cid && spec->serial[0])
+	if (!ret && spec->xen[0] && spec->qemu_pid)
 		ret = -EINVAL;
 	if (ret) {
-		tv_err("Invalid guest: \"%s\" (expected vsock:CID[:PORT] or serial:PATH, with optional pid:QEMU_PID and name:NAME, comma-separated; NAME is [A-Za-z0-9_.-])",
+		tv_err("Invalid guest: \"%s\" (expected vsock:CID[:PORT] or serial:PATH, with optional pid:QEMU_PID and name:NAME, or xen:DOMAIN with optional name:NAME, comma-separated; NAMEs are [A-Za-z0-9_.-])",
 		       text);
 		return ret;
 	}
 	if (!spec->name[0]) {
-		if (spec->vsock_cid)
+		if (spec->xen[0])
+			snprintf(spec->name, sizeof(spec->name), "%s", spec->xen);
+		else if (spec->vsock_cid)
 			snprintf(spec->name, sizeof(spec->name), "cid%u", spec->vsock_cid);
 		else
 			snprintf(spec->name, sizeof(spec->name), "serial");
 	}
+	return 0;
+}
+
+int tv_guest_spec_resolve(struct tv_guest_spec *spec)
+{
+	struct tv_xen_domain dom;
+	int ret;
+
+	if (!spec->xen[0])
+		return tv_guest_libvirt_resolve(spec);
+	ret = tv_xen_domain_find(spec->xen, &dom);
+	if (ret)
+		return ret;
+	spec->xen_domid = (int)dom.domid;
+	spec->nr_vcpus = dom.nr_vcpus;
+	snprintf(spec->serial, sizeof(spec->serial), "%s", dom.channel);
 	return 0;
 }
 
@@ -751,6 +777,11 @@ static int guest_write_meta(struct tv_guest *g)
 		tv_meta_set(m, "transport", "serial:%s", g->spec.serial);
 	if (g->spec.libvirt[0])
 		tv_meta_set(m, "libvirt_domain", "%s", g->spec.libvirt);
+	if (g->spec.xen[0]) {
+		tv_meta_set(m, "xen_domain", "%s", g->spec.xen);
+		tv_meta_set(m, "xen_domid", "%d", g->spec.xen_domid);
+		tv_meta_set(m, "xen_vcpus", "%u", g->spec.nr_vcpus);
+	}
 	if (g->spec.qemu_pid)
 		tv_meta_set(m, "qemu_pid", "%d", (int)g->spec.qemu_pid);
 	put_counts(m, g);

@@ -192,7 +192,7 @@ static pid_t pid_from_qmp(struct virt_api *v, virDomainPtr dom, struct tv_guest_
 	return first;
 }
 
-int tv_guest_spec_resolve(struct tv_guest_spec *spec)
+int tv_guest_libvirt_resolve(struct tv_guest_spec *spec)
 {
 	struct virt_api v = { 0 };
 	virConnectPtr conn;
@@ -236,7 +236,7 @@ int tv_guest_spec_resolve(struct tv_guest_spec *spec)
 
 #else /* !TV_HAVE_LIBVIRT */
 
-int tv_guest_spec_resolve(struct tv_guest_spec *spec)
+int tv_guest_libvirt_resolve(struct tv_guest_spec *spec)
 {
 	if (!spec->libvirt[0])
 		return 0;

@@ -17,4 +17,7 @@ void tv_guest_spec_from_libvirt_xml(struct tv_guest_spec *spec, const char *xml)
  */
 void tv_guest_spec_from_qmp_cpus(struct tv_guest_spec *spec, const char *reply);
 
+/* tv_guest_spec_resolve() for a libvirt domain name (no-op otherwise). */
+int tv_guest_libvirt_resolve(struct tv_guest_spec *spec);
+
 #endif

@@ -22,6 +22,13 @@ static int not_built(const char *what)
 	return -ENOTSUP;
 }
 
+int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom)
+{
+	(void)name;
+	(void)dom;
+	return not_built("Finding a Xen domain (--guest xen:NAME)");
+}
+
 int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out)
 {
 	(void)opts;

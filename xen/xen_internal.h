@@ -55,4 +55,18 @@ typedef void (*tv_xen_inject_hook)(void *ctx, int after);
 int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
 			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx);
 
+/* A running domain found by name in xenstore (xen/xenstore.c). */
+struct tv_xen_domain {
+	unsigned int domid;
+	unsigned int nr_vcpus;		/* /local/domain/ID/cpu entries, 0: unknown */
+	char channel[256];		/* dom0 end (unix socket) of org.tracevisor.0 */
+};
+
+/*
+ * tv_xen_domain_find - look up a domain by its xl name through xenstore
+ * Return: 0 with @dom filled, or -errno with the reason logged (-ENOENT: no
+ * such domain, or no agent channel; -ENOTSUP: built without Xen).
+ */
+int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
+
 #endif

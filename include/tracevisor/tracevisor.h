@@ -356,6 +356,9 @@ const char *tv_recorder_outdir(const struct tv_recorder *rec);
  * (tracevisor-record(1), --guest):
  *   NAME                           a libvirt domain on qemu:///system
  *   vsock:CID[:PORT],pid:PID,name:NAME   or   serial:PATH,pid:PID,name:NAME
+ *   xen:NAME                       a Xen domU (from dom0): domid, vCPUs and the
+ *                                  dom0 end of its org.tracevisor.0 console
+ *                                  channel come from xenstore
  */
 struct tv_guest_spec {
 	char name[TV_GUEST_NAME_MAX + 1];	/* [A-Za-z0-9_.-], not starting with '.' */
@@ -366,6 +369,8 @@ struct tv_guest_spec {
 	pid_t qemu_pid;			/* 0: unknown (no vCPU attribution) */
 	unsigned int nr_vcpus;		/* vCPU threads known from libvirt (QMP) */
 	pid_t vcpu_tid[TV_GUEST_MAX_VCPUS];	/* [cpu-index] = thread id, 0: unknown */
+	char xen[TV_GUEST_NAME_MAX + 1];	/* Xen domain name (xen:NAME), or "" */
+	int xen_domid;			/* from xenstore; -1: not a Xen domain */
 };
 
 /**
@@ -377,11 +382,14 @@ struct tv_guest_spec {
  */
 int tv_guest_spec_parse(const char *text, struct tv_guest_spec *spec);
 /**
- * tv_guest_spec_resolve - fill a libvirt SPEC from libvirt (qemu:///system)
- * @spec: a parsed spec; its pid, vsock CID / serial path and vCPU threads are set
+ * tv_guest_spec_resolve - fill a libvirt or Xen SPEC from where it is known
+ * @spec: a parsed spec.  libvirt (qemu:///system): its pid, vsock CID /
+ *        serial path and vCPU threads are set; xen:NAME (xenstore): its
+ *        domid, vCPU count and serial path (the channel's unix socket)
  *
  * A no-op for vsock:/serial: specs.  libvirt is dlopen()ed on first use.
- * Return: 0, -ENOTSUP when built without libvirt, or -errno.
+ * Return: 0, -ENOTSUP when built without libvirt (or Xen), or -errno
+ * (logged).
  */
 int tv_guest_spec_resolve(struct tv_guest_spec *spec);
 

@@ -38,7 +38,7 @@ for f in "$B/tracevisor" "$B/libtracevisor.so.0"; do
 	if ldd "$f" | grep -i 'libxen'; then fail "${f##*/} needs libxen without Xen support"; fi
 	ldd "$f" | grep -q 'not found' && fail "${f##*/} misses a library: $(ldd "$f" | grep 'not found')"
 done
-nm -u "$B"/obj/*/*.o | grep -E ' (xc_|xencall_|xenevtchn_|xenforeignmemory_|xtl_)' &&
+nm -u "$B"/obj/*/*.o | grep -E ' (xc_|xencall_|xenevtchn_|xenforeignmemory_|xtl_|xs_)' &&
 	fail "an object still calls libxen"
 
 # A Xen session decodes, reports and is analysed as with the full build.
