@@ -78,6 +78,22 @@ static void add_sync_events(struct tv_session_record *s)
 	}
 }
 
+/*
+ * --xen with guests and no -e: the guests' sync probes need dom0's trace
+ * (their markers), so dom0 records the scheduler too (the KVM default,
+ * every kvm event, means nothing in dom0).
+ */
+static void dom0_default_events(struct tv_session_record *s)
+{
+	static const char *const dom0_events[] = { "sched:sched_switch", "sched:sched_wakeup" };
+	struct tv_record_opts *h = &s->opts.host;
+
+	if (!s->opts.xen || !s->opts.nr_guests || h->nr_events || h->nr_time_functions)
+		return;
+	for (size_t i = 0; i < 2; i++)
+		s->events[h->nr_events++] = dom0_events[i];
+}
+
 /* Host recorder (when -e or no --xen) then Xen's, into the same session. */
 static int start_recorders(struct tv_session_record *s)
 {
@@ -218,6 +234,7 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	tv_probe_sched_init(&s->xen_sched, s->opts.guest_opts.sync_interval > 0
 					   ? s->opts.guest_opts.sync_interval
 					   : TV_GUEST_DEFAULT_SYNC_INTERVAL, XEN_EDGE_PROBES);
+	dom0_default_events(s);
 	add_sync_events(s);
 	ret = start_recorders(s);
 	if (!ret && s->opts.nr_guests && !s->host) {

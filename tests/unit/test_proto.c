@@ -320,6 +320,14 @@ static void test_specs(void)
 	TV_CHECK(tv_guest_spec_parse("pid:12", &s) == -EINVAL, "no transport accepted");
 	TV_CHECK(tv_guest_spec_parse("vsock:3,pid:-1", &s) == -EINVAL, "negative pid accepted");
 	TV_CHECK(tv_guest_spec_parse("vsock:3,color:red", &s) == -EINVAL, "unknown key accepted");
+	TV_CHECK(tv_guest_spec_parse("xen:d1", &s) == 0 && !strcmp(s.xen, "d1") &&
+		 !strcmp(s.name, "d1") && !s.serial[0] && s.xen_domid == -1, "xen spec");
+	TV_CHECK(tv_guest_spec_parse("xen:d1,name:web", &s) == 0 && !strcmp(s.xen, "d1") &&
+		 !strcmp(s.name, "web"), "xen spec with a name");
+	TV_CHECK(tv_guest_spec_parse("xen:d1,serial:/x", &s) == -EINVAL, "xen with a serial path accepted");
+	TV_CHECK(tv_guest_spec_parse("xen:d1,pid:3", &s) == -EINVAL, "xen with a pid accepted");
+	TV_CHECK(tv_guest_spec_parse("xen:../d1", &s) == -EINVAL, "xen name with / accepted");
+	TV_CHECK(tv_guest_spec_parse("xen:", &s) == -EINVAL, "empty xen name accepted");
 }
 
 /* Domain XML as `virsh dumpxml` prints it for a running domain. */
