@@ -2,16 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 and domU scripts are single-quoted on purpose
 # Xen domUs with agents (issue #12, points 1-2), in the lab's `xen`
-# topology: two PVH domUs started with `lab-domu --background`, each
-# running tracevisor-agent on its org.tracevisor.0 console channel
-# (/dev/hvc1) under a fork/exec loop; dom0 records
+# topology: a PVH (d1) and a PV (d2) domU started with `lab-domu
+# --background`, each running tracevisor-agent on its org.tracevisor.0
+# console channel (/dev/hvc1) under a fork/exec loop that also writes a
+# record into Xen's trace every second (`tracevisor xen-mark`:
+# HVMOP_xentrace through the domU's privcmd); dom0 records
 # `record --xen --guest xen:d1 --guest xen:d2` (no -e: dom0's default
 # events), the domains found through xenstore only, and `xl destroy`s d2
 # in the middle.  Checks: the session lists Xen, dom0 and both guests;
 # report reads events of each; d1's stream is complete, d2's truncated
 # (and what it sent before is kept), Xen and dom0 recorded on after d2
-# died; guest-NAME/meta has the xenstore facts; `tracevisor sync` has a
-# line per domain.
+# died; guest-NAME/meta has the xenstore facts; Xen's trace has both
+# domids running and the PVH domU's own HVMOP_xentrace records;
+# `tracevisor sync` has a line per domain.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
@@ -22,10 +25,11 @@ TV=/opt/tracevisor/tracevisor
 printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
-	"wait \$A; rc=\$?; kill \$W; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
+	"( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!" \
+	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
 t0=$(date +%s)
 lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
-lab-domu --name d2 --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
+lab-domu --name d2 --type pv --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
 n=0
 until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ]; do
 	n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
@@ -35,7 +39,7 @@ xl list > /out/xl-list.txt
 $TV record --xen --guest xen:d1 --guest xen:d2 -o /tmp/tv >/out/record.out 2>/out/record.err & P=$!
 sleep 20
 xl destroy d2; echo "$(date +%s)" > /out/d2-destroyed
-sleep 15
+sleep 20
 kill -INT $P; wait $P; echo $? > /out/record-rc
 lab-domu --wait d1; echo $? > /out/d1-rc
 lab-domu --wait d2; echo $? > /out/d2-rc
@@ -44,7 +48,7 @@ exit 0' xen LAB_TIMEOUT=1100
 expect_rc 0 "dom0 script"
 S=$OUT/tv
 [ "$(cat "$OUT/record-rc")" = 0 ] || fail "record exited $(cat "$OUT/record-rc"): $(tail -n 5 "$OUT/record.err")"
-[ "$(cat "$OUT/d1-rc")" = 0 ] || fail "domU d1 ended with $(cat "$OUT/d1-rc") (agent: $(cat "$OUT/d1/agent.err" 2>/dev/null | tail -n 3))"
+[ "$(cat "$OUT/d1-rc")" = 0 ] || fail "domU d1 ended with $(cat "$OUT/d1-rc") (agent: $(tail -n 3 "$OUT/d1/agent.err" 2>/dev/null))"
 grep -q "^domains=.*host" "$S/session.meta" && grep -q "^domains=.*xen" "$S/session.meta" &&
 	grep -q "^domains=.*guest-d1" "$S/session.meta" && grep -q "^domains=.*guest-d2" "$S/session.meta" ||
 	fail "session lacks a domain: $(grep ^domains= "$S/session.meta")"
@@ -65,6 +69,7 @@ cat "$T/sync.txt" >&2
 python3 - "$T/r.json" "$S/guest-d1/meta" "$S/guest-d2/meta" <<'PY' || fail "session content (above)"
 import collections, json, sys
 by_dom, first, last, xen_doms = collections.Counter(), {}, {}, collections.Counter()
+marks = collections.Counter()
 for line in open(sys.argv[1]):
     e = json.loads(line)
     d = e["domain"]
@@ -73,6 +78,8 @@ for line in open(sys.argv[1]):
     last[d] = e["ts"]
     if d == "xen" and e["event"] == "xen:xen_runstate_change":
         xen_doms[e["fields"].get("domid")] += 1
+    if d == "xen" and e["event"] == "xen:xen_guest" and 29814 in (e["fields"].get("data") or []):
+        marks[e["fields"].get("cur_dom")] += 1
 span = {d: (last[d] - first[d]) / 1e9 for d in by_dom}
 print("events per domain: %s" % dict(by_dom))
 print("seconds per domain: %s" % {d: round(s, 1) for d, s in span.items()})
@@ -81,22 +88,27 @@ ok = True
 for d in ("xen", "host", "guest:d1", "guest:d2"):
     if not by_dom[d]:
         print("no events of %s" % d); ok = False
-# d2 was destroyed 20 s into a 35 s recording: its stream ends early, the
+# d2 was destroyed 20 s into a 40 s recording: its stream ends early, the
 # others go on to the end
 for d in ("xen", "host", "guest:d1"):
     if span.get(d, 0) < 28:
-        print("%s spans only %.1f s of the 35 s recording" % (d, span.get(d, 0))); ok = False
+        print("%s spans only %.1f s of the 40 s recording" % (d, span.get(d, 0))); ok = False
 if span.get("guest:d2", 99) > span.get("guest:d1", 0) - 8:
     print("d2 (destroyed after 20 s) spans %.1f s, d1 %.1f s" % (span.get("guest:d2", 99), span.get("guest:d1", 0)))
     ok = False
 # Xen saw both domUs run (their domids, from guest-NAME/meta)
-for m in sys.argv[2:]:
-    domid = int(dict(l.rstrip("\n").split("=", 1) for l in open(m) if "=" in l)["xen_domid"])
+domids = [int(dict(l.rstrip("\n").split("=", 1) for l in open(m) if "=" in l)["xen_domid"])
+          for m in sys.argv[2:]]
+for domid, m in zip(domids, sys.argv[2:]):
     if not xen_doms[domid]:
         print("no Xen runstate record of domid %d (%s)" % (domid, m)); ok = False
+print("xen-mark records (HVMOP_xentrace from a domU) per domid: %s" % dict(marks))
+# the PVH domU's privcmd is unrestricted: its HVMOP_xentrace reaches Xen
+if marks[domids[0]] < 5:
+    print("only %d HVMOP_xentrace records from d1 (PVH)" % marks[domids[0]]); ok = False
 sys.exit(0 if ok else 1)
 PY
 for d in host xen d1 d2; do
 	grep -q "$d" "$T/sync.txt" || fail "sync has no line for $d"
 done
-echo "PASS: two PVH domUs found through xenstore and recorded with Xen and dom0; d2 destroyed mid-recording: $(gm d2 status); domUs up in $(cat "$OUT/domus-up-seconds") s" >&2
+echo "PASS: a PVH and a PV domU found through xenstore and recorded with Xen and dom0; d2 destroyed mid-recording: $(gm d2 status); domUs up in $(cat "$OUT/domus-up-seconds") s" >&2
