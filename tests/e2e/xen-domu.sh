@@ -27,6 +27,11 @@ printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
 	"( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!" \
 	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
+# bad names: one line each, nothing recorded
+for g in nosuch Domain-0; do
+	$TV record --xen --guest xen:$g -o /tmp/bad-$g -- true >/dev/null 2>/out/bad-$g.err
+	echo $? >/out/bad-$g.rc; [ -e /tmp/bad-$g ] && echo left >/out/bad-$g.left
+done
 t0=$(date +%s)
 lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
 lab-domu --name d2 --type pv --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
@@ -47,6 +52,14 @@ cp -a /tmp/tv /out/tv || exit 23
 exit 0' xen LAB_TIMEOUT=1100
 expect_rc 0 "dom0 script"
 S=$OUT/tv
+for g in nosuch Domain-0; do
+	[ "$(cat "$OUT/bad-$g.rc")" != 0 ] || fail "record --guest xen:$g succeeded"
+	[ -e "$OUT/bad-$g.left" ] && fail "record --guest xen:$g left a session behind"
+	[ "$(wc -l <"$OUT/bad-$g.err")" = 1 ] || fail "record --guest xen:$g: not one line: $(cat "$OUT/bad-$g.err")"
+done
+grep -q 'Cannot find Xen domain: name="nosuch"' "$OUT/bad-nosuch.err" || fail "xen:nosuch: $(cat "$OUT/bad-nosuch.err")"
+grep -q 'Xen domain has no agent channel: name="Domain-0", domid=0' "$OUT/bad-Domain-0.err" ||
+	fail "xen:Domain-0: $(cat "$OUT/bad-Domain-0.err")"
 [ "$(cat "$OUT/record-rc")" = 0 ] || fail "record exited $(cat "$OUT/record-rc"): $(tail -n 5 "$OUT/record.err")"
 [ "$(cat "$OUT/d1-rc")" = 0 ] || fail "domU d1 ended with $(cat "$OUT/d1-rc") (agent: $(tail -n 3 "$OUT/d1/agent.err" 2>/dev/null))"
 grep -q "^domains=.*host" "$S/session.meta" && grep -q "^domains=.*xen" "$S/session.meta" &&
@@ -60,7 +73,7 @@ for d in d1 d2; do
 	id=$(awk -v n=$d '$1 == n { print $2 }' "$OUT/xl-list.txt")
 	[ "$(gm $d xen_domid)" = "$id" ] || fail "$d: xen_domid=$(gm $d xen_domid), xl list says $id"
 	[ "$(gm $d xen_vcpus)" = 1 ] || fail "$d: xen_vcpus=$(gm $d xen_vcpus)"
-	case $(gm $d transport) in serial:/run/lab-domu/$d/chan.sock) ;; *) fail "$d: transport $(gm $d transport)" ;; esac
+	case $(gm $d transport) in "serial:/run/lab-domu/$d/chan.sock") ;; *) fail "$d: transport $(gm $d transport)" ;; esac
 done
 
 "$TV" report --json "$S" >"$T/r.json" 2>"$T/report.err" || fail "report: $(tail -n 3 "$T/report.err")"
