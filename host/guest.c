@@ -42,7 +42,8 @@
 #define CONNECT_TIMEOUT_S 30.0
 #define PING_TIMEOUT_S 2.0
 #define END_PROBES_TIMEOUT_S 3.0
-#define END_TIMEOUT_S 10.0
+#define END_TIMEOUT_S 10.0	/* after STOP, and after each data read since */
+#define END_MAX_S 60.0		/* after STOP, whatever still arrives */
 #define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
 #define PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
@@ -81,6 +82,7 @@ struct tv_guest {
 	enum guest_phase phase;
 	struct tv_guest_stream gs;
 	double deadline;
+	double stopped_at;		/* when STOP was sent (PHASE_STOPPED) */
 	struct tv_probe_sched sched;	/* this guest's probe rounds */
 	uint64_t next_seq;
 	unsigned burst_left;
@@ -529,6 +531,7 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 		save_tsc(g);
 		ret = guest_send(g, TV_MSG_STOP, NULL, 0);
 		g->phase = PHASE_STOPPED;
+		g->stopped_at = now;
 		g->deadline = now + END_TIMEOUT_S;
 	}
 	if (ret && g->phase != PHASE_DRAIN) {
@@ -541,7 +544,8 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 	else if (g->phase == PHASE_STOPPED && g->gs.ended)
 		guest_end(g, "complete");
 	else if (g->phase == PHASE_STOPPED && now > g->deadline)
-		guest_end(g, "truncated: no END from the agent within %.0f s of STOP", END_TIMEOUT_S);
+		guest_end(g, "truncated: no END from the agent within %.0f s of its last data (%.0f s at most after STOP)",
+			  END_TIMEOUT_S, END_MAX_S);
 	return ret;
 }
 
@@ -555,6 +559,16 @@ static void guest_read(struct tv_guest *g, unsigned char *buf)
 		guest_end(g, "truncated: guest channel closed%s%s (guest died or agent crashed)",
 			  n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
 		return;
+	}
+	/*
+	 * A slow channel (a Xen PV console through QEMU: tens of KB/s under
+	 * TCG) may still be flushing the guest's buffers at STOP: the END
+	 * wait restarts with each read, up to END_MAX_S after STOP.
+	 */
+	if (g->phase == PHASE_STOPPED) {
+		double now = now_s(), cap = g->stopped_at + END_MAX_S;
+
+		g->deadline = now + END_TIMEOUT_S < cap ? now + END_TIMEOUT_S : cap;
 	}
 	if (tv_guest_stream_feed(&g->gs, buf, (size_t)n)) {
 		guest_end(g, "truncated: %s", g->gs.error);
