@@ -20,7 +20,7 @@ lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
 command -v python3 >/dev/null || skip "python3 missing"
 
-run_lab xen '
+DOM0='
 TV=/opt/tracevisor/tracevisor
 printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
@@ -49,7 +49,17 @@ kill -INT $P; wait $P; echo $? > /out/record-rc
 lab-domu --wait d1; echo $? > /out/d1-rc
 lab-domu --wait d2; echo $? > /out/d2-rc
 cp -a /tmp/tv /out/tv || exit 23
-exit 0' xen LAB_TIMEOUT=1100
+exit 0'
+run_lab xen "$DOM0" xen LAB_TIMEOUT=1100
+# A PVH domU under QEMU's emulated SVM now and then triple-faults with a Xen
+# address in RIP (1 run of this test in 5 so far; cause not found): that, and
+# only that, runs once more; the first run's files stay as OUT.crashed.
+tf=$(grep -o "d[0-9]*v[0-9]* Triple fault" "$OUT/console.log" 2>/dev/null | head -n 1)
+if [ -n "$tf" ] && [ "${LAB_CRASH_RETRY:-1}" != 0 ]; then
+	echo "xen-domu: a domU died in the emulator ((XEN) $tf); running once more" >&2
+	rm -rf "$OUT.crashed" && mv "$OUT" "$OUT.crashed"
+	run_lab xen "$DOM0" xen LAB_TIMEOUT=1100
+fi
 expect_rc 0 "dom0 script"
 S=$OUT/tv
 for g in nosuch Domain-0; do
