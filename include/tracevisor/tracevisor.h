@@ -367,7 +367,7 @@ struct tv_guest_spec {
 	unsigned int vsock_port;	/* 0: the agent's default, 7476 */
 	char serial[256];		/* host end of the virtio-serial port, or "" */
 	pid_t qemu_pid;			/* 0: unknown (no vCPU attribution) */
-	unsigned int nr_vcpus;		/* vCPU threads known from libvirt (QMP) */
+	unsigned int nr_vcpus;		/* vCPU threads known from libvirt (QMP), or a Xen domain's vCPUs */
 	pid_t vcpu_tid[TV_GUEST_MAX_VCPUS];	/* [cpu-index] = thread id, 0: unknown */
 	char xen[TV_GUEST_NAME_MAX + 1];	/* Xen domain name (xen:NAME), or "" */
 	int xen_domid;			/* from xenstore; -1: not a Xen domain */
