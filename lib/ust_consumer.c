@@ -232,12 +232,16 @@ static int format_names(const char *fmt, size_t len, unsigned long id, const cha
  */
 static long meta_entry(struct tv_ust_consumer *c, uint16_t *id_out)
 {
-	const char *p = c->meta + c->meta_parsed, *end = c->meta + c->meta_len;
-	const char *nl = memchr(p, '\n', (size_t)(end - p)), *colon, *fmt, *stop, *why = NULL;
+	const char *p, *end, *nl, *colon, *fmt, *stop, *why = NULL;
 	struct tv_ust_event ev = { 0 };
 	unsigned long id;
 	char *e;
 
+	if (c->meta_parsed >= c->meta_len)
+		return 0;	/* nothing new (and c->meta may still be NULL) */
+	p = c->meta + c->meta_parsed;
+	end = c->meta + c->meta_len;
+	nl = memchr(p, '\n', (size_t)(end - p));
 	if (!nl)
 		return 0;
 	if ((size_t)(end - p) < 6 || memcmp(p, TV_UST_META_EVENT, 6))

@@ -37,6 +37,8 @@ open(sys.argv[1] + "/partial", "wb").write(mapping(20, 0, 0))
 open(sys.argv[1] + "/full", "wb").write(mapping(170, 1, 0))
 open(sys.argv[1] + "/uncommitted", "wb").write(mapping(20, 0, 24))
 PY
+# Inputs a fuzzer once found (tests/samples/fuzz-ust-*) seed every run.
+cp "$TV_ROOT"/tests/samples/fuzz-ust-* "$TV_TMP/seeds/"
 "$F" -max_total_time="${FUZZ_SECONDS:-20}" -max_len=32768 -timeout=10 -rss_limit_mb=1024 \
 	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
 rc=$?
