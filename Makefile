@@ -169,11 +169,11 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 # The guest agent: static, libc only (it runs in minimal guests).
 AGENT_SRCS := $(wildcard guest/*.c)
 $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/elf_sym.h \
-	  lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h
+	  lib/ust_consumer.c lib/ust_consumer.h lib/ust_listen.c lib/ust_listen.h lib/ust_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
 		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c \
-		lib/ust_consumer.c
+		lib/ust_consumer.c lib/ust_listen.c
 
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)

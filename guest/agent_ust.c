@@ -17,7 +17,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,30 +24,23 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include "agent.h"
 #include "ust_consumer.h"
+#include "ust_listen.h"
 
 #define UST_TICK_MS 20
 #define UST_FLUSH_WAIT_MS 1500
 #define UST_META_CHUNK (512 * 1024)
 
 struct ust_proc {
-	int fd;
+	struct tv_ust_conn conn;	/* its registration connection and mapping */
 	unsigned int idx;		/* UST_* frames' process index */
-	int pid;
-	char comm[17];
-	unsigned char *map;
-	size_t map_size;
 	struct tv_ust_consumer c;
 	int mapped;
 	size_t meta_sent;		/* metadata bytes sent (whole entries) */
 	unsigned char *buf;
-	int replies;
 	int done;
 };
 
@@ -65,18 +57,6 @@ static struct {
 	int started;
 	int stop;			/* atomic: release by main, acquire here */
 } U = { .listen_fd = -1 };
-
-static void umsg(struct ust_proc *p, uint16_t type, const char *arg)
-{
-	struct tv_ust_msg m = { .magic = TV_UST_MAGIC, .version = TV_UST_VERSION, .type = type };
-
-	if (type == TV_UST_MSG_CONFIG)
-		m.clock = U.clock + 1;
-	if (arg)
-		snprintf(m.arg, sizeof(m.arg), "%s", arg);
-	if (p->fd >= 0)
-		send(p->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
-}
 
 static const char *mode_name(uint32_t m)
 {
@@ -99,29 +79,12 @@ static void send_ust_meta(struct ust_proc *p)
 	}
 }
 
-static int proc_map(struct ust_proc *p, int memfd)
+/* Registered (its memfd mapped): its buffers checked, announced to the host, the globs enabled. */
+static int proc_map(struct ust_proc *p)
 {
-	struct stat st;
 	char text[400];
-	int seals;
-	void *m;
 
-	if (fstat(memfd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size < (off_t)sizeof(struct tv_ust_shm_header) || (uint64_t)st.st_size > (1ull << 32))
-		return -EBADMSG;
-	fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK);
-	seals = fcntl(memfd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		snprintf(p->c.why, sizeof(p->c.why), "its memfd cannot be sealed against shrinking");
-		p->c.cut = 1;
-		return -EBADMSG;
-	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (m == MAP_FAILED)
-		return -errno;
-	p->map = m;
-	p->map_size = (size_t)st.st_size;
-	if (tv_ust_consumer_init(&p->c, p->map, p->map_size))
+	if (tv_ust_consumer_init(&p->c, p->conn.map, p->conn.map_size))
 		return -EBADMSG;
 	p->buf = malloc(p->c.hdr.subbuf_size);
 	if (!p->buf)
@@ -129,63 +92,30 @@ static int proc_map(struct ust_proc *p, int memfd)
 	p->mapped = 1;
 	snprintf(text, sizeof(text),
 		 "pid=%d\ncomm=%s\nnr_bufs=%u\nsubbuf_size=%u\nnr_subbufs=%u\nclock=%s\nmode=%s\nper_thread=%u\n",
-		 p->pid, p->comm, p->c.hdr.nr_bufs, p->c.hdr.subbuf_size, p->c.hdr.nr_subbufs,
+		 p->conn.pid, p->conn.comm, p->c.hdr.nr_bufs, p->c.hdr.subbuf_size, p->c.hdr.nr_subbufs,
 		 p->c.hdr.clock == TV_UST_CLOCK_X86_TSC ? "x86-tsc" : "mono", mode_name(p->c.hdr.mode),
 		 p->c.hdr.per_thread);
 	if (send_frame(U.s, TV_MSG_UST_PROC, p->idx, text, strlen(text)))
 		return -EPIPE;
 	send_ust_meta(p);
-	for (int i = 0; i < U.nr_globs; i++)
-		umsg(p, TV_UST_MSG_ENABLE, U.globs[i]);
-	umsg(p, TV_UST_MSG_READY, NULL);	/* its first events follow these rules */
+	tv_ust_conn_rules(&p->conn, (const char *const *)U.globs, (size_t)U.nr_globs);
 	return 0;
 }
 
 /* One message: 1 handled, 0 none, -1 ended or lied. */
 static int proc_receive(struct ust_proc *p)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct tv_ust_msg m;
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	int fds[4], nfds = 0, ret = 1;
-	struct cmsghdr *cm;
-	ssize_t n;
+	int ret = tv_ust_conn_receive(&p->conn, U.clock, p->c.why, sizeof(p->c.why));
 
-	n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	for (cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; i++)
-				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	if (n <= 0) {
-		ret = -1;
-	} else if (n != sizeof(m) || m.magic != TV_UST_MAGIC || m.version != TV_UST_VERSION ||
-		   (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		snprintf(p->c.why, sizeof(p->c.why), "a registration message of the wrong size, magic or version");
+	if (ret == -EPIPE)
+		return -1;
+	if (ret < 0) {
 		p->c.cut = 1;
-		ret = -1;
-	} else if (m.type == TV_UST_MSG_HELLO && !p->pid) {
-		p->pid = m.pid > 0 ? m.pid : -1;
-		m.arg[sizeof(m.arg) - 1] = '\0';
-		for (size_t i = 0; i < sizeof(p->comm) - 1 && m.arg[i]; i++)
-			p->comm[i] = m.arg[i] > ' ' && m.arg[i] < 0x7f && m.arg[i] != '=' ? m.arg[i] : '_';
-		umsg(p, TV_UST_MSG_CONFIG, NULL);
-	} else if (m.type == TV_UST_MSG_REGISTER && !p->mapped && nfds == 1 && p->pid > 0) {
-		if (proc_map(p, fds[0]))
-			ret = -1;
-	} else if (m.type == TV_UST_MSG_REPLY) {
-		p->replies++;
-	} else {
-		snprintf(p->c.why, sizeof(p->c.why), "an unexpected registration message");
-		p->c.cut = 1;
-		ret = -1;
+		return -1;
 	}
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	return ret;
+	if (ret == TV_UST_MSG_REGISTER && proc_map(p))
+		return -1;
+	return ret > 0;
 }
 
 static void proc_drain(struct ust_proc *p)
@@ -222,7 +152,7 @@ static void proc_finish(struct ust_proc *p, int gone)
 		}
 	}
 	if (p->c.cut)
-		say("Traced process cut off: pid=%d, comm=\"%s\": %s", p->pid, p->comm, p->c.why);
+		say("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
 	if (!p->mapped)
 		return;
 	if (p->c.cut) {
@@ -251,11 +181,10 @@ static void proc_poll(struct ust_proc *p)
 	if (p->done)
 		return;
 	/* bounded: a process that never stops talking does not hold the others */
-	for (int i = 0; i < 64 && p->fd >= 0 && (r = proc_receive(p)) > 0; i++)
+	for (int i = 0; i < 64 && p->conn.fd >= 0 && (r = proc_receive(p)) > 0; i++)
 		;
-	if (p->fd >= 0 && r < 0) {
-		close(p->fd);
-		p->fd = -1;
+	if (p->conn.fd >= 0 && r < 0) {
+		tv_ust_conn_close(&p->conn);
 		proc_finish(p, 1);
 		return;
 	}
@@ -266,18 +195,17 @@ static void proc_poll(struct ust_proc *p)
 
 static void accept_new(void)
 {
-	for (;;) {
-		int fd = accept4(U.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct tv_ust_conn conn;
+
+	while (!tv_ust_conn_accept(U.listen_fd, &conn)) {
 		struct ust_proc *p;
 
-		if (fd < 0)
-			return;
 		if (U.nr_procs == TV_PROTO_MAX_UST || !(p = calloc(1, sizeof(*p)))) {
 			say("Too many traced processes, one refused (at most %d)", TV_PROTO_MAX_UST);
-			close(fd);
+			tv_ust_conn_close(&conn);
 			continue;
 		}
-		p->fd = fd;
+		p->conn = conn;
 		p->idx = U.nr_procs;
 		U.procs[U.nr_procs++] = p;
 	}
@@ -292,9 +220,9 @@ static void quiesce(void)
 
 		if (p->done || !p->mapped)
 			continue;
-		p->replies = 0;
-		umsg(p, TV_UST_MSG_DISABLE, "*");
-		umsg(p, TV_UST_MSG_FLUSH, NULL);
+		p->conn.replies = 0;
+		tv_ust_conn_send(&p->conn, TV_UST_MSG_DISABLE, "*", 0);
+		tv_ust_conn_send(&p->conn, TV_UST_MSG_FLUSH, NULL, 0);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -306,7 +234,7 @@ static void quiesce(void)
 			if (p->done || !p->mapped)
 				continue;
 			proc_poll(p);
-			waiting |= !p->done && p->replies < 2;
+			waiting |= !p->done && p->conn.replies < 2;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!waiting || (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
@@ -338,41 +266,19 @@ static void *ust_thread(void *arg)
 
 static int ust_listen(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *path = getenv(TV_UST_SOCK_ENV);
-	char dir[sizeof(U.sock_path)], *slash;
-	int probe;
+	int ret;
 
 	snprintf(U.sock_path, sizeof(U.sock_path), "%s", path && *path ? path : TV_UST_SOCK_DEFAULT);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", U.sock_path);
-	snprintf(dir, sizeof(dir), "%s", U.sock_path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		mkdir("/run", 0755);
-		mkdir(dir, 0755);
-	}
-	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(probe);
+	mkdir("/run", 0755);	/* a minimal guest may have none; the library makes only the socket's directory */
+	ret = tv_ust_listen_open(U.sock_path, &U.listen_fd);
+	if (ret == -EADDRINUSE)
 		say("Cannot listen for traced processes: path=\"%s\": another consumer listens there",
 		    U.sock_path);
-		return -EADDRINUSE;
-	}
-	if (probe >= 0)
-		close(probe);
-	unlink(U.sock_path);
-	U.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (U.listen_fd < 0 || bind(U.listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(U.listen_fd, 64)) {
-		int err = errno;
-
-		say("Cannot listen for traced processes: path=\"%s\", errno=%d (%s)", U.sock_path, err,
-		    strerror(err));
-		return -err;
-	}
-	chmod(U.sock_path, 0777);
-	return 0;
+	else if (ret)
+		say("Cannot listen for traced processes: path=\"%s\", errno=%d (%s)", U.sock_path, -ret,
+		    strerror(-ret));
+	return ret;
 }
 
 int ust_start(struct session *s, const char *globs)
@@ -413,10 +319,7 @@ void ust_stop(void)
 	for (unsigned int i = 0; i < U.nr_procs; i++) {
 		struct ust_proc *p = U.procs[i];
 
-		if (p->fd >= 0)
-			close(p->fd);
-		if (p->map)
-			munmap(p->map, p->map_size);
+		tv_ust_conn_release(&p->conn);
 		tv_ust_consumer_release(&p->c);
 		free(p->buf);
 		free(p);

@@ -19,7 +19,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,32 +26,23 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "ust_consumer.h"
+#include "ust_listen.h"
 #include "ust_record.h"
 
 /* a session is read with at most 64 domains (lib/reader.c): leave room for the kernels */
 #define UST_MAX_PROCS 48
 #define UST_TICK_MS 20
-#define UST_MAX_SHM (1ull << 32)
 #define UST_FLUSH_WAIT_MS 1500
 
 struct ust_proc {
-	int fd;				/* its registration connection, -1 once closed */
-	int pid;
-	char comm[17];
-	unsigned char *map;
-	size_t map_size;
+	struct tv_ust_conn conn;	/* its registration connection and mapping */
 	struct tv_ust_consumer c;
 	struct tv_ust_domain *dom;	/* NULL until it registered */
 	unsigned char *buf;		/* one sub-buffer */
-	int replies;			/* REPLY messages received */
 	int done;			/* finished: its domain is written */
 };
 
@@ -82,47 +72,10 @@ static void proc_cut(struct ust_proc *p, const char *why)
 	}
 }
 
-static int send_msg(struct ust_proc *p, uint16_t type, const char *arg, uint32_t clock)
+/* Registered (its memfd mapped): its buffers checked, its domain created, the patterns enabled. */
+static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p)
 {
-	struct tv_ust_msg m = { .magic = TV_UST_MAGIC, .version = TV_UST_VERSION, .type = type };
-
-	if (type == TV_UST_MSG_CONFIG)
-		m.clock = clock + 1;
-	if (arg)
-		snprintf(m.arg, sizeof(m.arg), "%s", arg);
-	if (p->fd < 0 || send(p->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m))
-		return -EIO;
-	return 0;
-}
-
-/* memfd: sealed against shrinking, so a mapped page can never vanish (SIGBUS). */
-static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p, int memfd)
-{
-	struct stat st;
-	int seals;
-	void *m;
-
-	if (fstat(memfd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct tv_ust_shm_header) ||
-	    (uint64_t)st.st_size > UST_MAX_SHM) {
-		proc_cut(p, "the registered fd is not a memfd of a sensible size");
-		return -EBADMSG;
-	}
-	fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK);
-	seals = fcntl(memfd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		proc_cut(p, "its memfd cannot be sealed against shrinking (create it with MFD_ALLOW_SEALING)");
-		return -EBADMSG;
-	}
-	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (m == MAP_FAILED) {
-		int err = errno;
-
-		proc_cut(p, "its memfd cannot be mapped");
-		return -err;
-	}
-	p->map = m;
-	p->map_size = (size_t)st.st_size;
-	if (tv_ust_consumer_init(&p->c, p->map, p->map_size))
+	if (tv_ust_consumer_init(&p->c, p->conn.map, p->conn.map_size))
 		return -EBADMSG;
 	p->buf = malloc(p->c.hdr.subbuf_size);
 	if (!p->buf)
@@ -133,54 +86,25 @@ static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p, int memfd)
 		return -EIO;
 	if (tv_ust_domain_add_events(p->dom, &p->c))
 		return -EIO;
-	for (size_t i = 0; i < u->nr_patterns; i++)
-		send_msg(p, TV_UST_MSG_ENABLE, u->patterns[i], 0);
-	send_msg(p, TV_UST_MSG_READY, NULL, 0);	/* its first events follow these rules */
+	tv_ust_conn_rules(&p->conn, u->patterns, u->nr_patterns);
 	return 0;
 }
 
 /* One message from @p (non-blocking): 1 handled, 0 none, -1 the connection ended or lied. */
 static int proc_receive(struct tv_ust_recorder *u, struct ust_proc *p)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
-	struct tv_ust_msg m;
-	struct iovec iov = { &m, sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fds[4], nfds = 0, ret = 1;
-	ssize_t n;
+	char why[sizeof(p->c.why)];
+	int ret = tv_ust_conn_receive(&p->conn, u->clock, why, sizeof(why));
 
-	n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	for (cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 4; i++)
-				memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-	if (n <= 0)
-		ret = -1;
-	else if (n != sizeof(m) || m.magic != TV_UST_MAGIC || m.version != TV_UST_VERSION ||
-		 (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		proc_cut(p, "a registration message of the wrong size, magic or version");
-		ret = -1;
-	} else if (m.type == TV_UST_MSG_HELLO && !p->pid) {
-		p->pid = m.pid;
-		m.arg[sizeof(m.arg) - 1] = '\0';
-		snprintf(p->comm, sizeof(p->comm), "%s", m.arg);
-		send_msg(p, TV_UST_MSG_CONFIG, NULL, u->clock);
-	} else if (m.type == TV_UST_MSG_REGISTER && !p->map && nfds == 1 && p->pid) {
-		if (proc_map(u, p, fds[0]))
-			ret = -1;
-	} else if (m.type == TV_UST_MSG_REPLY) {
-		p->replies++;
-	} else {
-		proc_cut(p, "an unexpected registration message");
-		ret = -1;
+	if (ret == -EPIPE)
+		return -1;
+	if (ret < 0) {
+		proc_cut(p, why);
+		return -1;
 	}
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	return ret;
+	if (ret == TV_UST_MSG_REGISTER && proc_map(u, p))
+		return -1;
+	return ret > 0;
 }
 
 /* Every complete sub-buffer of every buffer into the session. */
@@ -237,7 +161,7 @@ static void proc_finish(struct tv_ust_recorder *u, struct ust_proc *p, int gone)
 	proc_drain(p);
 	proc_tails(p, gone);
 	if (p->c.cut)
-		tv_err("Traced process cut off: pid=%d, comm=\"%s\": %s", p->pid, p->comm, p->c.why);
+		tv_err("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
 	if (!p->dom)
 		return;
 	lost = calloc(p->c.hdr.nr_bufs, sizeof(*lost));
@@ -257,10 +181,7 @@ static void proc_finish(struct tv_ust_recorder *u, struct ust_proc *p, int gone)
 
 static void proc_free(struct ust_proc *p)
 {
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->map)
-		munmap(p->map, p->map_size);
+	tv_ust_conn_release(&p->conn);
 	tv_ust_domain_free(p->dom);
 	tv_ust_consumer_release(&p->c);
 	free(p->buf);
@@ -269,18 +190,17 @@ static void proc_free(struct ust_proc *p)
 
 static void accept_new(struct tv_ust_recorder *u)
 {
-	for (;;) {
-		int fd = accept4(u->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct tv_ust_conn conn;
+
+	while (!tv_ust_conn_accept(u->listen_fd, &conn)) {
 		struct ust_proc *p;
 
-		if (fd < 0)
-			return;
 		if (u->nr_procs == UST_MAX_PROCS || !(p = calloc(1, sizeof(*p)))) {
 			tv_warn("Too many traced processes, one refused: at most %d per session", UST_MAX_PROCS);
-			close(fd);
+			tv_ust_conn_close(&conn);
 			continue;
 		}
-		p->fd = fd;
+		p->conn = conn;
 		u->procs[u->nr_procs++] = p;
 	}
 }
@@ -292,11 +212,10 @@ static void proc_poll(struct tv_ust_recorder *u, struct ust_proc *p)
 	if (p->done)
 		return;
 	/* bounded: a process that never stops talking does not hold the others */
-	for (int i = 0; i < 64 && p->fd >= 0 && (r = proc_receive(u, p)) > 0; i++)
+	for (int i = 0; i < 64 && p->conn.fd >= 0 && (r = proc_receive(u, p)) > 0; i++)
 		;
-	if (p->fd >= 0 && r < 0) {	/* gone (or lied): what it committed is in the mapping */
-		close(p->fd);
-		p->fd = -1;
+	if (p->conn.fd >= 0 && r < 0) {	/* gone (or lied): what it committed is in the mapping */
+		tv_ust_conn_close(&p->conn);
 		proc_finish(u, p, 1);
 		return;
 	}
@@ -315,9 +234,9 @@ static void procs_quiesce(struct tv_ust_recorder *u)
 
 		if (p->done || !p->dom)
 			continue;
-		p->replies = 0;
-		send_msg(p, TV_UST_MSG_DISABLE, "*", 0);
-		send_msg(p, TV_UST_MSG_FLUSH, NULL, 0);
+		p->conn.replies = 0;
+		tv_ust_conn_send(&p->conn, TV_UST_MSG_DISABLE, "*", 0);
+		tv_ust_conn_send(&p->conn, TV_UST_MSG_FLUSH, NULL, 0);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -329,7 +248,7 @@ static void procs_quiesce(struct tv_ust_recorder *u)
 			if (p->done || !p->dom)
 				continue;
 			proc_poll(u, p);
-			waiting |= !p->done && p->replies < 2;
+			waiting |= !p->done && p->conn.replies < 2;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!waiting || (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
@@ -362,42 +281,15 @@ static void *ust_thread(void *arg)
 
 static int listen_socket(struct tv_ust_recorder *u)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(u->sock_path)], *slash;
-	int fd, probe;
+	int ret = tv_ust_listen_open(u->sock_path, &u->listen_fd);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", u->sock_path);
-	snprintf(dir, sizeof(dir), "%s", u->sock_path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		mkdir(dir, 0755);
-	}
-	/* someone listening already is another consumer: do not steal its processes */
-	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(probe);
+	if (ret == -EADDRINUSE)
 		tv_err("Cannot listen for traced processes: path=\"%s\": another consumer listens there",
 		       u->sock_path);
-		return -EADDRINUSE;
-	}
-	if (probe >= 0)
-		close(probe);
-	unlink(u->sock_path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
-		int err = errno;
-
-		if (fd >= 0)
-			close(fd);
+	else if (ret)
 		tv_err("Cannot listen for traced processes: path=\"%s\", errno=%d (%s)", u->sock_path,
-		       err, strerror(err));
-		return -err;
-	}
-	/* any user's process may register; what it sends is checked */
-	chmod(u->sock_path, 0777);
-	u->listen_fd = fd;
-	return 0;
+		       -ret, strerror(-ret));
+	return ret;
 }
 
 int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_recorder **out)
