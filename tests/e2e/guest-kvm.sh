@@ -16,15 +16,7 @@ TV=${TV:-$REPO/build/tracevisor}
 
 L2_SCRIPT=$L2_AGENT_SCRIPT
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-'"$L2_SCRIPT"'
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 echo "L2 up after ${n}s, qemu pid $QPID"
 tracevisor record -o /out/vsock --guest vsock:3,pid:$QPID,name:l2 --duration 10 \
 	>/out/vsock.log 2>&1

@@ -19,35 +19,19 @@ TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/tests/tv-syscalls" ] || fail "build/tests/tv-syscalls not built (make)"
 G=1000 O=700
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-AG=$!
+L2_SCRIPT=$L2_AGENT_START'
 cp /opt/tracevisor/tests/tv-syscalls /tmp/tv-other
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-w=0
-while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/go
 /opt/tracevisor/tests/tv-syscalls --getppids '$G' >/out/syscalls.txt 2>&1
 /tmp/tv-other --getppids '$O' >/out/other.txt 2>&1
 touch /out/work.done
-w=0
-while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
-w=0
-while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/done
+l2_session_ended
 grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
 kill $AG
 exit 0'
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-'"$L2_SCRIPT"'
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 tracevisor record -o /out/s -e kvm:kvm_exit --guest vsock:3,pid:$QPID,name:l2 \
 	--guest-events raw_syscalls:sys_enter -f '"'"'id == 110 && comm == "tv-syscalls"'"'"' \
 	--guest-events kprobe:gppid=__x64_sys_getppid -f '"'"'comm == "tv-syscalls"'"'"' \

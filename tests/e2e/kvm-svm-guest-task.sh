@@ -27,35 +27,19 @@ N=5000 G=1000
 GEV=sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry,irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,raw_syscalls:sys_enter,raw_syscalls:sys_exit
 GEV="$GEV,kprobe:gppid=__x64_sys_getppid,uprobe:gsc=/lib/x86_64-linux-gnu/libc.so.6:syscall nr=%di:s64"
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-AG=$!
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-w=0
-while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+L2_SCRIPT=$L2_AGENT_START'
+l2_wait /out/go
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
 /opt/tracevisor/tests/tv-syscalls --getppids '$G' >/out/syscalls.txt 2>&1
 touch /out/cpuid.done
-w=0
-while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/done
 # the agent sends END, then cleans up: count once it says the session ended
-w=0
-while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+l2_session_ended
 grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
 kill $AG
 exit 0'
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-'"$L2_SCRIPT"'
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
 	--guest vsock:3,pid:$QPID,name:l2 --guest-events "'"$GEV"'" -- sh -c "sleep 2; touch /tmp/l2/go;
 	n=0; while [ ! -e /tmp/l2/cpuid.done ] && [ \$n -lt 600 ]; do sleep 0.2; n=\$((n + 1)); done; sleep 2" \

@@ -24,34 +24,18 @@ TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/tests/tv-cpuid" ] || fail "build/tests/tv-cpuid not built (make)"
 N=5000
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-AG=$!
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-w=0
-while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+L2_SCRIPT=$L2_AGENT_START'
+l2_wait /out/go
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
 touch /out/cpuid.done
-w=0
-while [ ! -e /out/go2 ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/go2
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid2.txt 2>&1
 touch /out/cpuid2.done
-w=0
-while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/done
 kill $AG
 exit 0'
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-'"$L2_SCRIPT"'
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 tracevisor top --guest vsock:3,pid:$QPID,name:l2 --json --sort count --interval 1 -o /out/s \
 	>/out/top.jsonl 2>/out/top.err &
 TOP=$!

@@ -24,36 +24,20 @@ TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/examples/ust-demo" ] || fail "build/examples/ust-demo not built (make)"
 N=20000 THREADS=2
 
-L2_SCRIPT='
-tracevisor-agent -v >/out/agent.log 2>&1 &
-AG=$!
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-w=0
-while [ ! -e /out/go ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
+L2_SCRIPT=$L2_AGENT_START'
+l2_wait /out/go
 w=0
 while [ ! -S /run/tracevisor/ust.sock ] && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
 TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking TRACEVISOR_UST_CLOCK=x86-tsc \
 	/opt/tracevisor/examples/ust-demo '$N' '$THREADS' >/out/demo.txt 2>&1
 echo "status $?" >>/out/demo.txt
 touch /out/demo.done
-w=0
-while [ ! -e /out/done ] && [ $w -lt 3000 ]; do sleep 0.1; w=$((w + 1)); done
-w=0
-while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+l2_wait /out/done
+l2_session_ended
 kill $AG
 exit 0'
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-'"$L2_SCRIPT"'
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 500 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT" 500)"'
 tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
 	--guest vsock:3,pid:$QPID,name:l2 --guest-events sched:sched_switch --ust "demo:*" \
 	-- sh -c "sleep 1; touch /tmp/l2/go;

@@ -22,15 +22,7 @@ command -v babeltrace2 >/dev/null || skip "needs babeltrace2 (make deps)"
 
 L2_SCRIPT=$L2_AGENT_SCRIPT
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"L2EOF"
-'"$L2_SCRIPT"'
-L2EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 tracevisor record -o /out/s --guest vsock:3,pid:$QPID,name:l2 --sync-interval 0.25 --duration 10 >/out/record.log 2>&1
 echo $? >/out/record.status
 # The agent serves one session after another: the same L2, TSC clock.

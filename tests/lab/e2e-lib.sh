@@ -103,3 +103,37 @@ while [ ! -e /out/done ] && [ $i -lt 3000 ]; do
 done
 kill $(cat /out/agent.pid)
 exit 0'
+
+# The start of an L2 script of one's own (before its workload): the agent
+# started in the background (pid in AG) and /out/agent.started once it
+# listens; l2_wait FILE [TENTHS] waits (3000 tenths of a second by default)
+# for L1 to touch FILE; l2_session_ended waits (up to 10 s) for the agent to
+# say that the session ended (it sends END first, then cleans up).
+# shellcheck disable=SC2016 # expanded in L2
+L2_AGENT_START='
+l2_wait() {
+	w=0
+	while [ ! -e "$1" ] && [ $w -lt "${2:-3000}" ]; do sleep 0.1; w=$((w + 1)); done
+}
+l2_session_ended() {
+	w=0
+	while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+}
+tracevisor-agent -v >/out/agent.log 2>&1 &
+AG=$!
+w=0
+while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
+touch /out/agent.started'
+
+# l1_start_l2 L2-SCRIPT [TIMEOUT]: the start of an L1 script (run_lab kvm):
+# PATH with the lab's tracevisor, one L2 (vsock CID 3, files in /tmp/l2,
+# killed after TIMEOUT s, 400 by default) running L2-SCRIPT, its qemu pid
+# in QPID, and its agent listening (/tmp/l2/agent.started, within 180 s);
+# exits 20 if L2 does not boot, 21 if its agent does not start.
+l1_start_l2() {
+	printf '%s\n' 'PATH=/opt/tracevisor:$PATH' 'cat >/tmp/l2.sh <<"TV_L2_SCRIPT_END"' "$1" 'TV_L2_SCRIPT_END' \
+		"QPID=\$(lab-guest --background --cid 3 --timeout ${2:-400} /tmp/l2.sh /tmp/l2) || exit 20" \
+		'n=0' \
+		'while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done' \
+		'[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }'
+}
