@@ -16,57 +16,20 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t n_events;
-static pthread_barrier_t go;
-static double cpu_ns[64];	/* per worker: its CPU time (CLOCK_THREAD_CPUTIME_ID) */
-
-static void *worker(void *arg)
-{
-	uint64_t b = (uint64_t)(uintptr_t)arg;
-	struct timespec c0, c1;
-
-	pthread_barrier_wait(&go);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-	for (uint64_t i = 0; i < n_events; i++)
-		lttng_ust_tracepoint(bench, ev, i, b);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-	cpu_ns[b] = (double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec);
-	return NULL;
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#define BENCH_EMIT(i, b) lttng_ust_tracepoint(bench, ev, i, b)
+#include "bench_common.h"
 
 int main(int argc, char **argv)
 {
 	int threads = argc > 2 ? atoi(argv[1]) : 0;
-	pthread_t tids[64];
 	double t0, t1;
 
-	if (threads < 1 || threads > 64) {
+	if (threads < 1 || threads > BENCH_MAX_THREADS) {
 		fprintf(stderr, "usage: bench_lttng THREADS EVENTS [disabled]\n");
 		return 2;
 	}
 	n_events = strtoull(argv[2], NULL, 10);
-	pthread_barrier_init(&go, NULL, (unsigned int)threads + 1);
-	for (int i = 0; i < threads; i++)
-		pthread_create(&tids[i], NULL, worker, (void *)(uintptr_t)i);
-	pthread_barrier_wait(&go);
-	t0 = now();
-	for (int i = 0; i < threads; i++)
-		pthread_join(tids[i], NULL);
-	t1 = now();
-	double cpu = 0;
-
-	for (int i = 0; i < threads; i++)
-		cpu += cpu_ns[i];
-	/* CPU of the emitting threads per event (the machine may be shared), and wall */
-	printf("ns_per_event=%.3f wall_ns_per_event=%.3f\n", cpu / ((double)n_events * threads),
-	       (t1 - t0) * 1e9 / ((double)n_events * threads));
+	bench_run(threads, &t0, &t1);
+	bench_print(threads, t0, t1);
 	return 0;
 }

@@ -21,49 +21,12 @@
 
 #define THREADS 3
 
-static int send_msg(int fd, uint16_t type, const char *arg, struct tv_ust_msg *cfg)
-{
-	struct tv_ust_msg m = { 0 };
-
-	if (cfg)
-		m = *cfg;
-	m.magic = TV_UST_MAGIC;
-	m.version = TV_UST_VERSION;
-	m.type = type;
-	if (arg)
-		snprintf(m.arg, sizeof(m.arg), "%s", arg);
-	return send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) ? 0 : -1;
-}
-
-/* One message, and the descriptor that came with it (or -1). */
-static int recv_msg(int fd, struct tv_ust_msg *m, int *passed)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	struct pollfd p = { fd, POLLIN, 0 };
-	struct cmsghdr *c;
-
-	if (passed)
-		*passed = -1;
-	if (poll(&p, 1, 5000) != 1 || recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m) ||
-	    m->magic != TV_UST_MAGIC)
-		return -1;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && passed)
-			memcpy(passed, CMSG_DATA(c), sizeof(int));
-	return 0;
-}
-
 static int64_t command(int fd, uint16_t type, const char *arg)
 {
 	struct tv_ust_msg m;
 
-	if (send_msg(fd, type, arg, NULL) < 0 || recv_msg(fd, &m, NULL) < 0 || m.type != TV_UST_MSG_REPLY)
+	if (ustc_send_msg(fd, type, arg, NULL) < 0 || ustc_recv_msg(fd, &m, NULL) < 0 ||
+	    m.type != TV_UST_MSG_REPLY)
 		return INT64_MIN;
 	return m.value;
 }
@@ -104,11 +67,11 @@ static void env_start_case(const char *demo, const char *dir)
 	p = (struct pollfd){ lfd, POLLIN, 0 };
 	TV_CHECK(poll(&p, 1, 5000) == 1, "env case: the demo connected");
 	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	TV_CHECK(recv_msg(cfd, &m, NULL) == 0 && m.type == TV_UST_MSG_HELLO, "HELLO");
+	TV_CHECK(ustc_recv_msg(cfd, &m, NULL) == 0 && m.type == TV_UST_MSG_HELLO, "HELLO");
 	cfg.mode = TV_UST_MODE_BLOCKING + 1;
 	cfg.subbuf_size = 65536;
-	TV_CHECK(send_msg(cfd, TV_UST_MSG_CONFIG, NULL, &cfg) == 0, "CONFIG");
-	TV_CHECK(recv_msg(cfd, &m, &memfd) == 0 && m.type == TV_UST_MSG_REGISTER && memfd >= 0,
+	TV_CHECK(ustc_send_msg(cfd, TV_UST_MSG_CONFIG, NULL, &cfg) == 0, "CONFIG");
+	TV_CHECK(ustc_recv_msg(cfd, &m, &memfd) == 0 && m.type == TV_UST_MSG_REGISTER && memfd >= 0,
 		 "REGISTER");
 	if (memfd < 0 || ustc_map(&c, memfd) < 0) {
 		kill(pid, SIGKILL);
@@ -184,15 +147,15 @@ int main(int argc, char **argv)
 	cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	TV_CHECK(cfd >= 0, "accept");
-	TV_CHECK(recv_msg(cfd, &m, NULL) == 0 && m.type == TV_UST_MSG_HELLO && m.pid == pid &&
+	TV_CHECK(ustc_recv_msg(cfd, &m, NULL) == 0 && m.type == TV_UST_MSG_HELLO && m.pid == pid &&
 			 !strcmp(m.arg, "ust-demo"),
 		 "HELLO from pid %d comm \"%s\"", m.pid, m.arg);
 	cfg.clock = TV_UST_CLOCK_MONO + 1;
 	cfg.mode = TV_UST_MODE_BLOCKING + 1;
 	cfg.subbuf_size = 65536;
 	cfg.nr_subbufs = 8;
-	TV_CHECK(send_msg(cfd, TV_UST_MSG_CONFIG, NULL, &cfg) == 0, "CONFIG");
-	TV_CHECK(recv_msg(cfd, &m, &memfd) == 0 && m.type == TV_UST_MSG_REGISTER && memfd >= 0,
+	TV_CHECK(ustc_send_msg(cfd, TV_UST_MSG_CONFIG, NULL, &cfg) == 0, "CONFIG");
+	TV_CHECK(ustc_recv_msg(cfd, &m, &memfd) == 0 && m.type == TV_UST_MSG_REGISTER && memfd >= 0,
 		 "REGISTER with a memfd");
 	TV_CHECK(ustc_map(&c, memfd) == 0, "map the memfd");
 	TV_CHECK(c.h->pid == pid && c.h->mode == TV_UST_MODE_BLOCKING && c.h->subbuf_size == 65536,

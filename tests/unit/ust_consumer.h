@@ -3,7 +3,8 @@
  * A minimal consumer of libtracevisor-ust's buffers for the unit tests and
  * bench/ust-bench: maps a memfd and reads it exactly as lib/ust_abi.h says
  * (complete sub-buffers in order, zeroed and released; after the writer is
- * gone, the incomplete ones record by record).  Synthetic on purpose: the
+ * gone, the incomplete ones record by record), and the registration
+ * messages it exchanges with the process.  Synthetic on purpose: the
  * real consumers (agent, record --ust, the reader's "ust" source) are
  * tested on their own.
  */
@@ -11,10 +12,14 @@
 #define TV_TEST_UST_CONSUMER_H
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "ust_abi.h"
@@ -92,8 +97,12 @@ static inline void ustc_walk(struct ustc *c, uint32_t i, char *sub, uint32_t lim
 	}
 }
 
-/* Read every complete sub-buffer there is now; return how many were read. */
-static inline int ustc_poll(struct ustc *c, ustc_fn fn, void *ctx)
+/*
+ * Read every complete sub-buffer there is now, each also written to @out_fd
+ * first unless it is -1 (the bench writes its trace as lttng does); return
+ * how many were read.
+ */
+static inline int ustc_poll_write(struct ustc *c, ustc_fn fn, void *ctx, int out_fd)
 {
 	uint32_t sb = c->h->subbuf_size, nr = c->h->nr_subbufs;
 	int n = 0;
@@ -110,6 +119,8 @@ static inline int ustc_poll(struct ustc *c, ustc_fn fn, void *ctx)
 
 			if (commit < (sub / nr + 1) * sb)
 				break;
+			if (out_fd >= 0 && write(out_fd, data + (uint64_t)index * sb, sb) != (ssize_t)sb)
+				perror("write");
 			ustc_walk(c, i, data + (uint64_t)index * sb, sb, false, fn, ctx);
 			memset(data + (uint64_t)index * sb, 0, sb);
 			/* release: the zeroes before the writers may reserve there again */
@@ -118,6 +129,12 @@ static inline int ustc_poll(struct ustc *c, ustc_fn fn, void *ctx)
 		}
 	}
 	return n;
+}
+
+/* Read every complete sub-buffer there is now; return how many were read. */
+static inline int ustc_poll(struct ustc *c, ustc_fn fn, void *ctx)
+{
+	return ustc_poll_write(c, fn, ctx, -1);
 }
 
 /* The writer is gone: what is left, sub-buffer by sub-buffer, up to reserve. */
@@ -147,6 +164,45 @@ static inline uint64_t ustc_lost(struct ustc *c)
 	for (uint32_t i = 0; i < c->h->nr_bufs; i++)
 		lost += __atomic_load_n(&ustc_buf(c, i)->lost, __ATOMIC_RELAXED);
 	return lost;
+}
+
+/* One message to the process: @cfg's fields (CONFIG), or none. */
+static inline int ustc_send_msg(int fd, uint16_t type, const char *arg, const struct tv_ust_msg *cfg)
+{
+	struct tv_ust_msg m = { 0 };
+
+	if (cfg)
+		m = *cfg;
+	m.magic = TV_UST_MAGIC;
+	m.version = TV_UST_VERSION;
+	m.type = type;
+	if (arg)
+		snprintf(m.arg, sizeof(m.arg), "%s", arg);
+	return send(fd, &m, sizeof(m), MSG_NOSIGNAL) == sizeof(m) ? 0 : -1;
+}
+
+/* One message within 5 s, and the descriptor that came with it (or -1). */
+static inline int ustc_recv_msg(int fd, struct tv_ust_msg *m, int *passed)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct pollfd p = { fd, POLLIN, 0 };
+	struct cmsghdr *c;
+
+	if (passed)
+		*passed = -1;
+	if (poll(&p, 1, 5000) != 1 || recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) != sizeof(*m) ||
+	    m->magic != TV_UST_MAGIC)
+		return -1;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && passed)
+			memcpy(passed, CMSG_DATA(c), sizeof(int));
+	return 0;
 }
 
 #endif
