@@ -199,11 +199,11 @@ $(FUZZ_SESSION): tests/fuzz/fuzz_session.c $(LIB_SRCS) $(wildcard lib/*.h includ
 		$(filter-out -O2 -g -std=gnu11 -Werror,$(CFLAGS)) -Wno-unknown-warning-option \
 		-o $@ tests/fuzz/fuzz_session.c $(LIB_SRCS) $(LDLIBS) -lm
 
-$(BUILD)/tests/tv-%: tests/helpers/tv-%.c
+$(BUILD)/tests/tv-%: tests/helpers/tv-%.c tests/unit/ust_demo_meta.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h $(LIBTV)
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h tests/unit/ust_demo_meta.h $(LIBTV)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -Ikvm -Ihost -o $@ $< $(LIBTV) $(LDLIBS) -lm
 

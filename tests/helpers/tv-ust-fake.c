@@ -29,30 +29,13 @@
 #include <sys/un.h>
 
 #include "ust_abi.h"
+#include "../unit/ust_demo_meta.h"
 
 #define SB 4096u
 #define NSB 4u
 #define META_CAP 8192u
 
-static const char meta_text[] =
-	"event 1 demo:work_begin\n"
-	"name: work_begin\nID: 1\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
-	"end\n"
-	"event 2 demo:work_end\n"
-	"name: work_end\nID: 2\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
-	"end\n";
+static const char meta_text[] = UST_DEMO_META_WORK;
 
 static unsigned char *map;
 static struct tv_ust_shm_header *hdr;

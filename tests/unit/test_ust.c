@@ -24,6 +24,7 @@
 #include <ust_consumer.h>	/* lib/s, not tests/unit/ust_consumer.h */
 #include "proto.h"
 #include "guest_stream.h"
+#include "ust_demo_meta.h"
 
 #define SB 4096u
 #define NSB 4u
@@ -37,29 +38,10 @@ struct shm {
 };
 
 static const char meta_text[] =
-	"event 1 demo:work_begin\n"
-	"name: work_begin\nID: 1\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
-	"end\n"
-	"event 2 demo:work_end\n"
-	"name: work_end\nID: 2\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-	"\tfield:u32 thread;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\tfield:u64 seq;\toffset:16;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"thread=%u seq=%llu\", REC->thread, REC->seq\n"
-	"end\n"
+	UST_DEMO_META_WORK
 	"event 3 demo:msg\n"
 	"name: msg\nID: 3\nformat:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	UST_DEMO_COMMON_FIELDS
 	"\tfield:__data_loc char[] text;\toffset:8;\tsize:4;\tsigned:0;\n\n"
 	"print fmt: \"%s\", __get_str(text)\n"
 	"end\n";
@@ -101,6 +83,20 @@ static void shm_init(struct shm *s, uint32_t mode)
  * record does not fit), payload, header word, commit.  @commit 0 leaves the
  * record reserved and uncommitted (a writer killed mid-event).
  */
+/* One case: a fresh mapping in @mode and its consumer, the metadata read. */
+static void case_start(struct shm *s, struct tv_ust_consumer *c, uint32_t mode)
+{
+	shm_init(s, mode);
+	tv_ust_consumer_init(c, s->map, s->size);
+	tv_ust_consumer_meta_update(c, NULL, 0);
+}
+
+static void case_end(struct shm *s, struct tv_ust_consumer *c)
+{
+	tv_ust_consumer_release(c);
+	free(s->map);
+}
+
 static int emit(struct shm *s, unsigned int b, uint16_t id, uint64_t ts, uint32_t thread,
 		uint64_t seq, int commit)
 {
@@ -191,8 +187,7 @@ static void test_init_checks(void)
 	s.h->magic = 0;
 	TV_CHECK(tv_ust_consumer_init(&c, s.map, s.size) == -EBADMSG && strstr(c.why, "magic"),
 		 "bad magic: %s", c.why);
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 }
 
 static void test_meta(void)
@@ -327,9 +322,7 @@ static void test_recover_partial(void)
 	const char *why;
 	struct shm s;
 
-	shm_init(&s, TV_UST_MODE_DISCARD);
-	tv_ust_consumer_init(&c, s.map, s.size);
-	tv_ust_consumer_meta_update(&c, NULL, 0);
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
 	for (int i = 0; i < 3; i++)
 		emit(&s, 0, 1, 10 + (uint64_t)i, 0, (uint64_t)i, 1);
 	emit(&s, 0, 1, 20, 0, 3, 0);	/* reserved, marked uncommitted: SIGKILL here */
@@ -341,13 +334,10 @@ static void test_recover_partial(void)
 		 "committed records around the uncommitted one, moved up: %llu",
 		 (unsigned long long)records);
 	TV_CHECK(tv_ust_consumer_recover(&c, 0, out) == 0, "nothing more reserved");
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 
 	/* a header word never written (a writer without the uncommitted mark) ends it */
-	shm_init(&s, TV_UST_MODE_DISCARD);
-	tv_ust_consumer_init(&c, s.map, s.size);
-	tv_ust_consumer_meta_update(&c, NULL, 0);
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
 	for (int i = 0; i < 3; i++)
 		emit(&s, 0, 1, 10 + (uint64_t)i, 0, (uint64_t)i, 1);
 	emit(&s, 0, 1, 20, 0, 3, -1);
@@ -356,8 +346,7 @@ static void test_recover_partial(void)
 	tv_ust_subbuf_walk(out, SB, c.events, TV_UST_MAX_ID + 1, &end, &records, &why);
 	TV_CHECK(records == 3 && end == 96, "zero header ends the sub-buffer: %llu",
 		 (unsigned long long)records);
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 }
 
 static void test_hostile(void)
@@ -371,17 +360,14 @@ static void test_hostile(void)
 	unsigned char *sub;
 
 	/* a commit counter beyond the buffer */
-	shm_init(&s, TV_UST_MODE_DISCARD);
-	tv_ust_consumer_init(&c, s.map, s.size);
-	tv_ust_consumer_meta_update(&c, NULL, 0);
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
 	emit(&s, 0, 1, 1, 0, 0, 1);
 	ctl(&s, 0)->commit[0] = 3 * SB;
 	ctl(&s, 0)->reserve = SB;
 	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG && strstr(c.why, "commit[0]"),
 		 "commit beyond: %s", c.why);
 	TV_CHECK(tv_ust_consumer_read(&c, 1, out) == -EBADMSG, "cut off: nothing more read");
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 
 	/* reserve more than a ring ahead, or behind */
 	shm_init(&s, TV_UST_MODE_DISCARD);
@@ -389,13 +375,10 @@ static void test_hostile(void)
 	ctl(&s, 0)->reserve = 100 * SB;
 	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG && strstr(c.why, "reserve"),
 		 "reserve beyond the ring: %s", c.why);
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 
 	/* a lying record length: the valid records before it are kept */
-	shm_init(&s, TV_UST_MODE_DISCARD);
-	tv_ust_consumer_init(&c, s.map, s.size);
-	tv_ust_consumer_meta_update(&c, NULL, 0);
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
 	for (int i = 0; i < 200; i++)
 		emit(&s, 0, 2, (uint64_t)i, 0, (uint64_t)i, 1);
 	sub = s.map + s.h->bufs_offset + s.h->data_offset;
@@ -407,13 +390,10 @@ static void test_hostile(void)
 	TV_CHECK(records == 5 && !why, "the 5 records before it kept, the rest zeroed (%llu)",
 		 (unsigned long long)records);
 	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == -EBADMSG, "cut off after");
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 
 	/* an unknown id, a string pointing outside its record */
-	shm_init(&s, TV_UST_MODE_DISCARD);
-	tv_ust_consumer_init(&c, s.map, s.size);
-	tv_ust_consumer_meta_update(&c, NULL, 0);
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
 	for (int i = 0; i < 200; i++)
 		emit(&s, 0, 3, (uint64_t)i, 0, (uint64_t)i, 1);
 	sub = s.map + s.h->bufs_offset + s.h->data_offset;
@@ -422,8 +402,7 @@ static void test_hostile(void)
 	sub[32 + 16] = 16; sub[32 + 18] = 64;
 	TV_CHECK(tv_ust_consumer_read(&c, 0, out) == 1 && strstr(c.why, "dynamic"),
 		 "dynamic field outside: %s", c.why);
-	tv_ust_consumer_release(&c);
-	free(s.map);
+	case_end(&s, &c);
 }
 
 /* Nothing read outside the mapping or the sub-buffer, whatever the bytes (see also the fuzzer). */
@@ -436,9 +415,7 @@ static void test_random(void)
 
 	srand(7);
 	for (int round = 0; round < 300; round++) {
-		shm_init(&s, (uint32_t)(round % 3));
-		tv_ust_consumer_init(&c, s.map, s.size);
-		tv_ust_consumer_meta_update(&c, NULL, 0);
+		case_start(&s, &c, (uint32_t)(round % 3));
 		for (int i = 0; i < 300; i++)
 			emit(&s, (unsigned int)(i & 1), (uint16_t)(1 + i % 2), (uint64_t)i, 0, (uint64_t)i, 1);
 		for (int k = 0; k < 20; k++) {	/* scribble on the buffers' control and data */
@@ -451,8 +428,7 @@ static void test_random(void)
 				if (tv_ust_consumer_read(&c, b, out) < 0 || tv_ust_consumer_recover(&c, b, out) < 0)
 					break;
 		cuts += c.cut;
-		tv_ust_consumer_release(&c);
-		free(s.map);
+		case_end(&s, &c);
 	}
 	TV_CHECK(cuts > 0, "some of 300 scribbled buffers cut off (%d)", cuts);
 }
