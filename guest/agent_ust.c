@@ -220,9 +220,7 @@ static void quiesce(void)
 
 		if (p->done || !p->mapped)
 			continue;
-		p->conn.replies = 0;
-		tv_ust_conn_send(&p->conn, TV_UST_MSG_DISABLE, "*", 0);
-		tv_ust_conn_send(&p->conn, TV_UST_MSG_FLUSH, NULL, 0);
+		tv_ust_conn_quiesce(&p->conn);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
@@ -234,7 +232,7 @@ static void quiesce(void)
 			if (p->done || !p->mapped)
 				continue;
 			proc_poll(p);
-			waiting |= !p->done && p->conn.replies < 2;
+			waiting |= !p->done && !tv_ust_conn_quiesced(&p->conn);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!waiting || (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >

@@ -177,6 +177,16 @@ int tv_ust_conn_rules(struct tv_ust_conn *conn, const char *const *globs, size_t
 	return ret ? -EIO : 0;
 }
 
+int tv_ust_conn_quiesce(struct tv_ust_conn *conn)
+{
+	int ret;
+
+	conn->replies = 0;
+	/* both, whatever the first gave: FLUSH alone still ends the reservations in flight */
+	ret = tv_ust_conn_send(conn, TV_UST_MSG_DISABLE, "*", 0);
+	return tv_ust_conn_send(conn, TV_UST_MSG_FLUSH, NULL, 0) ? -EIO : ret;
+}
+
 void tv_ust_conn_close(struct tv_ust_conn *conn)
 {
 	if (conn->fd >= 0)

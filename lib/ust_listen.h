@@ -82,6 +82,21 @@ int tv_ust_conn_receive(struct tv_ust_conn *conn, uint32_t clock, char *why, siz
  */
 int tv_ust_conn_rules(struct tv_ust_conn *conn, const char *const *globs, size_t nr_globs);
 
+/**
+ * tv_ust_conn_quiesce() - the end of the session for this process: its
+ * events disabled (DISABLE "*") and every reservation committed (FLUSH)
+ *
+ * tv_ust_conn_quiesced() says when both were answered (REPLY, counted by
+ * tv_ust_conn_receive()); its last sub-buffers can then be copied.
+ * Return: 0, or -EIO.
+ */
+int tv_ust_conn_quiesce(struct tv_ust_conn *conn);
+
+static inline int tv_ust_conn_quiesced(const struct tv_ust_conn *conn)
+{
+	return conn->replies >= 2;
+}
+
 /* Closes the connection (fd -1); the mapping stays. */
 void tv_ust_conn_close(struct tv_ust_conn *conn);
 

@@ -25,10 +25,7 @@ l2_wait /out/go
 /opt/tracevisor/tests/tv-syscalls --getppids '$G' >/out/syscalls.txt 2>&1
 /tmp/tv-other --getppids '$O' >/out/other.txt 2>&1
 touch /out/work.done
-l2_wait /out/done
-l2_session_ended
-grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
-kill $AG
+l2_finish
 exit 0'
 
 run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'

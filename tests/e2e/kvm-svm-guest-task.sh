@@ -32,11 +32,7 @@ l2_wait /out/go
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid.txt 2>&1
 /opt/tracevisor/tests/tv-syscalls --getppids '$G' >/out/syscalls.txt 2>&1
 touch /out/cpuid.done
-l2_wait /out/done
-# the agent sends END, then cleans up: count once it says the session ended
-l2_session_ended
-grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
-kill $AG
+l2_finish
 exit 0'
 
 run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'

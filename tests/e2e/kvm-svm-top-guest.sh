@@ -31,8 +31,7 @@ touch /out/cpuid.done
 l2_wait /out/go2
 /opt/tracevisor/tests/tv-cpuid '$N' >/out/cpuid2.txt 2>&1
 touch /out/cpuid2.done
-l2_wait /out/done
-kill $AG
+l2_finish
 exit 0'
 
 run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'

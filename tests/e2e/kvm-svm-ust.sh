@@ -32,9 +32,7 @@ TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking TRACEVISOR_UST_CLOCK=x86-ts
 	/opt/tracevisor/examples/ust-demo '$N' '$THREADS' >/out/demo.txt 2>&1
 echo "status $?" >>/out/demo.txt
 touch /out/demo.done
-l2_wait /out/done
-l2_session_ended
-kill $AG
+l2_finish
 exit 0'
 
 run_lab kvm "$(l1_start_l2 "$L2_SCRIPT" 500)"'

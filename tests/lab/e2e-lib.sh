@@ -108,7 +108,9 @@ exit 0'
 # started in the background (pid in AG) and /out/agent.started once it
 # listens; l2_wait FILE [TENTHS] waits (3000 tenths of a second by default)
 # for L1 to touch FILE; l2_session_ended waits (up to 10 s) for the agent to
-# say that the session ended (it sends END first, then cleans up).
+# say that the session ended (it sends END first, then cleans up);
+# l2_finish waits for /out/done and the session's end, counts the agent's
+# dynamic probes left in /out/dyn-left, and stops the agent.
 # shellcheck disable=SC2016 # expanded in L2
 L2_AGENT_START='
 l2_wait() {
@@ -118,6 +120,12 @@ l2_wait() {
 l2_session_ended() {
 	w=0
 	while ! grep -q "Session ended" /out/agent.log && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+}
+l2_finish() {
+	l2_wait /out/done
+	l2_session_ended
+	grep -c tvprobe_ /sys/kernel/tracing/dynamic_events >/out/dyn-left
+	kill $AG
 }
 tracevisor-agent -v >/out/agent.log 2>&1 &
 AG=$!
