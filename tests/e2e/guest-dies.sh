@@ -11,19 +11,10 @@ lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
 [ -x "$REPO/build/tracevisor-agent" ] || skip "build/tracevisor-agent not built (make)"
 
-run_lab kvm '
-PATH=/opt/tracevisor:$PATH
-cat >/tmp/l2.sh <<"EOF"
-tracevisor-agent -v >/out/agent.log 2>&1 &
-w=0
-while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
-touch /out/agent.started
-while :; do dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null; sleep 0.05; done
-EOF
-QPID=$(lab-guest --background --cid 3 --timeout 400 /tmp/l2.sh /tmp/l2) || exit 20
-n=0
-while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done
-[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }
+L2_SCRIPT=$L2_AGENT_START'
+while :; do dd if=/dev/zero of=/dev/null bs=4k count=200 2>/dev/null; sleep 0.05; done'
+
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
 tracevisor record -o /out/dies --guest vsock:3,pid:$QPID,name:l2 --guest-buffer 256 \
 	--duration 25 >/out/dies.log 2>&1 &
 R=$!
