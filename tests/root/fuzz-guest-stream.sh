@@ -33,16 +33,4 @@ seeds = {
 for name, data in seeds.items():
     open(sys.argv[1] + "/" + name, "wb").write(data)
 PY
-"$F" -max_total_time="${FUZZ_SECONDS:-20}" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
-	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
-rc=$?
-tail -n 3 "$TV_TMP/fuzz.log" >&2
-if [ $rc != 0 ]; then
-	grep -A20 "ERROR\|==.*==" "$TV_TMP/fuzz.log" | head -40 >&2
-	for a in "$TV_TMP"/crash-* "$TV_TMP"/leak-* "$TV_TMP"/timeout-*; do
-		[ -f "$a" ] && { mkdir -p "$TV_ROOT/build/fuzz/artifacts"; cp "$a" "$TV_ROOT/build/fuzz/artifacts/"; }
-	done
-	fail "fuzzer found a problem (exit $rc); inputs in build/fuzz/artifacts/"
-fi
-runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
-echo "PASS: ${runs:-?} inputs, no crash, leak or write outside the guest directory" >&2
+fuzz_run "$F" "${FUZZ_SECONDS:-20}" 65536 1024 "inputs, no crash, leak or write outside the guest directory"

@@ -25,16 +25,4 @@ done
 python3 tests/fuzz/session-seeds.py "$TV_TMP/seeds" "$TV_TMP/synced" "$TV_TMP/xen-classes" "$TV_TMP/xen-two-cpus" ||
 	fail "cannot make the seeds"
 LSAN_OPTIONS=suppressions=$TV_ROOT/tests/fuzz/lsan.supp \
-"$F" -max_total_time="${FUZZ_SECONDS:-45}" -max_len=262144 -timeout=10 -rss_limit_mb=2048 \
-	-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
-rc=$?
-tail -n 3 "$TV_TMP/fuzz.log" >&2
-if [ $rc != 0 ]; then
-	grep -A20 "ERROR\|==.*==" "$TV_TMP/fuzz.log" | head -40 >&2
-	for a in "$TV_TMP"/crash-* "$TV_TMP"/leak-* "$TV_TMP"/timeout-* "$TV_TMP"/oom-*; do
-		[ -f "$a" ] && { mkdir -p "$TV_ROOT/build/fuzz/artifacts"; cp "$a" "$TV_ROOT/build/fuzz/artifacts/"; }
-	done
-	fail "fuzzer found a problem (exit $rc); inputs in build/fuzz/artifacts/"
-fi
-runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
-echo "PASS: ${runs:-?} sessions read, no crash, hang or leak" >&2
+	fuzz_run "$F" "${FUZZ_SECONDS:-45}" 262144 2048 "sessions read, no crash, hang or leak"

@@ -141,3 +141,24 @@ wait_tracing() {
 		[ $n -lt 300 ] || fail "recorder $pid did not start tracing within 30 s"
 	done
 }
+
+# fuzz_run FUZZER SECONDS MAX_LEN RSS_MB WHAT: libFuzzer for SECONDS on
+# $TV_TMP/corpus seeded from $TV_TMP/seeds; on a crash, leak, hang or OOM
+# its inputs are kept in build/fuzz/artifacts/ and the test fails; else
+# prints "PASS: N WHAT".
+fuzz_run() {
+	local f=$1 secs=$2 max_len=$3 rss=$4 what=$5 rc runs a
+	"$f" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb="$rss" \
+		-artifact_prefix="$TV_TMP/" "$TV_TMP/corpus" "$TV_TMP/seeds" >"$TV_TMP/fuzz.log" 2>&1
+	rc=$?
+	tail -n 3 "$TV_TMP/fuzz.log" >&2
+	if [ $rc != 0 ]; then
+		grep -A20 "ERROR\|==.*==" "$TV_TMP/fuzz.log" | head -40 >&2
+		for a in "$TV_TMP"/crash-* "$TV_TMP"/leak-* "$TV_TMP"/timeout-* "$TV_TMP"/oom-*; do
+			[ -f "$a" ] && { mkdir -p "$TV_ROOT/build/fuzz/artifacts"; cp "$a" "$TV_ROOT/build/fuzz/artifacts/"; }
+		done
+		fail "fuzzer found a problem (exit $rc); inputs in build/fuzz/artifacts/"
+	fi
+	runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
+	echo "PASS: ${runs:-?} $what" >&2
+}
