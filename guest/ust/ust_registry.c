@@ -226,8 +226,19 @@ static int ust_module_sync(struct ust_module *m)
 
 	for (struct tv_ust_tracepoint *const *p = m->start; p < m->stop; p++) {
 		struct ust_event *ev = (*p)->priv;
+		int on = ev && ev->enabled && ev->in_meta;
 
-		__atomic_store_n(&(*p)->enabled, ev && ev->enabled && ev->in_meta, __ATOMIC_RELAXED);
+		/*
+		 * A flag that changes counts as a change too: the membarrier that
+		 * follows (ust_sync_core) is what makes the load-and-branch sites
+		 * see it, and the emitters' own stores seen, by the time enable or
+		 * disable returns — without it the flag sat in this CPU's store
+		 * buffer a little while (test_ust_branch saw 10 events late once).
+		 */
+		if (__atomic_load_n(&(*p)->enabled, __ATOMIC_RELAXED) != on) {
+			__atomic_store_n(&(*p)->enabled, on, __ATOMIC_RELAXED);
+			changed++;
+		}
 	}
 #if TV_UST_STATIC_BRANCH
 	for (const struct tv_ust_jump_entry *j = m->jstart; j && j < m->jstop; j++) {
@@ -244,7 +255,11 @@ static int ust_module_sync(struct ust_module *m)
 
 static void ust_sync_core(int changed)
 {
-	/* every thread serialises before it runs user code again (see ust_patch_site) */
+	/*
+	 * every thread serialises before it runs user code again (see
+	 * ust_patch_site), which also orders the flags' stores above before
+	 * every thread's next load of them: a full barrier on each CPU
+	 */
 	if (changed > 0 &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) < 0) {
 		int err = errno;
