@@ -75,39 +75,106 @@ static size_t vcpu_lower_bound(const struct tv_tsc_segment *s, size_t lo, size_t
 	return lo;
 }
 
-/*
- * The offset in force is found from the host time it yields: the latest
- * segment of the event's vCPU whose start the mapped time reaches.
- * Offsets only change while the vCPU is out of guest mode and KVM restarts
- * the guest TSC at least where it stopped, so a vCPU's guest times never
- * go back across a change: the test holds for every segment up to the
- * right one and for none after it, and a binary search finds it.  (A
- * guest writing its own TSC backwards breaks this; the vCPU residency
- * check of the events then counts the damage.)
- */
-static uint64_t tsc_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts)
+/* This vCPU's segments, [*lo, *hi): a CPU without its own, the lowest vCPU's. */
+static void vcpu_segments(const struct tv_sync_domain *d, int cpu, size_t *lo, size_t *hi)
 {
 	const struct tv_tsc_segment *s = d->tsc_segments;
-	struct tv_tsc_params p = d->tsc;
-	size_t n = d->nr_tsc_segments, lo, hi;
+	size_t n = d->nr_tsc_segments;
 
-	if (!n)
-		return tv_tsc_host_from_guest(&p, ts);
-	lo = cpu < 0 ? n : vcpu_lower_bound(s, 0, n, (uint32_t)cpu);
-	if (lo == n || s[lo].vcpu != (uint32_t)cpu)
-		lo = 0;	/* no history of its own: the lowest vCPU's */
-	hi = vcpu_lower_bound(s, lo, n, s[lo].vcpu + 1);
+	*lo = cpu < 0 ? n : vcpu_lower_bound(s, 0, n, (uint32_t)cpu);
+	if (*lo == n || s[*lo].vcpu != (uint32_t)cpu)
+		*lo = 0;
+	*hi = vcpu_lower_bound(s, *lo, n, s[*lo].vcpu + 1);
+}
+
+static uint64_t segment_map(const struct tv_sync_domain *d, size_t m, uint64_t ts)
+{
+	struct tv_tsc_params p = d->tsc;
+
+	p.offset = d->tsc_segments[m].offset;
+	return tv_tsc_host_from_guest(&p, ts);
+}
+
+/*
+ * The offset in force is found from the host time it yields: the latest
+ * segment in [lo, hi) whose start the mapped time reaches (lo if none).
+ * KVM normally restarts a guest TSC at least where it stopped, so a vCPU's
+ * guest times do not go back across a change: the test then holds for
+ * every segment up to the right one and for none after it, and a binary
+ * search finds it.  Where KVM moved the TSC back, segment_follow() decides.
+ */
+static size_t segment_search(const struct tv_sync_domain *d, size_t lo, size_t hi, uint64_t ts)
+{
 	while (hi - lo > 1) {
 		size_t m = lo + (hi - lo) / 2;
 
-		p.offset = s[m].offset;
-		if (tv_tsc_host_from_guest(&p, ts) >= s[m].from_host)
+		if (segment_map(d, m, ts) >= d->tsc_segments[m].from_host)
 			lo = m;
 		else
 			hi = m;
 	}
-	p.offset = s[lo].offset;
-	return tv_tsc_host_from_guest(&p, ts);
+	return lo;
+}
+
+/* The first segment after @k in [.., hi) whose write moved the TSC back, or @hi. */
+static size_t next_moved_back(const struct tv_sync_domain *d, size_t k, size_t hi)
+{
+	while (++k < hi && !d->tsc_segments[k].moved_back)
+		;
+	return k;
+}
+
+/*
+ * A write that moved the guest's TSC back (moved_back, sync/tsc_segments.c)
+ * makes its segment overlap the one before in guest time, and the guest's
+ * events show where it took effect: there their times go back.  (Not at
+ * the write's own time stamp: in the nested lab a guest traced times of
+ * the old offset for up to 0.5 s after it.)  So a stream stays in the
+ * region between two such writes until its clock goes back.
+ */
+static void cursor_start(const struct tv_sync_domain *d, size_t lo, size_t hi, uint64_t ts,
+			 struct tv_tsc_cursor *cur)
+{
+	size_t m = segment_search(d, lo, hi, ts);
+
+	cur->lo = m;
+	while (cur->lo > lo && !d->tsc_segments[cur->lo].moved_back)
+		cur->lo--;
+	cur->hi = next_moved_back(d, m, hi);
+	cur->valid = 1;
+}
+
+void tv_tsc_cursor_step_back(const struct tv_sync_domain *d, int cpu, struct tv_tsc_cursor *cur)
+{
+	size_t lo, hi;
+
+	if (strcmp(d->method, "tsc") || !d->nr_tsc_segments || !cur->valid)
+		return;
+	vcpu_segments(d, cpu, &lo, &hi);
+	cur->backs++;
+	cur->last_ts = 0;
+	if (cur->hi >= hi)
+		return;
+	cur->lo = cur->hi;
+	cur->hi = next_moved_back(d, cur->lo, hi);
+}
+
+static uint64_t tsc_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts,
+			  struct tv_tsc_cursor *cur)
+{
+	size_t lo, hi;
+
+	if (!d->nr_tsc_segments)
+		return tv_tsc_host_from_guest(&d->tsc, ts);
+	vcpu_segments(d, cpu, &lo, &hi);
+	if (!cur)
+		return segment_map(d, segment_search(d, lo, hi, ts), ts);
+	if (!cur->valid || cur->lo < lo || cur->hi > hi)
+		cursor_start(d, lo, hi, ts, cur);
+	else if (ts < cur->last_ts)
+		tv_tsc_cursor_step_back(d, cpu, cur);
+	cur->last_ts = ts;
+	return segment_map(d, segment_search(d, cur->lo, cur->hi, ts), ts);
 }
 
 /* The piece whose range holds @ts: the last one starting at or before it. */
@@ -127,15 +194,27 @@ static const struct tv_sync_piece *piece_of(const struct tv_sync_domain *d, uint
 	return &d->pieces[lo];
 }
 
-uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts)
+static uint64_t domain_apply(const struct tv_sync_domain *d, int cpu, uint64_t ts,
+			     struct tv_tsc_cursor *cur)
 {
 	if (!strcmp(d->method, "tsc"))
-		return tsc_apply(d, cpu, ts);
+		return tsc_apply(d, cpu, ts, cur);
 	if (!strcmp(d->method, "reference") || !strcmp(d->method, "none"))
 		return ts;
 	if (d->nr_pieces)
 		return tv_clock_map_apply(&piece_of(d, ts)->map, ts);
 	return tv_clock_map_apply(&d->est.map, ts);
+}
+
+uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts)
+{
+	return domain_apply(d, cpu, ts, NULL);
+}
+
+uint64_t tv_sync_domain_apply_stream(const struct tv_sync_domain *d, int cpu, uint64_t ts,
+				     struct tv_tsc_cursor *cur)
+{
+	return domain_apply(d, cpu, ts, cur);
 }
 
 uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts)

@@ -152,6 +152,7 @@ struct tv_cpu_stream {
 	int pid;		/* its common_pid */
 	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	uint64_t raw_from, raw_to;	/* events outside [raw_from, raw_to) are another cursor's */
+	struct tv_tsc_cursor tsc_cursor;	/* where the TSC relation's offsets are */
 	long long missed;	/* events lost before the current one */
 	int done;
 	struct tv_xen_stream *xen;	/* kind xen-trace only */

@@ -232,7 +232,8 @@ static int stream_advance(struct tv_cpu_stream *st)
 		st->raw_ts = st->rec.ts;
 	} while (ret > 0 && (st->raw_ts < st->raw_from || st->raw_ts >= st->raw_to));
 	if (ret > 0 && st->dom->mapped)
-		st->rec.ts = tv_sync_domain_apply_cpu(&st->dom->sync, st->cpu, st->rec.ts);
+		st->rec.ts = tv_sync_domain_apply_stream(&st->dom->sync, st->cpu, st->rec.ts,
+							 &st->tsc_cursor);
 	return ret;
 }
 

@@ -45,7 +45,8 @@ static int put_tsc(struct tv_meta *m, const struct tv_sync_domain *d)
 
 /*
  * DIR/sync/DOMAIN.tsc: "vcpu from_host offset" per line, one per offset in
- * force (thousands when the host's TSC is unstable: too many for a key).
+ * force (thousands when the host's TSC is unstable: too many for a key),
+ * " back" after it where the write moved the guest's TSC back.
  */
 static int write_segments(const char *dir, const struct tv_sync_domain *d)
 {
@@ -61,9 +62,10 @@ static int write_segments(const char *dir, const struct tv_sync_domain *d)
 		return -err;
 	}
 	for (size_t i = 0; i < d->nr_tsc_segments; i++)
-		fprintf(f, "%u %llu %llu\n", d->tsc_segments[i].vcpu,
+		fprintf(f, "%u %llu %llu%s\n", d->tsc_segments[i].vcpu,
 			(unsigned long long)d->tsc_segments[i].from_host,
-			(unsigned long long)d->tsc_segments[i].offset);
+			(unsigned long long)d->tsc_segments[i].offset,
+			d->tsc_segments[i].moved_back ? " back" : "");
 	if (ferror(f))
 		err = EIO;
 	if (fclose(f) && !err)
@@ -95,10 +97,14 @@ static int read_segments(const char *dir, struct tv_sync_domain *d)
 		struct tv_tsc_segment *s = &d->tsc_segments[d->nr_tsc_segments];
 		unsigned long long from, off;
 
-		if (fscanf(f, "%u %llu %llu", &s->vcpu, &from, &off) != 3)
+		char line[128], back[8] = "";
+
+		if (!fgets(line, sizeof(line), f) ||
+		    sscanf(line, "%u %llu %llu %7s", &s->vcpu, &from, &off, back) < 3)
 			break;
 		s->from_host = from;
 		s->offset = off;
+		s->moved_back = !strcmp(back, "back");
 		d->nr_tsc_segments++;
 	}
 	fclose(f);
@@ -235,7 +241,7 @@ static int get_inline_segments(const char *list, struct tv_sync_domain *d)
 
 		if (sscanf(c, "%llu:%llu", &from, &off) == 2)
 			d->tsc_segments[d->nr_tsc_segments++] =
-				(struct tv_tsc_segment){ from, off, 0 };
+				(struct tv_tsc_segment){ from, off, 0, 0 };
 	}
 	return 0;
 }

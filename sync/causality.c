@@ -44,12 +44,71 @@ static void hull_cross_check(const struct causality *c, const struct round *r, i
 	g->hull_bound = e->est.bound_ns;
 }
 
+/* The domain that wrote probe @p. */
+static int probe_writer(const struct probe *p)
+{
+	return sync_probe_guest_side(p->type) ? p->guest : p->peer;
+}
+
+/* Order of the probes as each (domain, CPU) wrote them: a round's seq, then time. */
+static int cmp_written(const void *a, const void *b, void *arg)
+{
+	const struct probe *ps = arg, *x = &ps[*(const size_t *)a], *y = &ps[*(const size_t *)b];
+	int dx = probe_writer(x), dy = probe_writer(y);
+
+	if (dx != dy)
+		return dx - dy;
+	if (x->cpu != y->cpu)
+		return x->cpu - y->cpu;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/*
+ * Every probe in the reference clock, mapped in the order its CPU wrote
+ * them: with a TSC relation the offset that applies depends on where the
+ * CPU's stream went back before (KVM may move a vCPU's TSC back,
+ * lib/clock_map.c), which the scan counted for each probe.  A domain's
+ * probe rounds are in time order by seq; inside a round, time decides.
+ */
+int sync_map_probes(struct scan *sc, const struct tv_sync_domain *res)
+{
+	size_t *order = malloc((sc->nr_probes + 1) * sizeof(*order));
+	struct tv_tsc_cursor cur = { 0 };
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < sc->nr_probes; i++)
+		order[i] = i;
+	qsort_r(order, sc->nr_probes, sizeof(*order), cmp_written, sc->probes);
+	for (size_t k = 0; k < sc->nr_probes; k++) {
+		struct probe *p = &sc->probes[order[k]];
+		int d = probe_writer(p);
+
+		if (d < 0) {
+			p->mapped = p->ts;
+			continue;
+		}
+		if (!k || probe_writer(&sc->probes[order[k - 1]]) != d ||
+		    sc->probes[order[k - 1]].cpu != p->cpu) {
+			cur = (struct tv_tsc_cursor){ 0 };
+			tv_sync_domain_apply_stream(&res[d], p->cpu, p->stream_first, &cur);
+		}
+		while (cur.backs < p->backs)
+			tv_tsc_cursor_step_back(&res[d], p->cpu, &cur);
+		cur.last_ts = 0;	/* probes are not every event: the scan saw where it went back */
+		p->mapped = tv_sync_domain_apply_stream(&res[d], p->cpu, p->ts, &cur);
+	}
+	free(order);
+	return 0;
+}
+
 int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx)
 {
 	struct causality *c = ctx;
 	struct tv_sync_domain *g = &c->res[r->guest], *p = &c->res[r->peer[pt]];
-	uint64_t gts = tv_sync_domain_apply_cpu(g, r->cpu[gt], (uint64_t)r->ts[gt]);
-	uint64_t pts = tv_sync_domain_apply_cpu(p, r->cpu[pt], (uint64_t)r->ts[pt]);
+	uint64_t gts = r->mapped[gt], pts = r->mapped[pt];
 
 	if (!tv_sync_domain_usable(g) || !tv_sync_domain_usable(p))
 		return 0;

@@ -16,6 +16,19 @@
 #include "tsc.h"
 #include "sync_session.h"
 
+/*
+ * Every send/receive pair of a round, as (guest-side type, peer-side type,
+ * below): below means the guest timestamp is the receive side.
+ */
+static const int pairs[][3] = {
+	{ TV_SYNC_PING_RECV, TV_SYNC_PING_SEND, 1 },
+	{ TV_SYNC_PONG_SEND, TV_SYNC_PONG_RECV, 0 },
+	{ TV_SYNC_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
+	{ TV_SYNC_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
+	{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_BEFORE, 1 },
+	{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_AFTER, 0 },
+};
+
 /* Fill @r from the sorted probes at *@i; advances *@i past the round. */
 static void next_round(const struct scan *sc, size_t *i, struct round *r)
 {
@@ -32,23 +45,21 @@ static void next_round(const struct scan *sc, size_t *i, struct round *r)
 		r->ts[sc->probes[*i].type] = (int64_t)sc->probes[*i].ts;
 		r->peer[sc->probes[*i].type] = sc->probes[*i].peer;
 		r->cpu[sc->probes[*i].type] = sc->probes[*i].cpu;
+		r->mapped[sc->probes[*i].type] = sc->probes[*i].mapped;
 	}
 }
 
-/*
- * Every send/receive pair of a round, as (guest-side type, peer-side type,
- * below): below means the guest timestamp is the receive side.
- */
+/* Whether probes of @type are written by the probed domain (else by its prober). */
+int sync_probe_guest_side(int type)
+{
+	for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
+		if (pairs[k][0] == type)
+			return 1;
+	return 0;
+}
+
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 {
-	static const int pairs[][3] = {
-		{ TV_SYNC_PING_RECV, TV_SYNC_PING_SEND, 1 },
-		{ TV_SYNC_PONG_SEND, TV_SYNC_PONG_RECV, 0 },
-		{ TV_SYNC_HCALL_BEFORE, TV_PROBE_HCALL_HOST, 0 },
-		{ TV_SYNC_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
-		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_BEFORE, 1 },
-		{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_AFTER, 0 },
-	};
 	struct round r;
 	int ret = 0;
 

@@ -17,10 +17,13 @@
 #include "tsc.h"
 #include "sync_session.h"
 
+/* Where its stream's clock is: sync_map_probes() follows TSC regions with it. */
 static int scan_push(struct scan *sc, struct probe p)
 {
 	if (tv_array_grow(&sc->probes, &sc->cap_probes, sc->nr_probes, sizeof(*sc->probes), 1024))
 		return -ENOMEM;
+	p.stream_first = sc->cur->first;
+	p.backs = sc->cur->backs;
 	sc->probes[sc->nr_probes++] = p;
 	return 0;
 }
@@ -36,6 +39,7 @@ static void scan_init_domains(struct scan *sc)
 		ds->raw_data = tep_find_event_by_name(info->tep, "ftrace", "raw_data");
 		ds->hypercall = tep_find_event_by_name(info->tep, "kvm", "kvm_hypercall");
 		ds->write_tsc = tep_find_event_by_name(info->tep, "kvm", "kvm_write_tsc_offset");
+		ds->kvm_entry = tep_find_event_by_name(info->tep, "kvm", "kvm_entry");
 		ds->xen_guest = tep_find_event_by_name(info->tep, "xen", "xen_guest");
 		if (!strcmp(info->subdir, "xen"))
 			sc->xen_dom = (int)d;
@@ -137,11 +141,33 @@ static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 					     ev->cpu });
 }
 
+/* The slot of host thread @pid's last kvm_entry; NULL when there are too many threads. */
+static struct vcpu_entry *entry_slot(struct scan *sc, int pid)
+{
+	for (size_t k = 0; k < sc->nr_entries; k++)
+		if (sc->entries[k].pid == pid)
+			return &sc->entries[k];
+	if (sc->nr_entries == sizeof(sc->entries) / sizeof(sc->entries[0]))
+		return NULL;
+	sc->entries[sc->nr_entries] = (struct vcpu_entry){ pid, 0 };
+	return &sc->entries[sc->nr_entries++];
+}
+
+static int scan_entry(struct scan *sc, const struct tv_event *ev)
+{
+	struct vcpu_entry *e = entry_slot(sc, ev->pid);
+
+	if (e)
+		e->ts = ev->ts_raw;
+	return 0;
+}
+
 /* kvm_write_tsc_offset belongs to the guest whose vCPU thread wrote it. */
 static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
 {
 	const struct tv_domain_info *info = tv_reader_domain(sc->rd, (size_t)d);
 	const struct tv_vcpu_thread *t = tv_vcpu_map_find(info->vcpus, ev->pid);
+	const struct vcpu_entry *entered;
 	uint64_t prev, next, vcpu;
 	int guest = -1;
 
@@ -157,13 +183,41 @@ static int scan_write_tsc(struct scan *sc, const struct tv_event *ev, int d)
 	}
 	if (guest < 0)
 		return 0;
-	return tv_tsc_segments_add(&sc->tsc[guest], (uint32_t)vcpu, ev->ts_raw, prev, next);
+	entered = entry_slot(sc, ev->pid);
+	return tv_tsc_segments_add(&sc->tsc[guest], (uint32_t)vcpu, ev->ts_raw, prev, next,
+				   entered ? entered->ts : 0);
+}
+
+/* Follow the event's (domain, CPU) stream: where its clock goes back. */
+static int scan_stream(struct scan *sc, const struct tv_event *ev)
+{
+	struct stream_scan *s = NULL;
+
+	if (sc->cur && sc->cur->d == ev->domain_index && sc->cur->cpu == ev->cpu)
+		s = sc->cur;
+	for (size_t k = 0; k < sc->nr_streams && !s; k++)
+		if (sc->streams[k].d == ev->domain_index && sc->streams[k].cpu == ev->cpu)
+			s = &sc->streams[k];
+	if (!s) {
+		if (tv_array_grow(&sc->streams, &sc->cap_streams, sc->nr_streams,
+				  sizeof(*sc->streams), 64))
+			return -ENOMEM;
+		s = &sc->streams[sc->nr_streams++];
+		*s = (struct stream_scan){ ev->domain_index, ev->cpu, ev->ts_raw, ev->ts_raw, 0 };
+	}
+	s->backs += ev->ts_raw < s->last;
+	s->last = ev->ts_raw;
+	sc->cur = s;
+	return 0;
 }
 
 static int scan_event(struct scan *sc, const struct tv_event *ev)
 {
 	int d = ev->domain_index;
 	struct dom_scan *ds = &sc->dom[d];
+
+	if (scan_stream(sc, ev))
+		return -ENOMEM;
 
 	if (ds->first < 0)
 		ds->first = (int64_t)ev->ts_raw;
@@ -174,6 +228,8 @@ static int scan_event(struct scan *sc, const struct tv_event *ev)
 		return scan_marker(sc, ev, d);
 	if (ev->format == ds->hypercall)
 		return scan_hypercall(sc, ev, d);
+	if (ev->format == ds->kvm_entry)
+		return scan_entry(sc, ev);
 	if (ev->format == ds->write_tsc)
 		return scan_write_tsc(sc, ev, d);
 	if (ev->format == ds->xen_guest)

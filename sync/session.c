@@ -80,7 +80,9 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 		}
 		c.res = out->domains;
 		c.g = g;
-		ret = sync_for_each_pair(sc, sync_check_pair, &c);
+		ret = sync_map_probes(sc, out->domains);
+		if (!ret)
+			ret = sync_for_each_pair(sc, sync_check_pair, &c);
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
 			int v = sync_domain_index(sc, out->domains[d].via);
 
@@ -150,6 +152,7 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 	for (size_t d = 0; d < MAX_DOMAINS; d++)
 		tv_tsc_segments_free(&sc->tsc[d]);
 	free(sc->probes);
+	free(sc->streams);
 	free(sc);
 	return ret;
 }

@@ -25,6 +25,9 @@ struct probe {
 	int guest, peer;
 	int type;
 	int cpu;		/* the CPU that wrote it: a guest's vCPU */
+	uint64_t mapped;	/* ts in the reference clock (sync_map_probes()) */
+	uint64_t stream_first;	/* its CPU stream's first time */
+	unsigned int backs;	/* how often that stream's clock went back before it */
 };
 
 /* A constraint point of one (guest, peer) relation. */
@@ -34,7 +37,7 @@ struct point {
 };
 
 struct dom_scan {
-	struct tep_event *raw_data, *hypercall, *write_tsc, *xen_guest;
+	struct tep_event *raw_data, *hypercall, *write_tsc, *xen_guest, *kvm_entry;
 	int64_t first, last;
 	int is_guest;
 	size_t xen_untimed;	/* Xen probe records without a TSC (stock Xen) */
@@ -51,12 +54,25 @@ struct scan {
 	struct probe *probes;
 	size_t nr_probes, cap_probes;
 	struct tv_tsc_segments tsc[MAX_DOMAINS];
+	struct vcpu_entry {	/* each host thread's last kvm_entry */
+		int pid;
+		uint64_t ts;
+	} entries[256];
+	size_t nr_entries;
+	struct stream_scan {	/* each (domain, CPU) stream's clock so far */
+		int d, cpu;
+		uint64_t first, last;
+		unsigned int backs;
+	} *streams;
+	size_t nr_streams, cap_streams;
+	struct stream_scan *cur;	/* the current event's */
 };
 
 /* One probe round: the timestamps of each type, -1 when missing. */
 struct round {
 	int guest, peer[TV_PROBE_NR_TYPES], cpu[TV_PROBE_NR_TYPES];
 	int64_t ts[TV_PROBE_NR_TYPES];
+	uint64_t mapped[TV_PROBE_NR_TYPES];	/* ts in the reference clock */
 };
 
 typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int below, void *ctx);
@@ -111,6 +127,8 @@ void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d
 			    struct tv_sync_domain *r);
 
 /* causality.c */
+int sync_probe_guest_side(int type);
+int sync_map_probes(struct scan *sc, const struct tv_sync_domain *res);
 int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx);
 void sync_describe_cross_check(struct tv_sync_domain *r, const struct edge *e);
 

@@ -50,7 +50,7 @@ static int tsc_read_file(const char *dir, struct tv_tsc_segments *s, struct tv_t
 		}
 		found = 1;
 		if (!tv_tsc_segments_has(s, vcpu))
-			ret = tv_tsc_segments_add(s, vcpu, 0, off, off);
+			ret = tv_tsc_segments_add(s, vcpu, 0, off, off, 0);
 	}
 	if (f)
 		fclose(f);
@@ -79,10 +79,12 @@ int sync_tsc_method(struct scan *sc, int d, int ref, struct tv_sync_domain *out)
 	ret = tv_tsc_segments_sort(s);
 	if (ret)
 		return ret;
+	tv_tsc_segments_mark_back(s, &out->tsc);
 	out->tsc.offset = s->seg[0].offset;
 	out->tsc_segments = s->seg;	/* the result owns them now */
 	out->nr_tsc_segments = s->n;
-	memset(s, 0, sizeof(*s));
+	s->seg = NULL;
+	tv_tsc_segments_free(s);
 	snprintf(out->method, sizeof(out->method), "tsc");
 	snprintf(out->via, sizeof(out->via), "%s", ri->subdir);
 	out->est.quality = TV_SYNC_EXACT;

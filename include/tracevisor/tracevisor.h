@@ -697,11 +697,16 @@ uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_ts
  * (kvm_write_tsc_offset; from_host 0: the offset in force when the trace
  * began).  KVM rewrites a vCPU's offset at every vCPU load when the host's
  * TSC is unstable, thousands of times a second, so there is no fixed limit.
+ * Such a write restarts the guest TSC where it stopped; @moved_back marks one
+ * that set it below times the guest had already reached (the vCPU entered
+ * guest mode after the point it was set back to): guest times of the two
+ * segments then overlap, and only the order of events tells them apart.
  */
 struct tv_tsc_segment {
 	uint64_t from_host;
 	uint64_t offset;
 	uint32_t vcpu;
+	uint32_t moved_back;	/* the write moved a running guest's TSC back */
 };
 
 /*
@@ -778,6 +783,47 @@ uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
  * without one uses the lowest vCPU's).
  */
 uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts);
+
+/*
+ * Where one guest CPU's stream of events is in its vCPU's TSC offset
+ * history.  KVM may move a vCPU's TSC back (an offset written from a stale
+ * guest TSC, a host-initiated TSC write), so that guest times of two
+ * segments overlap: which offset applies then depends on the events before.
+ * Zero-initialise one per guest CPU stream; owned by its caller, one thread.
+ */
+struct tv_tsc_cursor {
+	size_t lo, hi;		/* the segments the stream can be in now */
+	uint64_t last_ts;	/* the last event's domain time, 0 after a step back */
+	unsigned int backs;	/* steps back so far */
+	int valid;		/* lo and hi are set */
+};
+
+/**
+ * tv_sync_domain_apply_stream - tv_sync_domain_apply_cpu() for events read in order
+ * @d: a domain's result
+ * @cpu: the guest CPU, -1 when unknown
+ * @ts: domain time of the CPU's next event, in the CPU's own order
+ * @cur: that CPU's cursor, updated
+ *
+ * The same map, but with the TSC relation the segments that moved the
+ * guest's TSC back split the vCPU's history into regions, and a stream
+ * moves to the next region only where its guest clock goes back (@ts below
+ * the previous event's).  Its first event's region is the one the search
+ * finds.  Other methods ignore @cur.
+ */
+uint64_t tv_sync_domain_apply_stream(const struct tv_sync_domain *d, int cpu, uint64_t ts,
+				     struct tv_tsc_cursor *cur);
+/**
+ * tv_tsc_cursor_step_back - the stream's guest clock went back here
+ * @d: a domain's result
+ * @cpu: the guest CPU
+ * @cur: its cursor, started by a tv_sync_domain_apply_stream() call
+ *
+ * For callers that map only some events of a stream (sync's probes) and
+ * counted where it went back: moves @cur to the next region; the next
+ * time passed is not compared with the last one.
+ */
+void tv_tsc_cursor_step_back(const struct tv_sync_domain *d, int cpu, struct tv_tsc_cursor *cur);
 /**
  * tv_sync_domain_copy - deep copy (TSC segments, pieces)
  * @dst: the copy; release it with tv_sync_domain_release()
