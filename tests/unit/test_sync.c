@@ -314,7 +314,7 @@ static void test_tsc_segments(void)
 
 /*
  * A write that moved a running guest's TSC back (seen in the nested lab:
- * the guest restored its TSC_ADJUST after KVM's catch-up): guest times
+ * the L2 guest wrote IA32_TSC while running): guest times
  * under the new offset overlap those under the old one.  Read in stream
  * order, every event maps exactly, and so does a sparse subset (sync's
  * probes) told how often its stream went back.
