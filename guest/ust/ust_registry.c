@@ -50,6 +50,7 @@ struct ust_module {
 	struct tv_ust_tracepoint *const *start, *const *stop;
 	const struct tv_ust_jump_entry *jstart, *jstop;
 	int refs;
+	bool repatch;			/* a site patched: stored again (ust_repatch_all) */
 };
 
 struct ust_rule {
@@ -255,6 +256,7 @@ static int ust_module_sync(struct ust_module *m, int *patched)
 		else
 			changed += ret;
 		*patched += ret > 0;
+		m->repatch |= ret > 0;
 	}
 #endif
 	return err ? err : changed;
@@ -290,17 +292,21 @@ static void ust_sync_core(int changed)
  * new ones and no translation of the old ones is under way (each vCPU has
  * taken the membarrier's interrupt, which it does between translations),
  * so any translation after it, stale or not, reads the new bytes.  Every
- * site is stored again with what it holds (the same bytes: a no-op for a
- * real CPU, which already runs the new code).
+ * site of a module where one was patched is stored again with what it holds
+ * (the same bytes: a no-op for a real CPU, which already runs the new code).
  */
 static void ust_repatch_all(void)
 {
 #if TV_UST_STATIC_BRANCH
 	struct ust_module *m;
 
-	cds_list_for_each_entry(m, &ust_modules, node)
+	cds_list_for_each_entry(m, &ust_modules, node) {
+		if (!m->repatch)
+			continue;
+		m->repatch = false;
 		for (const struct tv_ust_jump_entry *j = m->jstart; j && j < m->jstop; j++)
 			ust_patch_site(j->site, j->target, j->key->enabled, true);
+	}
 #endif
 }
 
