@@ -357,7 +357,7 @@ int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t s
 	}
 	ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
 	if (ret == -ENODATA)
-		tv_err("Nothing to snapshot yet: no traced process has registered: path=\"%s\"", path);
+		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
 	else if (ret == -ESHUTDOWN)
 		tv_err("Cannot snapshot: the recording is ending: path=\"%s\"", path);
 	else if (ret)

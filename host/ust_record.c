@@ -213,10 +213,12 @@ static size_t subbuf_trim(unsigned char *sb, size_t size, uint64_t horizon)
 
 /*
  * The newest sub-buffers of every buffer of @p (at most flight_bytes in
- * all), trimmed to a gap-free tail, into domain @d, finished with @status.
+ * all), trimmed to a gap-free tail, into domain *@d, finished with @status.
+ * *@d NULL: created in @dir only if a record is kept (a process that has
+ * not traced yet is left out of a snapshot).
  */
-static int flight_write(struct tv_ust_recorder *u, struct ust_proc *p, struct tv_ust_domain *d,
-			const char *status, uint64_t *events)
+static int flight_write(struct tv_ust_recorder *u, struct ust_proc *p, const char *dir,
+			struct tv_ust_domain **d, const char *status, uint64_t *events)
 {
 	uint32_t nb = p->c.hdr.nr_bufs, sb = p->c.hdr.subbuf_size;
 	uint64_t max = u->flight_bytes / ((uint64_t)nb * sb), horizon = 0;
@@ -243,24 +245,30 @@ static int flight_write(struct tv_ust_recorder *u, struct ust_proc *p, struct tv
 		if (!ret && n[b] && !whole && subbuf_first_ts(mine, sb) > horizon)
 			horizon = subbuf_first_ts(mine, sb);
 	}
-	if (!ret)
-		ret = tv_ust_domain_add_events(d, &p->c);
+	if (!ret && *d)	/* the session's own domain: its formats even without a record */
+		ret = tv_ust_domain_add_events(*d, &p->c);
 	for (uint32_t b = 0; b < nb && !ret; b++)
 		for (unsigned int i = 0; i < n[b] && !ret; i++) {
 			unsigned char *one = all + ((size_t)b * max + i) * sb;
 			size_t kept = subbuf_trim(one, sb, horizon);
 
-			if (kept)
-				ret = tv_ust_domain_write(d, b, one);
+			if (!kept)
+				continue;
+			if (!*d)
+				ret = tv_ust_domain_create(dir, "host", &p->c.hdr, d);
+			if (!ret)
+				ret = tv_ust_domain_add_events(*d, &p->c) ?: tv_ust_domain_write(*d, b, one);
 			*events += kept;
 		}
 	free(n);
 	free(all);
+	if (!*d)
+		return ret;	/* nothing kept: no domain */
 	if (p->c.cut)
 		tv_err("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
 	if (ret == -EBADMSG)
 		ret = 0;	/* cut: its valid records are written, said above */
-	return tv_ust_domain_finish(d, &p->c, NULL, p->c.cut ? "truncated" : status, 1) ?: ret;
+	return tv_ust_domain_finish(*d, &p->c, NULL, p->c.cut ? "truncated" : status, 1) ?: ret;
 }
 
 /* A snapshot of every registered process into @dir (the caller's thread waits). */
@@ -272,7 +280,7 @@ static int flight_snapshot(struct tv_ust_recorder *u, const char *dir, char *dom
 	domains[0] = '\0';
 	for (size_t i = 0; i < u->nr_procs && !ret; i++) {
 		struct ust_proc *p = u->procs[i];
-		struct tv_ust_domain *d;
+		struct tv_ust_domain *d = NULL;
 		uint64_t events = 0;
 		int n;
 
@@ -280,10 +288,9 @@ static int flight_snapshot(struct tv_ust_recorder *u, const char *dir, char *dom
 			continue;
 		if (tv_ust_consumer_meta_update(&p->c, NULL, 0) < 0)
 			continue;
-		ret = tv_ust_domain_create(dir, "host", &p->c.hdr, &d);
-		if (ret)
-			break;
-		ret = flight_write(u, p, d, p->gone ? "ended" : "snapshot", &events);
+		ret = flight_write(u, p, dir, &d, p->gone ? "ended" : "snapshot", &events);
+		if (!d)
+			continue;
 		n = snprintf(domains + len, size - len, "%s%s", any ? "," : "", tv_ust_domain_subdir(d));
 		tv_ust_domain_free(d);
 		if (n < 0 || (size_t)n >= size - len)
@@ -317,7 +324,7 @@ static void proc_finish(struct tv_ust_recorder *u, struct ust_proc *p, int gone)
 	if (p->flight) {	/* the last snapshot, into the session itself */
 		uint64_t events = 0;
 
-		flight_write(u, p, p->dom, gone || p->gone ? "ended" : "complete", &events);
+		flight_write(u, p, NULL, &p->dom, gone || p->gone ? "ended" : "complete", &events);
 		u->events += events;
 		return;
 	}

@@ -36,7 +36,7 @@ int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host);
  * traced process into a new session directory @dir (created; its
  * session.meta written last), while the recording goes on.  Blocks until
  * the listener thread has written it.  Return: 0, -ENODATA (no process
- * registered yet), -EINVAL (not a flight recorder), -errno (logged).
+ * registered or traced an event yet), -EINVAL (not a flight recorder), -errno (logged).
  */
 int tv_ust_recorder_snapshot(struct tv_ust_recorder *u, const char *dir, char *domains,
 			     size_t domains_size);

@@ -70,6 +70,42 @@ run() {	# NAME THREADS STEPS
 run one 1 2
 # two threads on any CPUs: every thread present is gap-free and ends at the pause
 run two 2 3
+# snapshots while the writers run flat out (ust-demo, 2 threads): each is a
+# gap-free tail per thread within SIZE, and the later one goes further
+DEMO="$TV_ROOT/build/examples/ust-demo"
+S=$TV_TMP/live
+"$TV" record -q -o "$S" -e syscalls:sys_enter_getppid --ust 'demo:*' --flight-recorder 1M \
+	-- "$DEMO" 40000000 2 > "$TV_TMP/live.out" 2> "$TV_TMP/live.err" &
+rec=$!
+prev=-1
+for k in 1 2; do
+	for _ in $(seq 100); do
+		snap=$("$TV" snapshot "$S" 2>/dev/null) && break	# none until ust-demo registered
+		sleep 0.1
+	done
+	[ -n "${snap:-}" ] && [ -d "$snap" ] || fail "live: snapshot $k not taken: $(cat "$TV_TMP/live.err")"
+	"$TV" report "$snap" > "$TV_TMP/live.r$k" || fail "live: report of snapshot $k"
+	bytes=$(cat "$snap"/ust-host-*/cpu*.ust | wc -c)
+	[ "$bytes" -le $SIZE ] || fail "live: snapshot $k holds $bytes bytes > $SIZE"
+	last=$(python3 - "$TV_TMP/live.r$k" <<'PY'
+import re, sys
+seqs = {}
+for line in open(sys.argv[1]):
+    m = re.search(r"demo:tick thread=(\d+) seq=(\d+)", line)
+    if m:
+        seqs.setdefault(int(m.group(1)), []).append(int(m.group(2)))
+assert seqs, "no events"
+for t, s in seqs.items():
+    assert s == list(range(s[0], s[0] + len(s))), ("gap in thread", t)
+print(max(s[-1] for s in seqs.values()))
+PY
+) || fail "live: snapshot $k is not gap-free per thread"
+	[ "$last" -gt "$prev" ] || fail "live: snapshot $k ends at seq $last, not after the one before ($prev)"
+	echo "ok: live: snapshot $k: gap-free per thread up to seq $last, $bytes bytes"
+	prev=$last
+	sleep 0.5
+done
+kill -INT $rec; wait $rec
 # bad input: one line, non-zero
 expect_fail_line() {	# WHAT PATTERN COMMAND...
 	local what=$1 pat=$2; shift 2
