@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
@@ -39,6 +40,7 @@ struct tv_session_record {
 	struct tv_guest **guests;	/* opts.nr_guests, NULL: not started */
 	struct tv_ust_recorder *ust;	/* record --ust */
 	char ust_list[600];		/* the --ust globs for the agents */
+	unsigned int snapshots;		/* the last snapshot-N tried */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -123,6 +125,7 @@ static int start_ust(struct tv_session_record *s)
 		.patterns = s->opts.nr_ust_patterns ? s->opts.ust_patterns : all,
 		.nr_patterns = s->opts.nr_ust_patterns ? s->opts.nr_ust_patterns : 1,
 		.socket = s->opts.ust_socket,
+		.flight_bytes = s->opts.ust_flight_bytes,
 	};
 
 	if (!s->host) {
@@ -329,6 +332,48 @@ size_t tv_session_record_nr_guests(const struct tv_session_record *s)
 struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i)
 {
 	return i < s->opts.nr_guests ? s->guests[i] : NULL;
+}
+
+int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
+{
+	char domains[4096];
+	int ret;
+
+	if (!s->ust || !s->opts.ust_flight_bytes) {
+		tv_err("Not a flight recorder: the session records with --ust but without --flight-recorder, or without --ust");
+		return -EINVAL;
+	}
+	/* the next free number: snapshots of an earlier run in the same directory are kept */
+	for (unsigned int n = ++s->snapshots;; n = ++s->snapshots) {
+		snprintf(path, size, "%s/snapshot-%u", tv_recorder_outdir(s->host), n);
+		if (!mkdir(path, 0755))
+			break;
+		if (errno != EEXIST || n > 100000) {
+			ret = -errno;
+			tv_err("Cannot create snapshot directory: path=\"%s\", errno=%d (%s)", path, -ret,
+			       strerror(-ret));
+			return ret;
+		}
+	}
+	ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
+	if (ret == -ENODATA)
+		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
+	else if (ret == -ESHUTDOWN)
+		tv_err("Cannot snapshot: the recording is ending: path=\"%s\"", path);
+	else if (ret)
+		tv_err("Cannot write snapshot: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
+	if (ret) {
+		rmdir(path);	/* empty unless a write failed half-way (said above) */
+		return ret;
+	}
+	/* the domains' reference: the first process (no kernel in a snapshot) */
+	{
+		char first[256];
+
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(domains, ","), domains);
+		ret = tv_session_write_meta(path, domains, first);
+	}
+	return ret;
 }
 
 void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,

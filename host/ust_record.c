@@ -14,8 +14,21 @@
  * buffer that lies cuts that process off with one message (logged), and
  * the others go on.
  *
+ * Flight recorder (opts.flight_bytes): each process is configured in
+ * overwrite mode with a ring of about flight_bytes, and nothing is read
+ * while it runs; a snapshot copies the newest sub-buffers of every buffer
+ * (at most flight_bytes per process), without taking them, into a new
+ * session directory, and the end of the recording writes one more into the
+ * session itself.  A snapshot is a gap-free tail: when a buffer's oldest
+ * events were overwritten, the events older than the first one it still
+ * holds are dropped from every buffer of that process, so no thread's
+ * sequence has a hole (a thread that moved between CPUs leaves its older
+ * events in several buffers).
+ *
  * Threads: the listener thread owns every process and the socket; the
- * caller's thread only sets @stop (atomic) and joins.
+ * caller's thread only sets @stop (atomic) and joins, or asks for a
+ * snapshot under @snap_lock and waits on @snap_cond for the thread to
+ * take it (the thread is the only one that touches the processes).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +57,8 @@ struct ust_proc {
 	struct tv_ust_domain *dom;	/* NULL until it registered */
 	unsigned char *buf;		/* one sub-buffer */
 	int done;			/* finished: its domain is written */
+	int flight;			/* kept in overwrite mode for snapshots (not streamed) */
+	int gone;			/* flight recorder: its connection closed, its mapping kept */
 };
 
 struct tv_ust_recorder {
@@ -58,6 +73,15 @@ struct tv_ust_recorder {
 	pthread_t thread;
 	int started;
 	int stop;			/* atomic: the caller asks the thread to end */
+	uint64_t flight_bytes;		/* > 0: flight recorder */
+	/* a snapshot request: the caller fills it and waits; the thread takes it */
+	pthread_mutex_t snap_lock;
+	pthread_cond_t snap_cond;
+	const char *snap_dir;		/* non-NULL: asked, not yet taken */
+	char *snap_domains;		/* out: comma list of what was written */
+	size_t snap_domains_size;
+	int snap_ret;
+	int snap_open;			/* the thread still takes requests */
 	/* for the caller once joined */
 	char **subdirs;
 	size_t nr_subdirs;
@@ -86,6 +110,10 @@ static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p)
 		return -EIO;
 	if (tv_ust_domain_add_events(p->dom, &p->c))
 		return -EIO;
+	p->flight = u->flight_bytes && p->c.hdr.mode == TV_UST_MODE_OVERWRITE;
+	if (u->flight_bytes && !p->flight)
+		tv_warn("Traced process not in overwrite mode, recorded whole instead of kept for snapshots: pid=%d, comm=\"%s\" (it traced before the recorder configured it: TRACEVISOR_UST without TRACEVISOR_UST_MODE=overwrite)",
+			p->conn.pid, p->conn.comm);
 	tv_ust_conn_rules(&p->conn, u->patterns, u->nr_patterns);
 	return 0;
 }
@@ -150,6 +178,141 @@ static void proc_tails(struct ust_proc *p, int gone)
 	}
 }
 
+/* The first record's timestamp of a sub-buffer (0: none). */
+static uint64_t subbuf_first_ts(const unsigned char *sb, size_t size)
+{
+	struct tv_ust_record_hdr h;
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, sb, sizeof(h));
+	return h.id == TV_UST_ID_PADDING ? 0 : h.ts;
+}
+
+/* Keep the records at or after @horizon (checked already), moved up; the rest zeroed.  Return: kept. */
+static size_t subbuf_trim(unsigned char *sb, size_t size, uint64_t horizon)
+{
+	size_t off = 0, kept = 0, n = 0;
+
+	while (size - off >= sizeof(struct tv_ust_record_hdr)) {
+		struct tv_ust_record_hdr h;
+
+		memcpy(&h, sb + off, sizeof(h));
+		if (h.id == TV_UST_ID_PADDING || h.size < sizeof(h) || h.size > size - off)
+			break;
+		if (h.ts >= horizon) {
+			memmove(sb + kept, sb + off, h.size);
+			kept += h.size;
+			n++;
+		}
+		off += h.size;
+	}
+	memset(sb + kept, 0, size - kept);
+	return n;
+}
+
+/*
+ * The newest sub-buffers of every buffer of @p (at most flight_bytes in
+ * all), trimmed to a gap-free tail, into domain *@d, finished with @status.
+ * *@d NULL: created in @dir only if a record is kept (a process that has
+ * not traced yet is left out of a snapshot).
+ */
+static int flight_write(struct tv_ust_recorder *u, struct ust_proc *p, const char *dir,
+			struct tv_ust_domain **d, const char *status, uint64_t *events)
+{
+	uint32_t nb = p->c.hdr.nr_bufs, sb = p->c.hdr.subbuf_size;
+	uint64_t max = u->flight_bytes / ((uint64_t)nb * sb), horizon = 0;
+	unsigned int *n = calloc(nb, sizeof(*n));
+	unsigned char *all;
+	int ret = 0;
+
+	if (!max)
+		max = 1;	/* more buffers than the size allows: one sub-buffer each */
+	if (max > p->c.hdr.nr_subbufs)
+		max = p->c.hdr.nr_subbufs;
+	all = malloc((size_t)nb * max * sb);
+	if (!n || !all) {
+		free(n);
+		free(all);
+		return -ENOMEM;
+	}
+	for (uint32_t b = 0; b < nb && !ret; b++) {
+		unsigned char *mine = all + (size_t)b * max * sb;
+		int whole;
+
+		ret = tv_ust_consumer_snapshot(&p->c, b, mine, (unsigned int)max, &n[b], &whole);
+		/* what came before this buffer's oldest is gone: so it goes from the others too */
+		if (!ret && n[b] && !whole && subbuf_first_ts(mine, sb) > horizon)
+			horizon = subbuf_first_ts(mine, sb);
+	}
+	if (!ret && *d)	/* the session's own domain: its formats even without a record */
+		ret = tv_ust_domain_add_events(*d, &p->c);
+	for (uint32_t b = 0; b < nb && !ret; b++)
+		for (unsigned int i = 0; i < n[b] && !ret; i++) {
+			unsigned char *one = all + ((size_t)b * max + i) * sb;
+			size_t kept = subbuf_trim(one, sb, horizon);
+
+			if (!kept)
+				continue;
+			if (!*d)
+				ret = tv_ust_domain_create(dir, "host", &p->c.hdr, d);
+			if (!ret)
+				ret = tv_ust_domain_add_events(*d, &p->c) ?: tv_ust_domain_write(*d, b, one);
+			*events += kept;
+		}
+	free(n);
+	free(all);
+	if (!*d)
+		return ret;	/* nothing kept: no domain */
+	if (p->c.cut)
+		tv_err("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
+	if (ret == -EBADMSG)
+		ret = 0;	/* cut: its valid records are written, said above */
+	return tv_ust_domain_finish(*d, &p->c, NULL, p->c.cut ? "truncated" : status, 1) ?: ret;
+}
+
+/* A snapshot of every registered process into @dir (the caller's thread waits). */
+static int flight_snapshot(struct tv_ust_recorder *u, const char *dir, char *domains, size_t size)
+{
+	size_t len = 0;
+	int ret = 0, any = 0;
+
+	domains[0] = '\0';
+	for (size_t i = 0; i < u->nr_procs && !ret; i++) {
+		struct ust_proc *p = u->procs[i];
+		struct tv_ust_domain *d = NULL;
+		uint64_t events = 0;
+		int n;
+
+		if (!p->flight || p->done || p->c.cut)
+			continue;
+		if (tv_ust_consumer_meta_update(&p->c, NULL, 0) < 0)
+			continue;
+		ret = flight_write(u, p, dir, &d, p->gone ? "ended" : "snapshot", &events);
+		if (!d)
+			continue;
+		n = snprintf(domains + len, size - len, "%s%s", any ? "," : "", tv_ust_domain_subdir(d));
+		tv_ust_domain_free(d);
+		if (n < 0 || (size_t)n >= size - len)
+			return -ENAMETOOLONG;
+		len += (size_t)n;
+		any = 1;
+	}
+	return ret ? ret : any ? 0 : -ENODATA;
+}
+
+/* The caller's request, if any: taken and answered. */
+static void flight_serve(struct tv_ust_recorder *u)
+{
+	pthread_mutex_lock(&u->snap_lock);
+	if (u->snap_dir) {
+		u->snap_ret = flight_snapshot(u, u->snap_dir, u->snap_domains, u->snap_domains_size);
+		u->snap_dir = NULL;
+		pthread_cond_broadcast(&u->snap_cond);
+	}
+	pthread_mutex_unlock(&u->snap_lock);
+}
+
 static void proc_finish(struct tv_ust_recorder *u, struct ust_proc *p, int gone)
 {
 	uint64_t *lost;
@@ -158,6 +321,13 @@ static void proc_finish(struct tv_ust_recorder *u, struct ust_proc *p, int gone)
 	if (p->done)
 		return;
 	p->done = 1;
+	if (p->flight) {	/* the last snapshot, into the session itself */
+		uint64_t events = 0;
+
+		flight_write(u, p, NULL, &p->dom, gone || p->gone ? "ended" : "complete", &events);
+		u->events += events;
+		return;
+	}
 	proc_drain(p);
 	proc_tails(p, gone);
 	if (p->c.cut)
@@ -188,6 +358,26 @@ static void proc_free(struct ust_proc *p)
 	free(p);
 }
 
+/*
+ * Overwrite mode with a ring of about flight_bytes over the CPUs' buffers
+ * (the process has one per configured CPU, ust_core.c): sub-buffers of at
+ * most 64 KiB and at least four of them per buffer where the size allows.
+ */
+static void flight_config(const struct tv_ust_recorder *u, struct tv_ust_conn *conn)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t per_buf = u->flight_bytes / (uint64_t)(cpus > 0 ? cpus : 1);
+	uint32_t sb = 65536, nr = 2;
+
+	while (sb > 4096 && (uint64_t)sb * 4 > per_buf)
+		sb /= 2;
+	while ((uint64_t)sb * nr * 2 <= per_buf && nr < 4096)
+		nr *= 2;
+	conn->cfg_mode = TV_UST_MODE_OVERWRITE + 1;
+	conn->cfg_subbuf_size = sb;
+	conn->cfg_nr_subbufs = nr;
+}
+
 static void accept_new(struct tv_ust_recorder *u)
 {
 	struct tv_ust_conn conn;
@@ -201,6 +391,8 @@ static void accept_new(struct tv_ust_recorder *u)
 			continue;
 		}
 		p->conn = conn;
+		if (u->flight_bytes)
+			flight_config(u, &p->conn);
 		u->procs[u->nr_procs++] = p;
 	}
 }
@@ -216,9 +408,15 @@ static void proc_poll(struct tv_ust_recorder *u, struct ust_proc *p)
 		;
 	if (p->conn.fd >= 0 && r < 0) {	/* gone (or lied): what it committed is in the mapping */
 		tv_ust_conn_close(&p->conn);
+		if (p->flight && !p->c.cut) {
+			p->gone = 1;	/* its last events stay in the mapping for the snapshots */
+			return;
+		}
 		proc_finish(u, p, 1);
 		return;
 	}
+	if (p->flight)
+		return;	/* nothing is read until a snapshot */
 	proc_drain(p);
 	if (p->c.cut)
 		proc_finish(u, p, 0);
@@ -269,11 +467,22 @@ static void *ust_thread(void *arg)
 		accept_new(u);
 		for (size_t i = 0; i < u->nr_procs; i++)
 			proc_poll(u, u->procs[i]);
+		if (u->flight_bytes)
+			flight_serve(u);
 	}
 	accept_new(u);
 	for (size_t i = 0; i < u->nr_procs; i++)
 		proc_poll(u, u->procs[i]);
 	procs_quiesce(u);
+	/* a request that came in while we stopped: refused (the recording is over) */
+	pthread_mutex_lock(&u->snap_lock);
+	if (u->snap_dir) {
+		u->snap_ret = -ESHUTDOWN;
+		u->snap_dir = NULL;
+		pthread_cond_broadcast(&u->snap_cond);
+	}
+	u->snap_open = 0;
+	pthread_mutex_unlock(&u->snap_lock);
 	return NULL;
 }
 
@@ -300,6 +509,8 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 	if (!u)
 		return -ENOMEM;
 	u->listen_fd = -1;
+	pthread_mutex_init(&u->snap_lock, NULL);
+	pthread_cond_init(&u->snap_cond, NULL);
 	snprintf(u->dir, sizeof(u->dir), "%s", opts->outdir);
 	if (!path || !*path)
 		path = TV_UST_SOCK_DEFAULT;
@@ -317,11 +528,13 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 		       opts->clock);
 		return -EINVAL;
 	}
+	u->flight_bytes = opts->flight_bytes;
 	u->patterns = opts->patterns;
 	u->nr_patterns = opts->nr_patterns;
 	ret = listen_socket(u);
 	if (ret)
 		return ret;
+	u->snap_open = 1;
 	ret = pthread_create(&u->thread, NULL, ust_thread, u);
 	if (ret) {
 		tv_err("Cannot start the user-space tracing thread: errno=%d (%s)", ret, strerror(ret));
@@ -345,6 +558,28 @@ int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host)
 		if (u->procs[i]->dom && host &&
 		    tv_recorder_add_domain(host, tv_ust_domain_subdir(u->procs[i]->dom)))
 			ret = -1;
+	return ret;
+}
+
+int tv_ust_recorder_snapshot(struct tv_ust_recorder *u, const char *dir, char *domains,
+			     size_t domains_size)
+{
+	int ret;
+
+	if (!u || !u->flight_bytes)
+		return -EINVAL;
+	pthread_mutex_lock(&u->snap_lock);
+	if (!u->snap_open) {
+		pthread_mutex_unlock(&u->snap_lock);
+		return -ESHUTDOWN;
+	}
+	u->snap_dir = dir;
+	u->snap_domains = domains;
+	u->snap_domains_size = domains_size;
+	while (u->snap_dir)
+		pthread_cond_wait(&u->snap_cond, &u->snap_lock);
+	ret = u->snap_ret;
+	pthread_mutex_unlock(&u->snap_lock);
 	return ret;
 }
 

@@ -18,6 +18,7 @@ struct tv_ust_record_opts {
 	const char *const *patterns;	/* globs on PROVIDER:EVENT, kept by the caller */
 	size_t nr_patterns;
 	const char *socket;		/* NULL: $TRACEVISOR_UST_SOCK, else TV_UST_SOCK_DEFAULT */
+	uint64_t flight_bytes;		/* > 0: flight recorder, the last this many bytes per process */
 };
 
 /*
@@ -30,6 +31,15 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
  * them in @host's session.meta (NULL: not listed).  Return: 0 or -1 (logged).
  */
 int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host);
+/*
+ * Flight recorder (opts.flight_bytes): the last flight_bytes of every
+ * traced process into a new session directory @dir (created; its
+ * session.meta written last), while the recording goes on.  Blocks until
+ * the listener thread has written it.  Return: 0, -ENODATA (no process
+ * registered or traced an event yet), -EINVAL (not a flight recorder), -errno (logged).
+ */
+int tv_ust_recorder_snapshot(struct tv_ust_recorder *u, const char *dir, char *domains,
+			     size_t domains_size);
 /* Processes recorded, their events and the events they discarded (after stop). */
 void tv_ust_recorder_summary(const struct tv_ust_recorder *u, size_t *procs, uint64_t *events,
 			     uint64_t *lost);

@@ -582,3 +582,101 @@ static int partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out
 	bs->subbufs++;
 	return 1;
 }
+
+/*
+ * One complete sub-buffer @pos of overwrite buffer @b, copied without
+ * taking it: valid only if its commit says complete for its lap both before
+ * and after the copy, and the writer did not reserve into its slot again.
+ */
+static int snap_full(struct tv_ust_consumer *c, unsigned int b, uint64_t pos, unsigned char *out)
+{
+	struct tv_ust_buf_ctl *ctl = buf_ctl(c, b);
+	uint64_t sb = c->hdr.subbuf_size, ring = sb * c->hdr.nr_subbufs, records;
+	uint64_t idx = (pos / sb) & (c->hdr.nr_subbufs - 1), want = (pos / ring + 1) * sb;
+
+	/* acquire: the records committed before commit[idx] reached @want */
+	if (__atomic_load_n(&ctl->commit[idx], __ATOMIC_ACQUIRE) != want)
+		return 0;
+	memcpy(out, subbuf_at(c, b, pos), sb);
+	/* acquire fence: the copy's loads happen before the re-reads below, so a
+	 * writer that reserved into this slot (it moves @reserve before it writes)
+	 * and changed what we copied is seen there */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&ctl->reserve, __ATOMIC_ACQUIRE) > pos + ring ||
+	    __atomic_load_n(&ctl->commit[idx], __ATOMIC_ACQUIRE) != want)
+		return 0;
+	return check_records(c, b, out, &records) ? -EBADMSG : 1;
+}
+
+/* The current sub-buffer, when everything reserved in it is committed (partial() with @take 0). */
+static int snap_tail(struct tv_ust_consumer *c, unsigned int b, uint64_t reserve, unsigned char *out)
+{
+	struct tv_ust_buf_state saved = c->bufs[b];
+	uint64_t sb = c->hdr.subbuf_size, ring = sb * c->hdr.nr_subbufs;
+	int ret;
+
+	c->bufs[b].pos = reserve / sb * sb;
+	ret = partial(c, b, out, 0);
+	c->bufs[b] = saved;	/* a snapshot consumes nothing */
+	if (ret != 1)
+		return ret;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* as in snap_full() */
+	if (__atomic_load_n(&buf_ctl(c, b)->reserve, __ATOMIC_ACQUIRE) > reserve / sb * sb + ring)
+		return 0;
+	return 1;
+}
+
+int tv_ust_consumer_snapshot(struct tv_ust_consumer *c, unsigned int b, unsigned char *out,
+			     unsigned int max, unsigned int *n, int *whole)
+{
+	uint64_t sb = c->hdr.subbuf_size, ring = sb * c->hdr.nr_subbufs, reserve = 0, pos;
+	unsigned int got = 0, k;
+	int ret = 0;
+
+	*n = 0;
+	*whole = 1;
+	if (c->cut)
+		return -EBADMSG;
+	if (b >= c->hdr.nr_bufs || c->hdr.mode != TV_UST_MODE_OVERWRITE)
+		return -EINVAL;
+	if (!max)
+		return 0;
+	/*
+	 * The newest first: the current sub-buffer once no reservation in it is
+	 * in flight (a writer is between its reserve and its commit for a few
+	 * ns; tried again with the new position a bounded number of times).
+	 */
+	for (int tries = 0; tries < 10000; tries++) {
+		reserve = __atomic_load_n(&buf_ctl(c, b)->reserve, __ATOMIC_ACQUIRE);
+		if (!reserve || reserve % sb == 0)
+			break;	/* nothing, or the current sub-buffer is empty */
+		ret = snap_tail(c, b, reserve, out + (size_t)(max - 1) * sb);
+		if (ret < 0)
+			return ret;
+		if (ret == 1) {
+			got = 1;
+			break;
+		}
+	}
+	if (!reserve)
+		return 0;
+	/* then the complete ones before it, back to the first that is gone or stale */
+	for (pos = reserve / sb * sb; got < max && pos >= sb; got++) {
+		pos -= sb;
+		if (pos + ring <= reserve / sb * sb)
+			break;	/* its slot is the current one's: overwritten */
+		ret = snap_full(c, b, pos, out + (size_t)(max - 1 - got) * sb);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			break;
+	}
+	/* oldest first, at the start of @out */
+	if (got && got < max)
+		memmove(out, out + (size_t)(max - got) * sb, (size_t)got * sb);
+	k = got;
+	*n = k;
+	/* nothing older than what we copied ever existed: the copy reaches back to position 0 */
+	*whole = reserve / sb * sb + (reserve % sb ? sb : 0) <= (uint64_t)k * sb;
+	return 0;
+}

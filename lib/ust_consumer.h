@@ -128,6 +128,24 @@ int tv_ust_consumer_recover(struct tv_ust_consumer *c, unsigned int b, unsigned 
  */
 int tv_ust_consumer_copy_partial(struct tv_ust_consumer *c, unsigned int b, unsigned char *out);
 
+/*
+ * tv_ust_consumer_snapshot - the newest sub-buffers of overwrite buffer @b,
+ * copied without consuming them (a flight recorder's snapshot; the writer
+ * goes on, and a later snapshot may copy them again)
+ * @out: room for @max sub-buffers of hdr.subbuf_size bytes; filled oldest
+ *	first, the last one possibly the current, partial sub-buffer (its
+ *	committed records, the rest zeroed)
+ * @n: set to the sub-buffers copied (<= @max), contiguous in the writer's order
+ * @whole: set to 1 when they reach back to the buffer's first event (nothing
+ *	older was overwritten), else 0
+ *
+ * A sub-buffer the writer is rewriting is not copied, and nothing older
+ * than it is.  Return: 0, -EBADMSG (cut: the records lie), -EINVAL (not an
+ * overwrite buffer).
+ */
+int tv_ust_consumer_snapshot(struct tv_ust_consumer *c, unsigned int b, unsigned char *out,
+			     unsigned int max, unsigned int *n, int *whole);
+
 /* Events the writer counted as discarded in buffer @b (untrusted, for the record). */
 uint64_t tv_ust_consumer_lost(const struct tv_ust_consumer *c, unsigned int b);
 

@@ -72,8 +72,12 @@ int tv_ust_conn_send(struct tv_ust_conn *conn, uint16_t type, const char *arg, u
 {
 	struct tv_ust_msg m = { .magic = TV_UST_MAGIC, .version = TV_UST_VERSION, .type = type };
 
-	if (type == TV_UST_MSG_CONFIG)
+	if (type == TV_UST_MSG_CONFIG) {
 		m.clock = clock + 1;	/* 0 on the wire: the process's own default */
+		m.mode = conn->cfg_mode;
+		m.subbuf_size = conn->cfg_subbuf_size;
+		m.nr_subbufs = conn->cfg_nr_subbufs;
+	}
 	if (arg)
 		snprintf(m.arg, sizeof(m.arg), "%s", arg);
 	if (conn->fd < 0 || send(conn->fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(m))

@@ -30,6 +30,10 @@ struct tv_ust_conn {
 	void *map;		/* its memfd, mapped on REGISTER; NULL before */
 	size_t map_size;
 	int replies;		/* REPLY messages received */
+	/* what CONFIG asks for, set by the caller after accept (0: the process's own default) */
+	uint32_t cfg_mode;	/* enum tv_ust_mode + 1 */
+	uint32_t cfg_subbuf_size;
+	uint32_t cfg_nr_subbufs;
 };
 
 /**
@@ -54,7 +58,8 @@ int tv_ust_conn_accept(int listen_fd, struct tv_ust_conn *conn);
 /**
  * tv_ust_conn_send() - one message to the process, without blocking
  * @type: TV_UST_MSG_*; @arg: its text (NULL: none); @clock: enum
- *	tv_ust_clock, for TV_UST_MSG_CONFIG only
+ *	tv_ust_clock, for TV_UST_MSG_CONFIG only (which also carries the
+ *	conn's cfg_* settings)
  *
  * Return: 0, or -EIO (closed, or its socket is full).
  */

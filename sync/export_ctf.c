@@ -2,7 +2,10 @@
 /*
  * CTF 1.8 writer: one trace in the reference clock, a stream class per
  * domain (event ids are only unique within a domain), a stream per domain
- * and CPU.  Events are typed from the recorded format files.  Each stream
+ * and CPU, and for a traced process's user-space events (kind "ust") a
+ * stream per thread and CPU instead: no stream mixes threads, its packets
+ * say the thread (packet.context tid), and its CPU stays one, as Trace
+ * Compass takes it per stream (doc/ctf-export.md).  Events are typed from the recorded format files.  Each stream
  * fills one packet buffer and writes it when full, so memory does not
  * depend on the trace size.  Metadata is TSDL text, as LTTng writes it,
  * which babeltrace2 and Trace Compass both read; the Trace Compass rules it
@@ -27,6 +30,7 @@
 #define PACKET_DATA (256 * 1024)
 #define HEADER_SIZE (4 + 16 + 4 + 8)
 #define CONTEXT_SIZE (8 * 6 + 4 + 4)
+#define CONTEXT_TID_SIZE 4	/* a thread stream's packet.context ends with its tid */
 #define MAX_CPUS 4096		/* per domain: more is a corrupt cpu number */
 
 struct ctf_stream {
@@ -39,14 +43,19 @@ struct ctf_stream {
 	uint64_t nr_events;
 	uint32_t domain;
 	uint32_t cpu;
+	int32_t tid;		/* a thread stream's thread; -1: a CPU stream */
 	uint64_t instance;
 	unsigned int generation;	/* files this domain CPU was split into, minus 1 */
 };
 
-/* The streams of one domain, indexed by CPU. */
+/* The streams of one domain, indexed by CPU, or its threads' (a ust domain). */
 struct ctf_domain_streams {
 	struct ctf_stream **cpu;
 	size_t nr;
+	int per_thread;			/* kind "ust": a stream per thread */
+	struct ctf_stream **threads;	/* in order of first event */
+	size_t nr_threads, cap_threads;
+	struct ctf_stream *last;	/* the last thread stream used (runs of one thread) */
 };
 
 struct ctf_writer {
@@ -353,10 +362,11 @@ static int tsdl_streams(struct ctf_writer *w, FILE *m)
 			   "\t\tuint64_clock_t timestamp_end;\n\t\tuint64_t content_size;\n"
 			   "\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
 			   "\t\tuint64_t events_discarded;\n\t\tuint32_t cpu_id;\n"
-			   "\t\tuint32_t domain_id;\n\t};\n"
+			   "\t\tuint32_t domain_id;\n%s\t};\n"
 			   "\tevent.header := struct {\n\t\tuint16_t id;\n\t\tuint64_clock_t timestamp;\n\t};\n"
 			   "\tevent.context := struct {\n\t\tint32_t pid;\n\t\tuint8_t flags;\n"
-			   "\t\tuint8_t preempt_count;\n\t};\n};\n\n", d);
+			   "\t\tuint8_t preempt_count;\n\t};\n};\n\n", d,
+			w->doms[d].per_thread ? "\t\tint32_t tid;\n" : "");
 		/* The event header's id is 16-bit, like ftrace's common_type. */
 		for (int i = 0; evs && evs[i] && !ret; i++)
 			if (evs[i]->id >= 0 && evs[i]->id <= 0xffff)
@@ -402,8 +412,9 @@ static void put_u64(unsigned char *p, uint64_t v)
 
 static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 {
-	unsigned char hdr[HEADER_SIZE + CONTEXT_SIZE];
-	uint64_t bits = (uint64_t)(sizeof(hdr) + s->len) * 8;
+	unsigned char hdr[HEADER_SIZE + CONTEXT_SIZE + CONTEXT_TID_SIZE];
+	size_t hdr_size = HEADER_SIZE + CONTEXT_SIZE + (s->tid >= 0 ? CONTEXT_TID_SIZE : 0);
+	uint64_t bits = (uint64_t)(hdr_size + s->len) * 8;
 
 	/*
 	 * Never an empty packet: Trace Compass's StreamInputPacketIndex.append
@@ -424,7 +435,9 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	put_u64(hdr + 72, s->discarded);
 	put_u32(hdr + 80, s->cpu);
 	put_u32(hdr + 84, s->domain);
-	if (fwrite(hdr, sizeof(hdr), 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
+	if (s->tid >= 0)
+		put_u32(hdr + 88, (uint32_t)s->tid);
+	if (fwrite(hdr, hdr_size, 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
 		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno, strerror(errno));
 		return -EIO;
 	}
@@ -432,17 +445,21 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	return 0;
 }
 
-/* Opens the stream's next file: DOMAIN_cpuN, then DOMAIN_cpuN.1, ... */
+/* Opens the stream's next file: DOMAIN_cpuN (DOMAIN_tidT_cpuN), then DOMAIN_cpuN.1, ... */
 static int stream_open_file(struct ctf_writer *w, struct ctf_stream *s)
 {
 	const char *subdir = tv_reader_domain(w->rd, s->domain)->subdir;
 	char path[4096];
 
+	char tid[24] = "";
+
+	if (s->tid >= 0)
+		snprintf(tid, sizeof(tid), "_tid%d", s->tid);
 	if (s->generation)
-		snprintf(path, sizeof(path), "%s/%s_cpu%u.%u", w->out, subdir, s->cpu,
+		snprintf(path, sizeof(path), "%s/%s%s_cpu%u.%u", w->out, subdir, tid, s->cpu,
 			 s->generation);
 	else
-		snprintf(path, sizeof(path), "%s/%s_cpu%u", w->out, subdir, s->cpu);
+		snprintf(path, sizeof(path), "%s/%s%s_cpu%u", w->out, subdir, tid, s->cpu);
 	free(s->path);
 	s->path = strdup(path);
 	if (!s->path)
@@ -471,6 +488,68 @@ static void stream_free(struct ctf_stream *s)
 	free(s);
 }
 
+static int stream_new(struct ctf_writer *w, const struct tv_event *ev, int32_t tid,
+		      struct ctf_stream **out)
+{
+	struct ctf_stream *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s || !(s->buf = malloc(PACKET_DATA))) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->domain = (uint32_t)ev->domain_index;
+	s->cpu = (uint32_t)ev->cpu;
+	s->tid = tid;
+	ret = stream_open_file(w, s);
+	if (ret) {
+		stream_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+/*
+ * A ust domain's stream of the event's thread (common_pid, the tid) on its
+ * CPU.  Threads and CPUs are few (lib/ust_session.c keeps at most 4096
+ * threads) and events come in runs of one thread: the last stream is
+ * tried first.
+ */
+static int thread_stream_get(struct ctf_writer *w, const struct tv_event *ev,
+			     struct ctf_stream **out)
+{
+	struct ctf_domain_streams *ds = &w->doms[ev->domain_index];
+	int32_t tid = ev->pid < 0 ? 0 : ev->pid;
+	struct ctf_stream *s;
+	int ret;
+
+	if (ds->last && ds->last->tid == tid && ds->last->cpu == (uint32_t)ev->cpu) {
+		*out = ds->last;
+		return 0;
+	}
+	for (size_t i = 0; i < ds->nr_threads; i++)
+		if (ds->threads[i]->tid == tid && ds->threads[i]->cpu == (uint32_t)ev->cpu) {
+			*out = ds->last = ds->threads[i];
+			return 0;
+		}
+	if (ds->nr_threads == ds->cap_threads) {
+		size_t cap = ds->cap_threads ? 2 * ds->cap_threads : 16;
+		struct ctf_stream **grown = realloc(ds->threads, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		ds->threads = grown;
+		ds->cap_threads = cap;
+	}
+	ret = stream_new(w, ev, tid, &s);
+	if (ret)
+		return ret;
+	ds->threads[ds->nr_threads++] = s;
+	*out = ds->last = s;
+	return 0;
+}
+
 static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ctf_stream **out)
 {
 	struct ctf_domain_streams *ds = &w->doms[ev->domain_index];
@@ -483,6 +562,8 @@ static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ct
 		       tv_reader_domain(w->rd, (size_t)ev->domain_index)->name, ev->cpu);
 		return -ERANGE;
 	}
+	if (ds->per_thread)
+		return thread_stream_get(w, ev, out);
 	if (cpu >= ds->nr) {
 		struct ctf_stream **grown = realloc(ds->cpu, (cpu + 1) * sizeof(*grown));
 
@@ -496,18 +577,9 @@ static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ct
 		*out = ds->cpu[cpu];
 		return 0;
 	}
-	s = calloc(1, sizeof(*s));
-	if (!s || !(s->buf = malloc(PACKET_DATA))) {
-		free(s);
-		return -ENOMEM;
-	}
-	s->domain = (uint32_t)ev->domain_index;
-	s->cpu = (uint32_t)cpu;
-	ret = stream_open_file(w, s);
-	if (ret) {
-		stream_free(s);
+	ret = stream_new(w, ev, -1, &s);
+	if (ret)
 		return ret;
-	}
 	ds->cpu[cpu] = s;
 	*out = s;
 	return 0;
@@ -694,12 +766,12 @@ static const struct layout *layout_get(struct layout_cache *c, const struct tv_e
 	return c->by_id[slot];
 }
 
-/* DOMAIN_cpuN or DOMAIN_cpuN.G: a stream file this writer names. */
-static int is_stream_file_name(const char *name)
+/* NAME ends in @kind (_cpu, _tid), digits, maybe .digits, after a non-empty prefix. */
+static int is_stream_file_name_of(const char *name, const char *kind)
 {
-	const char *p = strstr(name, "_cpu"), *next;
+	const char *p = strstr(name, kind), *next;
 
-	while (p && (next = strstr(p + 1, "_cpu")))
+	while (p && (next = strstr(p + 1, kind)))
 		p = next;
 	if (!p || p == name)
 		return 0;
@@ -710,6 +782,12 @@ static int is_stream_file_name(const char *name)
 	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
 		p += 1 + strspn(p + 1, "0123456789");
 	return !*p;
+}
+
+/* DOMAIN_cpuN or DOMAIN_tidT_cpuN, maybe with .G: a stream file this writer names. */
+static int is_stream_file_name(const char *name)
+{
+	return is_stream_file_name_of(name, "_cpu");
 }
 
 static int is_our_metadata(const char *path)
@@ -807,6 +885,11 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	c->by_id = calloc(nd * 65536, sizeof(*c->by_id));
 	if (!w->doms || !c->by_id)
 		return -ENOMEM;
+	for (size_t d = 0; d < nd; d++) {
+		const char *kind = tv_meta_get(tv_reader_domain(w->rd, d)->meta, "kind");
+
+		w->doms[d].per_thread = kind && !strcmp(kind, "ust");
+	}
 	/* Markers are looked for by format pointer: no name compare per event. */
 	w->ref_raw_data = tep_find_event_by_name(tv_reader_domain(w->rd, 0)->tep, "ftrace",
 						 "raw_data");
@@ -830,6 +913,19 @@ static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 			}
 			stream_free(s);
 		}
+		for (size_t i = 0; i < w->doms[d].nr_threads; i++) {
+			struct ctf_stream *s = w->doms[d].threads[i];
+
+			if (!ret && s->f)
+				ret = flush_packet(w, s);
+			if (s->f && fclose(s->f) && !ret) {
+				tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path,
+				       errno, strerror(errno));
+				ret = -EIO;
+			}
+			stream_free(s);
+		}
+		free(w->doms[d].threads);
 		free(w->doms[d].cpu);
 	}
 	free(w->doms);

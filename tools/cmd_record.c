@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,6 +37,7 @@ enum {
 	OPT_TIME_FUNCTION,
 	OPT_UST,
 	OPT_UST_SOCKET,
+	OPT_FLIGHT,
 };
 
 struct record_cli {
@@ -57,6 +59,9 @@ struct record_cli {
 	const char *guest_filters[TV_GUEST_MAX_FILTERED_ITEMS];
 	struct tv_guest_spec specs[MAX_GUESTS];
 	const char *ust_patterns[MAX_EVENTS];
+	char flight_file[4200];		/* DIR/flight-recorder: pid and snapshots, for `tracevisor snapshot` */
+	char flight_link[64];		/* /run/tracevisor/flight-PID -> DIR */
+	unsigned int snapshots, snapshot_errors;
 };
 
 static void record_usage(FILE *out)
@@ -66,7 +71,8 @@ static void record_usage(FILE *out)
 		"                         [--clock CLOCK] [--duration SECONDS] [-q] [--compress]\n"
 		"                         [--guest SPEC]... [--guest-events LIST [-f FILTER]]...\n"
 		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
-		"                         [--ust [PATTERN]...] [--ust-socket PATH] [-- COMMAND [ARGS]]\n\n"
+		"                         [--ust [PATTERN]...] [--ust-socket PATH]\n"
+		"                         [--flight-recorder SIZE] [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
@@ -103,6 +109,10 @@ static void record_usage(FILE *out)
 		"                          and global cannot be read from user space)\n"
 		"      --ust-socket PATH   registration socket (default $TRACEVISOR_UST_SOCK or\n"
 		"                          /run/tracevisor/ust.sock)\n"
+		"      --flight-recorder SIZE  with --ust: keep only the last SIZE bytes (K, M, G\n"
+		"                          suffixes) of each traced process, in memory; SIGUSR1 or\n"
+		"                          `tracevisor snapshot DIR` writes them to DIR/snapshot-N/\n"
+		"                          while the recording goes on, and the end into DIR\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -187,6 +197,28 @@ static int add_ust_pattern(struct record_cli *cli, const char *pattern)
 	return 0;
 }
 
+/* SIZE: bytes with an optional K, M or G (powers of 1024), 64K..64G. */
+static int parse_size(const char *arg, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30, end++;
+	if (*end || v < (64ull << 10) || v > (64ull << 30))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 {
 	static const struct option longopts[] = {
@@ -207,6 +239,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
 		{ "ust", optional_argument, NULL, OPT_UST },
 		{ "ust-socket", required_argument, NULL, OPT_UST_SOCKET },
+		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -320,6 +353,13 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				if (add_ust_pattern(cli, argv[optind++]))
 					return -1;
 			break;
+		case OPT_FLIGHT:
+			if (parse_size(optarg, &cli->so.ust_flight_bytes)) {
+				tv_cli_error("record", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
+					     optarg);
+				return -1;
+			}
+			break;
 		case OPT_UST_SOCKET:
 			cli->so.ust_socket = optarg;
 			break;
@@ -364,6 +404,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	cli->so.host.time_functions = cli->functions;
 	if ((cli->so.xen_opts.evt_mask || cli->so.xen_opts.cpus || cli->so.xen_opts.pages) && !cli->so.xen) {
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
+		return -1;
+	}
+	if (cli->so.ust_flight_bytes && !cli->so.ust) {
+		tv_cli_error("record", "--flight-recorder needs --ust (the traced processes it keeps)");
 		return -1;
 	}
 	if (optind < argc)
@@ -447,6 +491,85 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * DIR/flight-recorder (key=value, rewritten whole after each snapshot): the
+ * recorder's pid and its snapshots so far, which `tracevisor snapshot`
+ * reads to find it and to know when its request was served.
+ */
+static int flight_state(struct record_cli *cli, const char *last, const char *error)
+{
+	struct tv_meta *m = tv_meta_new();
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	tv_meta_set(m, "pid", "%d", (int)getpid());
+	tv_meta_set(m, "size", "%llu", (unsigned long long)cli->so.ust_flight_bytes);
+	tv_meta_set(m, "snapshots", "%u", cli->snapshots);
+	tv_meta_set(m, "errors", "%u", cli->snapshot_errors);
+	if (last)
+		tv_meta_set(m, "last", "%s", last);
+	if (error)
+		tv_meta_set(m, "last_error", "%s", error);
+	ret = tv_meta_write(m, cli->flight_file);
+	tv_meta_free(m);
+	return ret;
+}
+
+static int flight_begin(struct record_cli *cli)
+{
+	char abs[4096];
+	int ret;
+
+	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
+	ret = flight_state(cli, NULL, NULL);
+	if (ret) {
+		tv_cli_error("record", "Cannot write the flight recorder's state: path=\"%s\", errno=%d (%s)",
+			     cli->flight_file, -ret, strerror(-ret));
+		return ret;
+	}
+	/* `tracevisor snapshot PID` finds the session through this link (best effort) */
+	if (realpath(cli->so.host.outdir, abs)) {
+		mkdir("/run/tracevisor", 0755);
+		snprintf(cli->flight_link, sizeof(cli->flight_link), "/run/tracevisor/flight-%d", (int)getpid());
+		unlink(cli->flight_link);
+		if (symlink(abs, cli->flight_link))
+			cli->flight_link[0] = '\0';
+	}
+	return 0;
+}
+
+static void flight_end(struct record_cli *cli)
+{
+	if (cli->flight_file[0])
+		unlink(cli->flight_file);
+	if (cli->flight_link[0])
+		unlink(cli->flight_link);
+}
+
+/* SIGUSR1: one snapshot; said on stderr and in DIR/flight-recorder. */
+static void flight_snapshot(struct record_cli *cli, struct tv_session_record *srec)
+{
+	char path[4200], error[64];
+	int ret;
+
+	if (!cli->so.ust_flight_bytes) {
+		tv_cli_error("record", "SIGUSR1 ignored: not a flight recorder (no --flight-recorder)");
+		return;
+	}
+	ret = tv_session_record_snapshot(srec, path, sizeof(path));
+	if (ret) {
+		cli->snapshot_errors++;
+		snprintf(error, sizeof(error), "errno=%d (%s)", -ret, strerror(-ret));
+		flight_state(cli, NULL, error);
+		return;
+	}
+	cli->snapshots++;
+	flight_state(cli, path, NULL);
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: snapshot -> %s\n", path);
+}
+
 /* Wait for the end of the recording. Return the command's wait status or -1. */
 static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, int sfd,
 			 pid_t child, int *why_signal)
@@ -472,6 +595,10 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 			break;
 		if (read(sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
+		if (si.ssi_signo == SIGUSR1) {
+			flight_snapshot(cli, srec);
+			continue;
+		}
 		if (si.ssi_signo != SIGCHLD) {
 			*why_signal = (int)si.ssi_signo;
 			break;
@@ -658,6 +785,7 @@ int cmd_record(int argc, char **argv)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGUSR1);	/* a flight recorder's snapshot */
 	sigprocmask(SIG_BLOCK, &mask, &saved);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
@@ -685,12 +813,15 @@ int cmd_record(int argc, char **argv)
 			ret = -errno;
 		}
 	}
+	if (!ret && cli.so.ust_flight_bytes)
+		ret = flight_begin(&cli);
 	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
 			cli.so.host.outdir);
 	status = ret ? -1 : wait_for_stop(&cli, srec, sfd, child, &why_signal);
 	command_ended_itself = child > 0 && status != -1;
 	end_command(child, &status, why_signal);
+	flight_end(&cli);
 	ret = tv_session_record_stop(srec) ? -1 : ret;
 	if (!ret && rec)
 		print_summary(&cli, rec);

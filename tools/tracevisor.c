@@ -23,6 +23,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "record", cmd_record, "record KVM and host kernel events into a session directory" },
+	{ "snapshot", cmd_snapshot, "write a running flight recorder's last events (record --ust --flight-recorder)" },
 	{ "report", cmd_report, "print a session's events in time order (text or JSON lines)" },
 	{ "import", cmd_import, "convert a recording of another tool (xentrace) into a session" },
 	{ "xen-mark", cmd_xen_mark, "(Xen dom0) write a sync point into Xen's trace buffers" },

@@ -50,6 +50,7 @@ struct ust_module {
 	struct tv_ust_tracepoint *const *start, *const *stop;
 	const struct tv_ust_jump_entry *jstart, *jstop;
 	int refs;
+	bool repatch;			/* a site patched: stored again (ust_repatch_all) */
 };
 
 struct ust_rule {
@@ -186,8 +187,11 @@ int ust_meta_append_all(struct ust_state *st)
  * The caller then runs membarrier(SYNC_CORE), which makes every thread of
  * the process execute a core-serialising instruction before it returns to
  * user space: the cross-modifying-code rule of the Intel SDM (8.1.3).
+ * @again: store the word even if it already holds the instruction (see
+ * ust_repatch_all: the second store of a patch).  Return: 1 stored, 0 the
+ * site already held it, -errno.
  */
-static int ust_patch_site(uintptr_t site, uintptr_t target, bool on)
+static int ust_patch_site(uintptr_t site, uintptr_t target, bool on, bool again)
 {
 	uintptr_t word = site & ~(uintptr_t)7, page = word & ~(uintptr_t)(ust_page - 1);
 	unsigned int shift = (unsigned int)(site - word) * 8;
@@ -205,7 +209,7 @@ static int ust_patch_site(uintptr_t site, uintptr_t target, bool on)
 	new = 0;
 	memcpy(&new, insn, 5);
 	new = (old & ~mask) | (new << shift);
-	if (new == old)
+	if (new == old && !again)
 		return 0;
 	if (mprotect((void *)page, (size_t)ust_page, PROT_READ | PROT_WRITE | PROT_EXEC) < 0) {
 		int err = errno;
@@ -219,8 +223,11 @@ static int ust_patch_site(uintptr_t site, uintptr_t target, bool on)
 	return 1;
 }
 
-/* Bring @m's descriptors and sites to their events' state. Return: sites changed or -errno. */
-static int ust_module_sync(struct ust_module *m)
+/*
+ * Bring @m's descriptors and sites to their events' state.  *@patched
+ * counts the code sites rewritten.  Return: flags and sites changed or -errno.
+ */
+static int ust_module_sync(struct ust_module *m, int *patched)
 {
 	int changed = 0, err = 0;
 
@@ -242,12 +249,14 @@ static int ust_module_sync(struct ust_module *m)
 	}
 #if TV_UST_STATIC_BRANCH
 	for (const struct tv_ust_jump_entry *j = m->jstart; j && j < m->jstop; j++) {
-		int ret = ust_patch_site(j->site, j->target, j->key->enabled);
+		int ret = ust_patch_site(j->site, j->target, j->key->enabled, false);
 
 		if (ret < 0)
 			err = ret;
 		else
 			changed += ret;
+		*patched += ret > 0;
+		m->repatch |= ret > 0;
 	}
 #endif
 	return err ? err : changed;
@@ -266,6 +275,48 @@ static void ust_sync_core(int changed)
 
 		/* x86 still picks up the store (snooped); only the moment is unbounded */
 		ust_log("membarrier(SYNC_CORE) failed after patching: errno=%d (%s)", err, strerror(err));
+	}
+}
+
+/*
+ * The second store of a patch, once every thread serialised after the first
+ * (ust_sync_core), followed by one more ust_sync_core.  Why: QEMU's
+ * multi-threaded TCG invalidates a page's translations when a store to it
+ * begins and writes the bytes after; another vCPU that runs that code and
+ * retranslates it in between reads the old bytes, and that stale
+ * translation stays until the page is written again: its thread went on
+ * with the old instruction for good (the lab's 2-vCPU TCG guest:
+ * test_ust_registry saw an enabled event never recorded, or a disabled
+ * one go on, in 5 of 30 runs; never on real x86, where the serialising
+ * membarrier is enough).  By the second store the bytes in memory are the
+ * new ones and no translation of the old ones is under way (each vCPU has
+ * taken the membarrier's interrupt, which it does between translations),
+ * so any translation after it, stale or not, reads the new bytes.  Every
+ * site of a module where one was patched is stored again with what it holds
+ * (the same bytes: a no-op for a real CPU, which already runs the new code).
+ */
+static void ust_repatch_all(void)
+{
+#if TV_UST_STATIC_BRANCH
+	struct ust_module *m;
+
+	cds_list_for_each_entry(m, &ust_modules, node) {
+		if (!m->repatch)
+			continue;
+		m->repatch = false;
+		for (const struct tv_ust_jump_entry *j = m->jstart; j && j < m->jstop; j++)
+			ust_patch_site(j->site, j->target, j->key->enabled, true);
+	}
+#endif
+}
+
+/* After ust_module_sync(): every thread serialised; the second store where code was patched. */
+static void ust_sync_patched(int changed, int patched)
+{
+	ust_sync_core(changed);
+	if (patched > 0) {
+		ust_repatch_all();
+		ust_sync_core(1);
 	}
 }
 
@@ -348,7 +399,7 @@ int tv_ust_module_register(struct tv_ust_tracepoint *const *start, struct tv_ust
 			   const void *jump_start, const void *jump_stop)
 {
 	struct ust_module *m;
-	int ret;
+	int ret, patched = 0;
 
 	ust_registry_init();
 	pthread_mutex_lock(&ust_lock);
@@ -375,9 +426,9 @@ int tv_ust_module_register(struct tv_ust_tracepoint *const *start, struct tv_ust
 		(*p)->priv = ev;
 		(*p)->id = ev ? ev->id : TV_UST_ID_PADDING;
 	}
-	ret = ust_module_sync(m);
-	ust_sync_core(ret);
+	ret = ust_module_sync(m, &patched);
 	cds_list_add_tail_rcu(&m->node, &ust_modules);
+	ust_sync_patched(ret, patched);
 	pthread_mutex_unlock(&ust_lock);
 	return ret < 0 ? ret : 0;
 }
@@ -432,7 +483,7 @@ static int ust_set_locked(const char *glob, bool on)
 {
 	struct ust_event *ev;
 	struct ust_module *m;
-	int matched = 0, changed = 0, err = 0, ret;
+	int matched = 0, changed = 0, patched = 0, err = 0, ret;
 
 	ret = ust_rule_add(glob, on);
 	if (ret < 0)
@@ -443,13 +494,13 @@ static int ust_set_locked(const char *glob, bool on)
 		__atomic_store_n(&ev->enabled, ust_rules_say(ev->name), __ATOMIC_RELAXED);
 	}
 	cds_list_for_each_entry(m, &ust_modules, node) {
-		ret = ust_module_sync(m);
+		ret = ust_module_sync(m, &patched);
 		if (ret < 0)
 			err = ret;
 		else
 			changed += ret;
 	}
-	ust_sync_core(changed ? changed : err ? 1 : 0);
+	ust_sync_patched(changed ? changed : err ? 1 : 0, patched);
 	return err ? err : matched;
 }
 

@@ -1604,6 +1604,13 @@ struct tv_session_record_opts {
 	const char *const *ust_patterns;	/* none: "*" */
 	size_t nr_ust_patterns;
 	const char *ust_socket;
+	/*
+	 * > 0: the host's traced processes as a flight recorder (overwrite
+	 * mode, nothing written while it runs): the last this many bytes of
+	 * each process, written by tv_session_record_snapshot() and once more
+	 * into the session at the end.
+	 */
+	uint64_t ust_flight_bytes;
 };
 
 struct tv_session_record;
@@ -1644,6 +1651,20 @@ struct tv_xen_recorder *tv_session_record_xen(const struct tv_session_record *s)
 size_t tv_session_record_nr_guests(const struct tv_session_record *s);
 /* Guest @i (NULL if it was never started). */
 struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size_t i);
+/**
+ * tv_session_record_snapshot - a flight recorder's snapshot, while recording
+ * @s: a session started with ust_flight_bytes
+ * @path: filled with the new snapshot's directory, DIR/snapshot-N (N from 1)
+ * @size: bytes at @path
+ *
+ * Writes the last ust_flight_bytes of every traced process (a gap-free
+ * tail of each: see host/ust_record.c) into a new session directory that
+ * report, stat and export read like any other (session.meta written last);
+ * the recording goes on.  Call from the thread that owns @s.
+ * Return: 0, -EINVAL (not a flight recorder), -ENODATA (no traced process
+ * registered yet: nothing written), -errno (logged).
+ */
+int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size);
 /**
  * tv_session_record_ust_summary - what record --ust recorded, once stopped
  * @procs: traced processes with a domain in the session

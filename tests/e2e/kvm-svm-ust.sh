@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
 # Application tracing in a real guest (#13): in the lab's nested SVM L1,
-# an L2 Linux runs ust-demo (libtracevisor-ust, T threads x N events,
+# an L2 Linux with 2 vCPUs runs ust-demo (libtracevisor-ust, T threads x N events,
 # blocking mode, rdtsc time stamps) while its tracevisor-agent streams the
 # guest kernel's scheduler events and, through the registration socket,
 # ust-demo's buffers; L1 records its kvm_exit/kvm_entry with
 # `record --guest ... --ust 'demo:*'` in x86-tsc, and `tracevisor sync`
 # maps L2 (and so its traced process) exactly through the TSC offsets.
 # Checks, on the one synchronised timeline:
-#  - every (thread, seq) of ust-demo once and in order, domain guest:l2;
+#  - every (thread, seq) of ust-demo once and in order, domain guest:l2,
+#    from both of L2's CPUs (the enable reaches the other vCPU at once:
+#    guest/ust/ust_registry.c, ust_repatch_all);
 #  - each ust-demo thread is switched in by L2's scheduler (sched_switch
 #    next_pid = its tid) before its first event, and L1's kvm_exit events
 #    fall between its first and last event (the VM exited while it ran);
@@ -28,6 +30,7 @@ L2_SCRIPT=$L2_AGENT_START'
 l2_wait /out/go
 w=0
 while [ ! -S /run/tracevisor/ust.sock ] && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+echo "cpus $(nproc)" >/out/cpus.txt
 TRACEVISOR_UST="demo:*" TRACEVISOR_UST_MODE=blocking TRACEVISOR_UST_CLOCK=x86-tsc \
 	/opt/tracevisor/examples/ust-demo '$N' '$THREADS' >/out/demo.txt 2>&1
 echo "status $?" >>/out/demo.txt
@@ -35,7 +38,7 @@ touch /out/demo.done
 l2_finish
 exit 0'
 
-run_lab kvm "$(l1_start_l2 "$L2_SCRIPT" 500)"'
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT" 500 2)"'
 tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
 	--guest vsock:3,pid:$QPID,name:l2 --guest-events sched:sched_switch --ust "demo:*" \
 	-- sh -c "sleep 1; touch /tmp/l2/go;
@@ -43,11 +46,12 @@ tracevisor record -o /out/s --clock x86-tsc -e kvm:kvm_exit -e kvm:kvm_entry \
 	>/out/record.log 2>&1 || exit 22
 touch /tmp/l2/done
 lab-guest --wait $QPID
-cp /tmp/l2/demo.txt /tmp/l2/agent.log /out/ 2>/dev/null
+cp /tmp/l2/demo.txt /tmp/l2/agent.log /tmp/l2/cpus.txt /out/ 2>/dev/null
 tracevisor sync /out/s >/out/sync.txt 2>&1 || exit 23
 exit 0' ust LAB_TIMEOUT=1000
 expect_rc 0 "L1 script"
 cat "$OUT/record.log" "$OUT/sync.txt" >&2
+grep -qx "cpus 2" "$OUT/cpus.txt" || fail "L2 did not have 2 vCPUs: $(cat "$OUT/cpus.txt")"
 grep -q "status 0" "$OUT/demo.txt" || fail "ust-demo in L2: $(cat "$OUT/demo.txt")"
 S=$OUT/s
 grep -q "ust-guest-l2-" "$S/session.meta" || fail "no traced process of L2 in the session: $(cat "$OUT/agent.log")"
@@ -55,7 +59,7 @@ grep -q "ust-guest-l2-" "$S/session.meta" || fail "no traced process of L2 in th
 python3 - "$T/report.json" $N $THREADS <<'PY' || fail "timeline"
 import json, sys
 n, threads = int(sys.argv[2]), int(sys.argv[3])
-seqs, first, last, tid_of = {}, {}, {}, {}
+seqs, first, last, tid_of, cpus = {}, {}, {}, {}, {}
 switched_in = {}	# tid -> earliest ts the L2 scheduler switched it in
 exits = []
 for line in open(sys.argv[1]):
@@ -67,6 +71,7 @@ for line in open(sys.argv[1]):
         first.setdefault(t, e["ts"])
         last[t] = e["ts"]
         tid_of[t] = e["pid"]
+        cpus[e["cpu"]] = cpus.get(e["cpu"], 0) + 1
     elif e["event"] == "sched:sched_switch" and e["domain"] == "guest:l2":
         switched_in.setdefault(e["fields"]["next_pid"], e["ts"])
     elif e["event"] == "kvm:kvm_exit" and e["domain"] == "host":
@@ -81,6 +86,8 @@ for t in seqs:
 lo, hi = min(first.values()), max(last.values())
 during = sum(1 for x in exits if lo <= x <= hi)
 assert during > 0, "no L1 kvm_exit while ust-demo ran (%d exits in all)" % len(exits)
+assert len(cpus) == 2, ("ust-demo's events not from both L2 vCPUs", cpus)
+print("ok: demo:tick per L2 CPU: %s" % sorted(cpus.items()))
 print("ok: %d x %d demo:tick in order in guest:l2; each thread switched in by L2 before its first event; "
       "%d of L1's %d kvm_exit while it ran (%.3f ms)" % (threads, n, during, len(exits), (hi - lo) / 1e6))
 PY

@@ -133,14 +133,14 @@ w=0
 while ! grep -q "Ready:" /out/agent.log 2>/dev/null && [ $w -lt 600 ]; do sleep 0.1; w=$((w + 1)); done
 touch /out/agent.started'
 
-# l1_start_l2 L2-SCRIPT [TIMEOUT]: the start of an L1 script (run_lab kvm):
+# l1_start_l2 L2-SCRIPT [TIMEOUT [SMP]]: the start of an L1 script (run_lab kvm):
 # PATH with the lab's tracevisor, one L2 (vsock CID 3, files in /tmp/l2,
-# killed after TIMEOUT s, 400 by default) running L2-SCRIPT, its qemu pid
+# killed after TIMEOUT s, 400 by default; SMP vCPUs, 1 by default) running L2-SCRIPT, its qemu pid
 # in QPID, and its agent listening (/tmp/l2/agent.started, within 180 s);
 # exits 20 if L2 does not boot, 21 if its agent does not start.
 l1_start_l2() {
 	printf '%s\n' 'PATH=/opt/tracevisor:$PATH' 'cat >/tmp/l2.sh <<"TV_L2_SCRIPT_END"' "$1" 'TV_L2_SCRIPT_END' \
-		"QPID=\$(lab-guest --background --cid 3 --timeout ${2:-400} /tmp/l2.sh /tmp/l2) || exit 20" \
+		"QPID=\$(lab-guest --background --cid 3 --smp ${3:-1} --timeout ${2:-400} /tmp/l2.sh /tmp/l2) || exit 20" \
 		'n=0' \
 		'while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done' \
 		'[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }'

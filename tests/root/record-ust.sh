@@ -37,6 +37,25 @@ expect_eq "stat count" "$(python3 -c "import json,sys; print(sum(r['count'] for 
 "$TV" export --format ctf -q -o "$TV_TMP/ctf" "$S" || fail "export failed"
 if command -v babeltrace2 >/dev/null; then
 	expect_eq "babeltrace2 = report" "$(babeltrace2 "$TV_TMP/ctf" | grep -c 'demo:tick')" 200000
+	# a stream per thread (and CPU): each names its thread in its packets and
+	# holds only that thread's events; per thread, babeltrace2 counts what report does
+	babeltrace2 "$TV_TMP/ctf" > "$TV_TMP/bt.txt" || fail "babeltrace2"
+	python3 - "$TV_TMP/report" "$TV_TMP/bt.txt" "$TV_TMP/ctf" <<'PY' || fail "CTF streams per thread"
+import collections, os, re, sys
+rep = collections.Counter(int(m.group(1)) for l in open(sys.argv[1])
+                          for m in [re.search(r"-(\d+)\s+\[\d+\] [\d.]+: demo:tick", l)] if m)
+bt = collections.Counter()
+for l in open(sys.argv[2]):
+    m = re.search(r"demo:tick: \{ cpu_id = \d+, domain_id = \d+, tid = (\d+) \}, \{ pid = (\d+),", l)
+    if m:
+        assert m.group(1) == m.group(2), ("packet tid != event tid", l)
+        bt[int(m.group(1))] += 1
+assert len(rep) == 4 and rep == bt, (rep, bt)
+files = [f for f in os.listdir(sys.argv[3]) if f.startswith("ust-host-")]
+tids = {int(re.search(r"_tid(\d+)_cpu\d+$", f).group(1)) for f in files}
+assert tids == set(rep), (files, rep)
+print("ok: CTF: %d thread streams over %d files, per-thread counts %s = report's" % (len(tids), len(files), sorted(bt.values())))
+PY
 fi
 # 2. discard with small buffers: recorded + lost = emitted (a run long enough
 # to register: a process that exits before it reaches its consumer is not seen)

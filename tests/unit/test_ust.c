@@ -116,7 +116,7 @@ static int emit(struct shm *s, unsigned int b, uint16_t id, uint64_t ts, uint32_
 		pos += SB - off;
 		off = 0;
 	}
-	if (pos + size - c->consumed > (uint64_t)SB * NSB) {
+	if (s->h->mode != TV_UST_MODE_OVERWRITE && pos + size - c->consumed > (uint64_t)SB * NSB) {
 		c->lost++;
 		c->reserve = pos;
 		return 0;
@@ -349,6 +349,85 @@ static void test_recover_partial(void)
 	case_end(&s, &c);
 }
 
+/* seqs of the records in @n sub-buffers at @out: contiguous from *@first; the count */
+static uint64_t snap_seqs(const unsigned char *out, unsigned int n, uint64_t *first, int *gap)
+{
+	uint64_t count = 0, next = 0;
+
+	*gap = 0;
+	for (unsigned int i = 0; i < n; i++)
+		for (size_t off = 0; off + 32 <= SB; off += 32) {
+			struct tv_ust_record_hdr h;
+			uint64_t seq;
+
+			memcpy(&h, out + (size_t)i * SB + off, sizeof(h));
+			if (h.id == TV_UST_ID_PADDING)
+				break;
+			memcpy(&seq, out + (size_t)i * SB + off + 24, 8);
+			if (!count)
+				*first = seq;
+			else if (seq != next)
+				*gap = 1;
+			next = seq + 1;
+			count++;
+		}
+	return count;
+}
+
+/* A flight recorder's snapshot: the newest sub-buffers, copied without taking them. */
+static void test_snapshot(void)
+{
+	struct tv_ust_consumer c;
+	unsigned char out[NSB * SB];
+	unsigned int n;
+	uint64_t first = 0, cnt;
+	int whole, gap;
+	struct shm s;
+
+	case_start(&s, &c, TV_UST_MODE_OVERWRITE);
+	/* 1000 records of 32 bytes: the ring (512) lapped, the current sub-buffer holds 104 */
+	for (uint64_t i = 0; i < 1000; i++)
+		emit(&s, 0, 1, 10 + i, 0, i, 1);
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 0, out, NSB, &n, &whole) == 0 && n == 4 && !whole,
+		 "lapped ring: %u sub-buffers, whole %d", n, whole);
+	cnt = snap_seqs(out, n, &first, &gap);
+	TV_CHECK(cnt == 488 && first == 512 && !gap, "newest 488 records from seq 512: %llu from %llu, gap %d",
+		 (unsigned long long)cnt, (unsigned long long)first, gap);
+	TV_CHECK(c.bufs[0].pos == 0 && c.bufs[0].records == 0 && ctl(&s, 0)->consumed == 0,
+		 "a snapshot consumes nothing");
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 0, out, 2, &n, &whole) == 0 && n == 2 &&
+		 snap_seqs(out, n, &first, &gap) == 232 && first == 768 && !gap,
+		 "at most 2 sub-buffers: the newest 232 records from 768 (%u, from %llu)", n,
+		 (unsigned long long)first);
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 1, out, NSB, &n, &whole) == 0 && n == 0 && whole,
+		 "an empty buffer: nothing, nothing lost");
+	/* a writer between reserve and commit: the tail waits, the complete ones are taken */
+	emit(&s, 0, 1, 2000, 0, 1000, 0);
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 0, out, NSB, &n, &whole) == 0 && n == 3 &&
+		 snap_seqs(out, n, &first, &gap) == 384 && first == 512 && !gap,
+		 "tail in flight: the 3 complete sub-buffers (%u, from %llu)", n, (unsigned long long)first);
+	/* a commit count that lies: that sub-buffer and the older ones are not taken */
+	ctl(&s, 0)->commit[(16384 / SB) % NSB] += 8;
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 0, out, NSB, &n, &whole) == 0 && n == 2 &&
+		 snap_seqs(out, n, &first, &gap) == 256 && first == 640,
+		 "a bad commit stops the walk back (%u, from %llu)", n, (unsigned long long)first);
+	case_end(&s, &c);
+
+	/* a short run: everything from the first event, whole */
+	case_start(&s, &c, TV_UST_MODE_OVERWRITE);
+	for (uint64_t i = 0; i < 200; i++)
+		emit(&s, 1, 1, 10 + i, 0, i, 1);
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 1, out, NSB, &n, &whole) == 0 && n == 2 && whole &&
+		 snap_seqs(out, n, &first, &gap) == 200 && first == 0 && !gap,
+		 "not lapped: all 200 from seq 0, whole (%u, whole %d)", n, whole);
+	case_end(&s, &c);
+
+	case_start(&s, &c, TV_UST_MODE_DISCARD);
+	TV_CHECK(tv_ust_consumer_snapshot(&c, 0, out, NSB, &n, &whole) == -EINVAL,
+		 "a discard buffer is read, not snapshot");
+	case_end(&s, &c);
+}
+
 static void test_hostile(void)
 {
 	struct tv_ust_consumer c;
@@ -513,6 +592,7 @@ int main(void)
 	test_meta();
 	test_read_and_session();
 	test_recover_partial();
+	test_snapshot();
 	test_hostile();
 	test_random();
 	test_guest_stream();
