@@ -896,35 +896,29 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	return write_metadata(w);
 }
 
+/* Flush and close @s (unless an error came first), then free it; the first error is kept. */
+static int stream_finish(struct ctf_writer *w, struct ctf_stream *s, int ret)
+{
+	if (!s)
+		return ret;
+	if (!ret && s->f)
+		ret = flush_packet(w, s);
+	if (s->f && fclose(s->f) && !ret) {
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno,
+		       strerror(errno));
+		ret = -EIO;
+	}
+	stream_free(s);
+	return ret;
+}
+
 static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 {
 	for (size_t d = 0; w->doms && d < w->nr_domains; d++) {
-		for (size_t i = 0; i < w->doms[d].nr; i++) {
-			struct ctf_stream *s = w->doms[d].cpu[i];
-
-			if (!s)
-				continue;
-			if (!ret && s->f)
-				ret = flush_packet(w, s);
-			if (s->f && fclose(s->f) && !ret) {
-				tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path,
-				       errno, strerror(errno));
-				ret = -EIO;
-			}
-			stream_free(s);
-		}
-		for (size_t i = 0; i < w->doms[d].nr_threads; i++) {
-			struct ctf_stream *s = w->doms[d].threads[i];
-
-			if (!ret && s->f)
-				ret = flush_packet(w, s);
-			if (s->f && fclose(s->f) && !ret) {
-				tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path,
-				       errno, strerror(errno));
-				ret = -EIO;
-			}
-			stream_free(s);
-		}
+		for (size_t i = 0; i < w->doms[d].nr; i++)
+			ret = stream_finish(w, w->doms[d].cpu[i], ret);
+		for (size_t i = 0; i < w->doms[d].nr_threads; i++)
+			ret = stream_finish(w, w->doms[d].threads[i], ret);
 		free(w->doms[d].threads);
 		free(w->doms[d].cpu);
 	}
