@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * The live view's in-kernel aggregation: kvm/bpf/top_exits.bpf.c, built
- * into the library as bytes (build/gen/top_exits_bpf.c), loaded with
- * libbpf and attached to kvm:kvm_exit and kvm:kvm_entry; and, for
+ * The live view's in-kernel aggregation: kvm/bpf/top_exits_btf.bpf.c
+ * (tp_btf programs on the tracepoints' arguments, CO-RE through the kvm
+ * modules' BTF) or, where that does not load, kvm/bpf/top_exits.bpf.c
+ * (tracepoint programs on the records), built into the library as bytes
+ * (build/gen/kvm/top_exits*_bpf.c), loaded with libbpf and attached to
+ * kvm:kvm_exit and kvm:kvm_entry; and, for
  * --time-function, kvm/bpf/top_funcs.bpf.c on each function's entry and
  * return (kprobe/kretprobe through perf events where the kernel has
  * kprobes, else fentry/fexit through BTF; uprobe/uretprobe for
@@ -37,6 +40,8 @@
 
 extern const unsigned char tv_top_exits_bpf[];
 extern const size_t tv_top_exits_bpf_len;
+extern const unsigned char tv_top_exits_btf_bpf[];
+extern const size_t tv_top_exits_btf_bpf_len;
 extern const unsigned char tv_top_funcs_bpf[];
 extern const size_t tv_top_funcs_bpf_len;
 
@@ -111,14 +116,16 @@ static int exit_fields(struct top_cfg *cfg, bool optional)
 	return ret;
 }
 
-static int bpf_load(struct tv_top_bpf *b, const struct top_cfg *cfg)
+/* One flavour of the exit programs (@bytes) loaded with @cfg and attached. */
+static int bpf_load(struct tv_top_bpf *b, const unsigned char *bytes, size_t len,
+		    const struct top_cfg *cfg)
 {
 	struct bpf_map *rodata;
 	struct bpf_program *prog;
 	size_t size = 0;
 	int i = 0, err;
 
-	b->obj = bpf_object__open_mem(tv_top_exits_bpf, tv_top_exits_bpf_len, NULL);
+	b->obj = bpf_object__open_mem(bytes, len, NULL);
 	if (!b->obj)
 		return -errno;
 	rodata = bpf_object__find_map_by_name(b->obj, ".rodata");
@@ -141,6 +148,63 @@ static int bpf_load(struct tv_top_bpf *b, const struct top_cfg *cfg)
 	b->rows_fd = bpf_object__find_map_fd_by_name(b->obj, "rows");
 	b->stats_fd = bpf_object__find_map_fd_by_name(b->obj, "stats");
 	return b->rows_fd < 0 || b->stats_fd < 0 ? -ENOENT : 0;
+}
+
+static void bpf_unload(struct tv_top_bpf *b)
+{
+	for (int i = 0; i < 2; i++) {
+		bpf_link__destroy(b->links[i]);
+		b->links[i] = NULL;
+	}
+	bpf_object__close(b->obj);
+	b->obj = NULL;
+	b->rows_fd = b->stats_fd = -1;
+}
+
+/*
+ * Why the BTF flavour cannot be tried here, or NULL: it needs the BTF of
+ * kvm (struct kvm_vcpu, the tracepoints) and of the vendor module whose
+ * exit reason it reads.  TV_BPF_TRACEPOINT=1 takes the tracepoint
+ * flavour anyway, so that a test reaches it on a kernel with BTF (the
+ * lab's).
+ */
+static const char *btf_flavour_unusable(void)
+{
+	const char *force = getenv("TV_BPF_TRACEPOINT");
+
+	if (force && !strcmp(force, "1"))
+		return "TV_BPF_TRACEPOINT=1";
+	if (access("/sys/kernel/btf/kvm", R_OK))
+		return "no BTF for the kvm module (/sys/kernel/btf/kvm)";
+	if (access("/sys/kernel/btf/kvm_amd", R_OK) && access("/sys/kernel/btf/kvm_intel", R_OK))
+		return "no BTF for kvm_amd or kvm_intel (/sys/kernel/btf)";
+	return NULL;
+}
+
+/*
+ * The exit programs: the tp_btf flavour where the kernel takes it (no
+ * trace record built per exit), else the tracepoint flavour; the choice
+ * and why at debug level (TRACEVISOR_DEBUG=1).
+ */
+static int exits_load(struct tv_top_bpf *b, const struct top_cfg *cfg)
+{
+	const char *why = btf_flavour_unusable();
+	int err;
+
+	if (!why) {
+		err = bpf_load(b, tv_top_exits_btf_bpf, tv_top_exits_btf_bpf_len, cfg);
+		if (!err) {
+			tv_debug("top --bpf: exits aggregated by tp_btf programs (kvm_exit/kvm_entry arguments through BTF, task local storage)");
+			return 0;
+		}
+		bpf_unload(b);
+		tv_debug("top --bpf: the tp_btf programs do not load here: errno=%d (%s)", -err,
+			 strerror(-err));
+		why = "the tp_btf programs did not load";
+	}
+	tv_debug("top --bpf: exits aggregated by tracepoint programs on the kvm_exit/kvm_entry records (%s)",
+		 why);
+	return bpf_load(b, tv_top_exits_bpf, tv_top_exits_bpf_len, cfg);
 }
 
 /* "FIELD OP VALUE" at *@p into @c; *@p moves past it.  0 or -EINVAL. */
@@ -420,7 +484,7 @@ int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_func
 		tv_info("No kvm:kvm_exit event here (kvm module not loaded): timing functions only");
 		ret = 0;
 	} else if (!ret) {
-		ret = bpf_load(b, &cfg);
+		ret = exits_load(b, &cfg);
 		if (ret)
 			tv_err("Cannot load the in-kernel aggregation (BPF): errno=%d (%s)", -ret,
 			       strerror(-ret));
@@ -439,9 +503,7 @@ void tv_top_bpf_close(struct tv_top_bpf *b)
 {
 	if (!b)
 		return;
-	for (int i = 0; i < 2; i++)
-		bpf_link__destroy(b->links[i]);
-	bpf_object__close(b->obj);
+	bpf_unload(b);
 	for (size_t i = 0; i < b->nr_flinks; i++)
 		bpf_link__destroy(b->flinks[i]);
 	for (size_t i = 0; i < b->nr_fentry; i++)

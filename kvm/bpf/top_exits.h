@@ -40,6 +40,9 @@ static inline unsigned int top_bucket(unsigned long long v)
 	       (unsigned int)((v >> (msb - TOP_SUB_BITS)) & (TOP_SUB - 1));
 }
 
+/* kvm_exit's isa (TV_KVM_ISA_* in tracevisor.h) */
+enum { TOP_ISA_VMX = 1, TOP_ISA_SVM = 2 };
+
 struct top_key {
 	unsigned int tgid;	/* the VMM process */
 	unsigned int vcpu;	/* kvm_exit's vcpu_id */
@@ -90,7 +93,10 @@ struct top_cfg {
 	struct top_cond conds[TOP_MAX_CONDS];
 };
 
-/* Counters of what could not be aggregated (the header's "lost"). */
-enum { TOP_LOST_ROWS, TOP_LOST_OPEN, TOP_NSTATS };
+/*
+ * Counters of what could not be aggregated (the header's "lost"): no row
+ * (map full), no open-exit slot, an exit whose reason could not be read.
+ */
+enum { TOP_LOST_ROWS, TOP_LOST_OPEN, TOP_LOST_READ, TOP_NSTATS };
 
 #endif

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The exit aggregation both flavours of tracevisor top's exit programs
+ * share (kvm/bpf/top_exits.bpf.c on the kvm tracepoints' records,
+ * kvm/bpf/top_exits_btf.bpf.c on their raw arguments through BTF): the
+ * rows and stats maps user space reads, the filter, and what an exit and
+ * an entry do once the program has the exit's key and its thread's
+ * open-exit slot.  Included once, by a .bpf.c file only.
+ *
+ * Concurrency: a row is shared by the CPUs its vCPU threads run on, so
+ * its counters are updated with atomic adds; max_ns is a racy maximum (a
+ * lost update can only lose a value no larger than a concurrent one).
+ * An open-exit slot belongs to one host thread: only that thread's exit
+ * and entry touch it, never at once.
+ */
+#ifndef TV_KVM_BPF_TOP_EXITS_PROG_H
+#define TV_KVM_BPF_TOP_EXITS_PROG_H
+
+#include "top_exits.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile struct top_cfg cfg = {};
+
+struct open_exit {
+	unsigned long long ts;		/* 0: no exit open */
+	struct top_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct top_key);
+	__type(value, struct top_val);
+} rows SEC(".maps");
+
+/* A zeroed row to insert from (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, unsigned int);
+	__type(value, struct top_val);
+} zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TOP_NSTATS);
+	__type(key, unsigned int);
+	__type(value, unsigned long long);
+} stats SEC(".maps");
+
+static __always_inline void lost(unsigned int what)
+{
+	unsigned long long *n = bpf_map_lookup_elem(&stats, &what);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* The exit passes the filter's conditions (the latency's only at kvm_entry). */
+static __always_inline int passes(const struct top_key *k, unsigned long long latency, int at_entry)
+{
+#pragma unroll
+	for (int i = 0; i < TOP_MAX_CONDS; i++) {
+		unsigned long long v;
+
+		if (i >= cfg.nr_conds)
+			break;
+		switch (cfg.conds[i].field) {
+		case TOP_F_REASON: v = k->reason; break;
+		case TOP_F_VCPU: v = k->vcpu; break;
+		case TOP_F_ISA: v = k->isa; break;
+		case TOP_F_TGID: v = k->tgid; break;
+		default:
+			if (!at_entry)
+				continue;	/* known at kvm_entry only */
+			v = latency;
+		}
+		if (!top_compare(v, cfg.conds[i].op, cfg.conds[i].value))
+			return 0;
+	}
+	return 1;
+}
+
+/* The row of @key, created (zeroed, the current thread's name) if new. */
+static __always_inline struct top_val *row_of(const struct top_key *key)
+{
+	struct top_val *v = bpf_map_lookup_elem(&rows, key), *z;
+	unsigned int k0 = 0;
+
+	if (v)
+		return v;
+	z = bpf_map_lookup_elem(&zero, &k0);
+	if (!z)
+		return NULL;
+	bpf_get_current_comm(z->comm, sizeof(z->comm));
+	bpf_map_update_elem(&rows, key, z, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&rows, key);
+	if (!v)
+		lost(TOP_LOST_ROWS);
+	return v;
+}
+
+/*
+ * kvm_exit of @key on the thread of @slot (NULL: none yet): counts it
+ * (unless a latency condition counts it at its entry).  1: open it
+ * (top_open, as late as can be), 0: not ours.
+ */
+static __always_inline int top_on_exit(struct open_exit *slot, const struct top_key *key)
+{
+	struct top_val *v;
+
+	if (!passes(key, 0, 0)) {
+		if (slot)
+			slot->ts = 0;	/* its entry is not ours */
+		return 0;
+	}
+	if (cfg.by_latency)
+		return 1;
+	v = row_of(key);
+	if (!v)
+		return 0;
+	__sync_fetch_and_add(&v->count, 1);
+	return 1;
+}
+
+/*
+ * Opens the exit of @key in its thread's @slot, written in place: no
+ * allocation or bucket lock per exit (only this thread touches it).  The
+ * clock last: the time spent in the program is not the exit's (as
+ * kvm_entry reads the clock first).
+ */
+static __always_inline void top_open(struct open_exit *slot, const struct top_key *key)
+{
+	slot->key = *key;
+	slot->ts = bpf_ktime_get_ns();
+}
+
+/* kvm_entry at @now on the thread of @slot: closes its open exit, if any. */
+static __always_inline void top_on_entry(struct open_exit *slot, unsigned long long now)
+{
+	struct top_key key;
+	struct top_val *v;
+	unsigned long long ns;
+	unsigned int b;
+
+	if (!slot || !slot->ts)
+		return;		/* no exit of ours open on this thread */
+	ns = now - slot->ts;
+	key = slot->key;
+	slot->ts = 0;
+	if (cfg.by_latency) {
+		/* a filter on the latency: counted here, if it passes */
+		if (!passes(&key, ns, 1))
+			return;
+		v = row_of(&key);
+		if (!v)
+			return;
+		__sync_fetch_and_add(&v->count, 1);
+	} else {
+		v = bpf_map_lookup_elem(&rows, &key);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->timed, 1);
+	__sync_fetch_and_add(&v->total_ns, ns);
+	if (ns > v->max_ns)
+		v->max_ns = ns;
+	b = top_bucket(ns);
+	/* opaque to the compiler, so the bound below stays in the code for
+	 * the verifier (older ones lose it through clang's select) */
+	asm volatile("" : "+r"(b));
+	if (b >= TOP_NBUCKETS)
+		return;
+	__sync_fetch_and_add(&v->hist[b], 1);
+}
+
+#endif
