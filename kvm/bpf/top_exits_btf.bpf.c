@@ -7,10 +7,16 @@
  * fields through a static call); the fields are read where KVM keeps
  * them, their offsets relocated (CO-RE) from the BTF of the kvm,
  * kvm_amd and kvm_intel modules at load time.  The open exit lives in
- * the thread's task local storage (freed with the thread; no hash
- * lookup).  Same rows, filter and stats as the tracepoint flavour
- * (kvm/bpf/top_exits_prog.h); kvm/top_bpf.c falls back to that one
- * where this one does not load (no module BTF, an older kernel).
+ * a per-thread slot of an array indexed by thread id (the verifier
+ * inlines an array lookup: no helper call, no hash), owned by (tid, the
+ * thread's start time) so that a reused tid never closes a dead thread's
+ * exit; a thread whose slot another live thread holds open (equal ids
+ * modulo the array's size) uses a hash map instead.  Measured in the
+ * lab's L1 (nested TCG, bpf_stats), task local storage cost more than
+ * the hash, and the hash more than the array.  Same rows, filter and
+ * stats as the tracepoint flavour (kvm/bpf/top_exits_prog.h);
+ * kvm/top_bpf.c falls back to that one where this one does not load (no
+ * module BTF, an older kernel).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -44,12 +50,95 @@ struct vcpu_vmx {
 	union vmx_exit_reason exit_reason;
 } __attribute__((preserve_access_index));
 
+struct task_struct {
+	unsigned long long start_time;
+} __attribute__((preserve_access_index));
+
+#define SLOTS (1 << 16)
+
+/* A thread's open exit, and whose it is. */
+struct thread_slot {
+	unsigned int tid;
+	unsigned int pad;
+	unsigned long long start;	/* the thread's start_time */
+	struct open_exit o;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct open_exit);
-} open_slots SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SLOTS);
+	__type(key, unsigned int);		/* tid % SLOTS */
+	__type(value, struct thread_slot);
+} slots SEC(".maps");
+
+/* The slots of threads whose array slot another thread holds. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, unsigned int);		/* tid */
+	__type(value, struct thread_slot);
+} slots_more SEC(".maps");
+
+/* Whose is the current thread: its tid and start time. */
+struct whom {
+	unsigned int tid;
+	unsigned long long start;
+};
+
+static __always_inline struct whom whoami(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct whom w = { (unsigned int)bpf_get_current_pid_tgid(), t->start_time };
+
+	return w;
+}
+
+static __always_inline int owned(const struct thread_slot *s, const struct whom *w)
+{
+	return s->tid == w->tid && s->start == w->start;
+}
+
+/*
+ * The current thread's slot at its kvm_exit: its array slot unless another
+ * live thread has an exit open there, else one in slots_more.  NULL: none
+ * (slots_more full).
+ */
+static __always_inline struct open_exit *slot_at_exit(const struct whom *w)
+{
+	unsigned int i = w->tid % SLOTS;
+	struct thread_slot *s = bpf_map_lookup_elem(&slots, &i), fresh = {};
+
+	if (!s)
+		return NULL;
+	if (owned(s, w) || !s->o.ts) {
+		s->tid = w->tid;
+		s->start = w->start;
+		return &s->o;
+	}
+	/* taken: the other thread's exit is open (or it died with one open:
+	 * then this thread stays in slots_more, correct, a little slower) */
+	s = bpf_map_lookup_elem(&slots_more, &w->tid);
+	if (s && owned(s, w))
+		return &s->o;
+	fresh.tid = w->tid;
+	fresh.start = w->start;
+	if (bpf_map_update_elem(&slots_more, &w->tid, &fresh, BPF_ANY))
+		return NULL;
+	s = bpf_map_lookup_elem(&slots_more, &w->tid);
+	return s ? &s->o : NULL;
+}
+
+/* The current thread's slot at its kvm_entry, or NULL (no exit of ours). */
+static __always_inline struct open_exit *slot_at_entry(const struct whom *w)
+{
+	unsigned int i = w->tid % SLOTS;
+	struct thread_slot *s = bpf_map_lookup_elem(&slots, &i);
+
+	if (s && owned(s, w))
+		return &s->o;
+	s = bpf_map_lookup_elem(&slots_more, &w->tid);
+	return s && owned(s, w) ? &s->o : NULL;
+}
 
 /*
  * The exit reason kvm_exit's record would hold (what
@@ -93,6 +182,7 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	struct kvm_vcpu *vcpu = (struct kvm_vcpu *)ctx[0];
 	struct open_exit *slot;
 	struct top_key key;
+	struct whom w;
 	long long reason;
 
 	key.isa = (unsigned int)ctx[1];
@@ -104,8 +194,8 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	key.reason = (unsigned int)reason;
 	key.vcpu = (unsigned int)vcpu->vcpu_id;	/* BTF-typed: a plain load */
 	key.tgid = (unsigned int)(bpf_get_current_pid_tgid() >> 32);
-	slot = bpf_task_storage_get(&open_slots, bpf_get_current_task_btf(), 0,
-				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	w = whoami();
+	slot = slot_at_exit(&w);
 	if (!top_on_exit(slot, &key))
 		return 0;
 	if (slot)
@@ -119,7 +209,8 @@ SEC("tp_btf/kvm_entry")
 int tv_top_entry_btf(unsigned long long *ctx)
 {
 	unsigned long long now = bpf_ktime_get_ns();
+	struct whom w = whoami();
 
-	top_on_entry(bpf_task_storage_get(&open_slots, bpf_get_current_task_btf(), 0, 0), now);
+	top_on_entry(slot_at_entry(&w), now);
 	return 0;
 }
