@@ -101,7 +101,10 @@ static __always_inline int owned(const struct thread_slot *s, const struct whom 
 /*
  * The current thread's slot at its kvm_exit: its array slot unless another
  * live thread has an exit open there, else one in slots_more.  NULL: none
- * (slots_more full).
+ * (slots_more full).  Two threads of equal ids modulo SLOTS exiting at the
+ * same instant on two CPUs may both claim a free array slot (no
+ * compare-and-swap before BPF v3 atomics): the loser's exit is counted but
+ * its latency not timed (its entry finds the slot not its own).
  */
 static __always_inline struct open_exit *slot_at_exit(const struct whom *w)
 {

@@ -36,7 +36,7 @@ lab-guest --cid 3 --timeout 180 /tmp/l2.sh /tmp/l2 || exit 24
 stop_top l2
 tracevisor top --replay /out/l2 --speed 0 --interval 0.5 --json > /out/l2-replay.jsonl || exit 33
 # the same mix aggregated in the kernel (BPF), recorded beside it for stat
-tracevisor top --bpf --json --interval 2 > /out/bpf.jsonl 2> /out/bpf.err &
+TRACEVISOR_DEBUG=1 tracevisor top --bpf --json --interval 2 > /out/bpf.jsonl 2> /out/bpf.err &
 TOP=$!
 for i in $(seq 100); do [ -s /out/bpf.jsonl ] && break; sleep 0.1; done
 tracevisor record -q -o /out/bpfrec -e kvm:kvm_exit -e kvm:kvm_entry -- /opt/tracevisor/tests/tv-testvmm --outs '$N' --ins '$M' --cpuids '$K' --repeat 2 || exit 34
@@ -53,6 +53,17 @@ for f in io:"exit_reason == 0x7b" slow:"exit_reason == 0x72 && latency > 1s" fas
 	sleep 2.5
 	kill -INT $TOP
 	wait $TOP || { cat /out/bpf.err >&2; exit 38; }
+done
+# the tracepoint programs (the fallback where the kvm modules have no BTF):
+# the same rows, the same filter in the kernel
+for f in tp:"" tpfast:"exit_reason == 0x72 && latency >= 1us && vcpu_id == 0"; do
+	TV_BPF_TRACEPOINT=1 TRACEVISOR_DEBUG=1 tracevisor top --bpf --json --interval 2 --filter "${f#*:}" > /out/bpf-${f%%:*}.jsonl 2> /out/bpf-${f%%:*}.err &
+	TOP=$!
+	for i in $(seq 100); do [ -s /out/bpf-${f%%:*}.jsonl ] && break; sleep 0.1; done
+	/opt/tracevisor/tests/tv-testvmm --outs '$N' --ins '$M' --cpuids '$K' --repeat 2 > /dev/null || exit 39
+	sleep 2.5
+	kill -INT $TOP
+	wait $TOP || { cat /out/bpf-${f%%:*}.err >&2; exit 40; }
 done
 exit 0' svm
 expect_rc 0 "top in the nested SVM host"
@@ -137,6 +148,16 @@ assert reasons("io") == {"io": io}, reasons("io")
 assert reasons("slow") == {}, reasons("slow")
 assert reasons("fast") == {"cpuid": cpuid}, reasons("fast")
 print("top --bpf --filter in the kernel: io only %d; cpuid > 1 s none; cpuid >= 1 us on vCPU 0 %d" % (io, cpuid))
+# which programs ran: tp_btf by default here (L1's kvm modules have BTF),
+# the tracepoint ones when asked; the same counts either way
+assert "exits aggregated by tp_btf programs" in open(out + "/bpf.err").read(), "not the tp_btf programs"
+for name in ("tp", "tpfast"):
+    assert "exits aggregated by tracepoint programs" in open("%s/bpf-%s.err" % (out, name)).read(), name
+tp = reasons("tp")
+assert tp.get("io") == io and tp.get("cpuid") == cpuid, tp
+assert sum(json.loads(l)["lost"] for l in open(out + "/bpf-tp.jsonl")) == 0, "tracepoint programs: lost"
+assert reasons("tpfast") == {"cpuid": cpuid}, reasons("tpfast")
+print("tracepoint programs: io %d, cpuid %d, 0 lost; filtered cpuid %d" % (tp["io"], tp["cpuid"], cpuid))
 PY
 n=$(python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["rows"]))' "$OUT/l2.jsonl")
 [ "$n" -ge 2 ] || fail "L2 boot: only $n intervals with exits"
