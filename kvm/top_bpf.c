@@ -37,6 +37,7 @@
 #include "bpf/top_funcs.h"
 #include "probes.h"
 #include "top_bpf.h"
+#include "vcpu_scan.h"
 
 extern const unsigned char tv_top_exits_bpf[];
 extern const size_t tv_top_exits_bpf_len;
@@ -564,20 +565,15 @@ uint64_t tv_top_hist_percentile(const uint64_t *h, uint64_t n, unsigned int pct)
 static void row_labels(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
 		       const struct top_key *k, const struct top_val *v)
 {
-	char path[64], comm[32] = "";
-	FILE *f;
+	char name[64] = "", gone[24];
 
-	snprintf(path, sizeof(path), "/proc/%u/comm", k->tgid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-	}
-	if (!comm[0])	/* the VMM is gone: its thread's name, from the kernel */
-		snprintf(comm, sizeof(comm), "%.*s", (int)sizeof(v->comm), v->comm);
-	if (comm[0])
-		snprintf(r->vm, sizeof(r->vm), "%s[%u]", comm, k->tgid);
+	/* As the recorder's vCPU map names it (so as stat and top's tracefs path do). */
+	tv_kvm_vm_name("/proc", (pid_t)k->tgid, name, sizeof(name));
+	snprintf(gone, sizeof(gone), "pid%u", k->tgid);
+	if (!strcmp(name, gone))	/* the VMM is gone: its thread's name, from the kernel */
+		snprintf(name, sizeof(name), "%.*s", (int)sizeof(v->comm), v->comm);
+	if (name[0])
+		snprintf(r->vm, sizeof(r->vm), "%s[%u]", name, k->tgid);
 	else
 		snprintf(r->vm, sizeof(r->vm), "pid%u", k->tgid);
 	r->guest_pid = -1;

@@ -20,6 +20,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "vcpu_scan.h"
 
 struct vm_scan {
 	pid_t pid;
@@ -79,8 +80,7 @@ static int scan_fds(const char *proc, pid_t pid, struct vm_scan *vm)
 	return is_vm;
 }
 
-/* QEMU's "-name guest=NAME,..." or "-name NAME", else the process comm. */
-static void vm_name(const char *proc, pid_t pid, char *name, size_t size)
+void tv_kvm_vm_name(const char *proc, pid_t pid, char *name, size_t size)
 {
 	char path[PATH_MAX], cmdline[8192];
 	int n;
@@ -172,7 +172,7 @@ int tv_vcpu_map_scan(struct tv_vcpu_map *map, const char *proc_root)
 		vm.pid = (pid_t)atoi(de->d_name);
 		if (!scan_fds(proc, vm.pid, &vm))
 			continue;
-		vm_name(proc, vm.pid, vm.name, sizeof(vm.name));
+		tv_kvm_vm_name(proc, vm.pid, vm.name, sizeof(vm.name));
 		ret = scan_threads(map, proc, &vm);
 	}
 	closedir(d);
