@@ -78,6 +78,13 @@ enum tv_sync_type {
 
 /* TRC_GUEST | TV_SYNC_XEN_EVENT, data { magic, seq low, seq high }. */
 #define TV_SYNC_XEN_EVENT	0x476
+/*
+ * A domU's hypercall probe: TRC_GUEST | TV_SYNC_XEN_GUEST_EVENT, data
+ * { magic, guest index, seq low, seq high }, bracketed by HCALL_BEFORE and
+ * HCALL_AFTER markers whose aux is TV_SYNC_HCALL_AUX_XEN.
+ */
+#define TV_SYNC_XEN_GUEST_EVENT	0x477
+#define TV_SYNC_HCALL_AUX_XEN	1
 
 void tv_proto_hdr_encode(unsigned char out[TV_PROTO_HDR_SIZE], uint16_t type, uint32_t arg,
 			 uint32_t len);
