@@ -84,7 +84,7 @@ static int kvm_flavour(void)
  * Xen).  The ABI is spelled out here: the agent has nothing but libc.
  */
 #define XEN_HYPERVISOR_hvm_op	34
-#define XEN_HVMOP_xentrace	7
+#define XEN_HVMOP_xentrace	11
 struct privcmd_hypercall {
 	uint64_t op;
 	uint64_t arg[5];

@@ -159,6 +159,15 @@ static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 	ret = ret ?: put(m, d->domain, "vcpu_events_checked", "%zu", d->nr_vcpu_checked);
 	ret = ret ?: put(m, d->domain, "vcpu_violations", "%zu", d->vcpu_violations);
 	ret = ret ?: put(m, d->domain, "causality_violations", "%zu", d->causality_violations);
+	/* only where there are some: Xen domUs, domains with two paths */
+	if (d->nr_runstate_checked) {
+		ret = ret ?: put(m, d->domain, "runstate_events_checked", "%zu", d->nr_runstate_checked);
+		ret = ret ?: put(m, d->domain, "runstate_events_outside", "%zu", d->runstate_violations);
+	}
+	if (d->alt_via[0]) {
+		ret = ret ?: put(m, d->domain, "alt_via", "%s", d->alt_via);
+		ret = ret ?: put(m, d->domain, "alt_bound_ns", "%lld", (long long)d->alt_bound_ns);
+	}
 	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
 	if (!ret && !strcmp(d->method, "tsc"))
 		ret = put_tsc(m, d);
@@ -309,6 +318,10 @@ static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	d->causality_violations = (size_t)get_ll(m, d->domain, "causality_violations");
 	d->nr_vcpu_checked = (size_t)get_ll(m, d->domain, "vcpu_events_checked");
 	d->vcpu_violations = (size_t)get_ll(m, d->domain, "vcpu_violations");
+	d->nr_runstate_checked = (size_t)get_ll(m, d->domain, "runstate_events_checked");
+	d->runstate_violations = (size_t)get_ll(m, d->domain, "runstate_events_outside");
+	snprintf(d->alt_via, sizeof(d->alt_via), "%s", get(m, d->domain, "alt_via"));
+	d->alt_bound_ns = *d->alt_via ? get_ll(m, d->domain, "alt_bound_ns") : -1;
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
 	if (!strcmp(d->method, "hull"))
 		return get_pieces(m, d);

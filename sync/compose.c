@@ -114,6 +114,57 @@ void sync_compose_paths(const struct scan *sc, struct tv_sync_domain *res, int r
 		compose_one(sc, res, ref, (int)d, state);
 }
 
+/*
+ * For each domain, the best first hop not taken and the bound its path
+ * would have: a domU synchronised via Xen shows what the message probes
+ * alone would give (and the other way round).  Read after composing.
+ */
+void sync_alternative_paths(const struct scan *sc, const struct graph *g,
+			    struct tv_sync_domain *res, int ref)
+{
+	for (size_t d = 0; d < sc->nr_domains; d++) {
+		int v = sync_domain_index(sc, res[d].via);
+
+		for (size_t p = 0; p < sc->nr_domains; p++) {
+			const struct edge *e = &g->e[d][p];
+			int64_t b;
+
+			if ((int)p == v || p == d || !e->valid || e->est.quality > TV_SYNC_APPROXIMATE ||
+			    e->est.bound_ns < 0 || e->nr_pieces)
+				continue;
+			/* a hop to a domain that goes back through d is no path */
+			if ((int)p != ref && (!tv_sync_domain_usable(&res[p]) ||
+					      sync_domain_index(sc, res[p].via) == (int)d))
+				continue;
+			b = (int)p == ref ? e->est.bound_ns
+					  : compose_bound(e->est.bound_ns, res[p].est.bound_ns,
+							  res[p].est.map.slope_q48);
+			if (b < 0 || (res[d].alt_bound_ns >= 0 && b >= res[d].alt_bound_ns))
+				continue;
+			res[d].alt_bound_ns = b;
+			snprintf(res[d].alt_via, sizeof(res[d].alt_via), "%s",
+				 tv_reader_domain(sc->rd, p)->subdir);
+		}
+	}
+}
+
+/*
+ * A domU's HVMOP_xentrace probes that stock Xen wrote without the TSC:
+ * say so, once, next to whatever else aligned it.
+ */
+void sync_explain_untimed(const struct scan *sc, size_t d, struct tv_sync_domain *r)
+{
+	char note[200];
+	size_t len = strlen(r->est.message);
+
+	if (!sc->dom[d].xen_hcall_untimed)
+		return;
+	snprintf(note, sizeof(note),
+		 "%zu Xen hypercall probe records carry no TSC (stock Xen): no domU -> Xen path, message probes only; record on the patched Xen (xen/patches/)",
+		 sc->dom[d].xen_hcall_untimed);
+	snprintf(r->est.message + len, sizeof(r->est.message) - len, "%s%s", len ? "; " : "", note);
+}
+
 /* Why a domain has no transform: the best edge's message, or no probes. */
 void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d,
 			    struct tv_sync_domain *r)
@@ -127,6 +178,7 @@ void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d
 	if (best) {
 		r->est = best->est;
 		r->nr_probes = best->nr_pairs;
+		sync_explain_untimed(sc, d, r);
 		return;
 	}
 	r->est.quality = TV_SYNC_INSUFFICIENT;
@@ -135,6 +187,10 @@ void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d
 		snprintf(r->est.message, sizeof(r->est.message),
 			 "%zu dom0/Xen sync records carry no TSC (stock Xen): their time is the previous record's, so no bound can be given; record on the patched Xen (xen/patches/)",
 			 sc->dom[d].xen_untimed);
+		return;
+	}
+	if (sc->dom[d].xen_hcall_untimed) {
+		sync_explain_untimed(sc, d, r);
 		return;
 	}
 	if ((int)d == sc->xen_dom) {

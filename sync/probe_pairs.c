@@ -27,6 +27,8 @@ static const int pairs[][3] = {
 	{ TV_SYNC_HCALL_AFTER, TV_PROBE_HCALL_HOST, 1 },
 	{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_BEFORE, 1 },
 	{ TV_PROBE_XEN_RECORD, TV_SYNC_XEN_AFTER, 0 },
+	{ TV_SYNC_HCALL_BEFORE, TV_PROBE_XEN_HCALL, 0 },
+	{ TV_SYNC_HCALL_AFTER, TV_PROBE_XEN_HCALL, 1 },
 };
 
 /* Fill @r from the sorted probes at *@i; advances *@i past the round. */

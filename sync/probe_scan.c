@@ -113,31 +113,50 @@ static int data_word(const struct tv_event *ev, unsigned int i, uint32_t *val)
 }
 
 /*
- * The Xen side of a dom0/Xen probe: TRC_GUEST | TV_SYNC_XEN_EVENT with
- * { magic, seq low, seq high }.  Only a record Xen stamped with the TSC
+ * Xen's side of a probe, a TRC_GUEST record (doc/sync-probes.md): dom0's
+ * (TV_SYNC_XEN_EVENT, { magic, seq low, seq high }: Xen is the probed
+ * domain, dom0's markers the bracket) or a domU's hypercall probe
+ * (TV_SYNC_XEN_GUEST_EVENT, { magic, guest index, seq low, seq high }: the
+ * domU is probed, Xen the peer).  Only a record Xen stamped with the TSC
  * (our patch) is on Xen's time line; stock Xen gives it the previous
  * record's time, which is no constraint at all, so it is only counted.
  */
 static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 {
 	uint64_t id, nr, has_tsc, seq;
-	uint32_t w[3];
+	uint32_t w[4];
+	int domu = 0, probed = d, peer = -1;
 
 	if (d != sc->xen_dom || tv_event_field_u64(ev, "xen_event", &id) ||
-	    (id & 0xfff) != TV_SYNC_XEN_EVENT || tv_event_field_u64(ev, "nr_data", &nr) ||
-	    nr < 3 || tv_event_field_u64(ev, "has_tsc", &has_tsc))
+	    tv_event_field_u64(ev, "nr_data", &nr) || tv_event_field_u64(ev, "has_tsc", &has_tsc))
 		return 0;
-	for (unsigned int i = 0; i < 3; i++)
+	if ((id & 0xfff) == TV_SYNC_XEN_GUEST_EVENT)
+		domu = 1;
+	else if ((id & 0xfff) != TV_SYNC_XEN_EVENT)
+		return 0;
+	if (nr < 3u + domu)
+		return 0;
+	for (unsigned int i = 0; i < 3u + domu; i++)
 		if (data_word(ev, i, &w[i]))
 			return 0;
 	if (w[0] != TV_SYNC_MAGIC)
 		return 0;
+	if (domu) {
+		probed = scan_guest_domain(sc, w[1]);
+		if (probed < 0)
+			return 0;	/* not a guest of this session */
+		peer = d;
+	}
 	if (!has_tsc) {
-		sc->dom[d].xen_untimed++;
+		if (domu)
+			sc->dom[probed].xen_hcall_untimed++;
+		else
+			sc->dom[d].xen_untimed++;
 		return 0;
 	}
-	seq = w[1] | (uint64_t)w[2] << 32;
-	return scan_push(sc, (struct probe){ seq, ev->ts_raw, d, -1, TV_PROBE_XEN_RECORD,
+	seq = w[1 + domu] | (uint64_t)w[2 + domu] << 32;
+	return scan_push(sc, (struct probe){ seq, ev->ts_raw, probed, peer,
+					     domu ? TV_PROBE_XEN_HCALL : TV_PROBE_XEN_RECORD,
 					     ev->cpu });
 }
 

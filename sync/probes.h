@@ -18,7 +18,8 @@
 enum tv_sync_probe_internal {
 	TV_PROBE_HCALL_HOST = 9,	/* kvm_hypercall seen by the host */
 	TV_PROBE_XEN_RECORD = 10,	/* xen_guest record seen by Xen */
-	TV_PROBE_NR_TYPES = 11,
+	TV_PROBE_XEN_HCALL = 11,	/* a domU's HVMOP_xentrace record seen by Xen */
+	TV_PROBE_NR_TYPES = 12,
 };
 
 /* tv_sync_marker_of_event() is lib's (tv_internal.h). */

@@ -56,6 +56,7 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 	for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
 		struct tv_sync_domain *r = &out->domains[d];
 
+		r->alt_bound_ns = -1;
 		snprintf(r->domain, sizeof(r->domain), "%s", tv_reader_domain(sc->rd, d)->subdir);
 		if ((int)d == ref) {
 			snprintf(r->method, sizeof(r->method), "reference");
@@ -72,11 +73,14 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 	}
 	if (!ret) {
 		sync_compose_paths(sc, out->domains, ref);
+		sync_alternative_paths(sc, g, out->domains, ref);
 		for (size_t d = 0; d < sc->nr_domains; d++) {
 			if (!out->domains[d].method[0])
 				sync_explain_missing(sc, g, d, &out->domains[d]);
 			else if (!strcmp(out->domains[d].method, "tsc") && g->e[d][ref].valid)
 				out->domains[d].nr_probes = g->e[d][ref].nr_pairs;
+			else
+				sync_explain_untimed(sc, d, &out->domains[d]);
 		}
 		c.res = out->domains;
 		c.g = g;
@@ -123,6 +127,8 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			copy.causality_violations = 0;
 			copy.nr_vcpu_checked = 0;
 			copy.vcpu_violations = 0;
+			copy.nr_runstate_checked = 0;
+			copy.runstate_violations = 0;
 			*r = copy;
 			break;
 		}
@@ -146,6 +152,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 		ret = sync_ust_domains(sc, out);
 	if (!ret)
 		ret = tv_sync_check_vcpus(dir, out);
+	if (!ret)
+		ret = tv_sync_check_runstates(dir, out);
 	if (ret)
 		tv_sync_result_free(out);
 	tv_reader_close(sc->rd);

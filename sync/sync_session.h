@@ -41,6 +41,7 @@ struct dom_scan {
 	int64_t first, last;
 	int is_guest;
 	size_t xen_untimed;	/* Xen probe records without a TSC (stock Xen) */
+	size_t xen_hcall_untimed;	/* a domU's: its HVMOP_xentrace records without a TSC */
 	int guest_index;	/* among guest-* domains, -1 otherwise */
 };
 
@@ -125,6 +126,9 @@ int sync_attach_pieces(const struct scan *sc, const struct graph *g, struct tv_s
 void sync_compose_paths(const struct scan *sc, struct tv_sync_domain *res, int ref);
 void sync_explain_missing(const struct scan *sc, const struct graph *g, size_t d,
 			    struct tv_sync_domain *r);
+void sync_explain_untimed(const struct scan *sc, size_t d, struct tv_sync_domain *r);
+void sync_alternative_paths(const struct scan *sc, const struct graph *g,
+			    struct tv_sync_domain *res, int ref);
 
 /* causality.c */
 int sync_probe_guest_side(int type);

@@ -11,13 +11,14 @@
 static void sync_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor sync [--dry-run] DIR\n\n"
+		"usage: tracevisor sync [--dry-run] [--json] DIR\n\n"
 		"Estimates, for every domain of the session DIR, the transform of its\n"
 		"clock to the reference domain's (the host), from the clock-sync probes\n"
 		"recorded in the trace (doc/sync-probes.md) or the exact TSC relation, and\n"
 		"stores them in DIR/sync/transforms; report and export then merge every\n"
 		"domain in the reference clock.\n\n"
 		"  -n, --dry-run  print the results without storing them\n"
+		"  -j, --json     print the results as one JSON object (keys in tracevisor-sync(1))\n"
 		"  -h, --help     this help\n");
 }
 
@@ -35,6 +36,17 @@ static void print_domain(const struct tv_sync_domain *d)
 	       d->via[0] ? d->via : "-", (long long)(e->map.base_ref - e->map.base_dom),
 	       ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, bound, d->nr_probes,
 	       tv_sync_quality_name(e->quality), viol);
+}
+
+/* The Xen runstate check and the path not taken, where there are some. */
+static void print_checks(const struct tv_sync_domain *d)
+{
+	if (d->alt_via[0] && tv_sync_domain_usable(d))
+		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", d->domain, d->via,
+		       (long long)d->est.bound_ns, d->alt_via, (long long)d->alt_bound_ns);
+	if (d->nr_runstate_checked)
+		printf("%s: %zu of %zu guest events outside their vCPU's running intervals in Xen's runstate records (beyond the bound plus Xen's)\n",
+		       d->domain, d->runstate_violations, d->nr_runstate_checked);
 }
 
 /* A clock linear only in pieces: each piece's own line and bound. */
@@ -66,6 +78,7 @@ static void print_result(const struct tv_sync_result *res)
 			printf("%s: %s\n", d->domain, d->est.message);
 		for (size_t k = 0; k < d->nr_pieces; k++)
 			print_piece(d, k);
+		print_checks(d);
 		missing += !tv_sync_domain_usable(d);
 	}
 	if (res->nr == 1)
@@ -83,19 +96,71 @@ static void print_result(const struct tv_sync_result *res)
 	       "sends, and guest events while their vCPU was out of guest mode (kvm_exit..kvm_entry).\n");
 }
 
+static void json_i64_or_null(const char *key, int64_t v)
+{
+	if (v >= 0)
+		printf(",\"%s\":%lld", key, (long long)v);
+	else
+		printf(",\"%s\":null", key);
+}
+
+/* One object: reference, and a row per domain (keys in tracevisor-sync(1)). */
+static void print_json(const struct tv_sync_result *res)
+{
+	printf("{\"reference\":");
+	tv_cli_json_str(res->reference);
+	printf(",\"domains\":[");
+	for (size_t i = 0; i < res->nr; i++) {
+		const struct tv_sync_domain *d = &res->domains[i];
+		const struct tv_sync_estimate *e = &d->est;
+
+		printf("%s{\"domain\":", i ? "," : "");
+		tv_cli_json_str(d->domain);
+		printf(",\"method\":");
+		tv_cli_json_str(d->method);
+		printf(",\"via\":");
+		tv_cli_json_str(d->via);
+		printf(",\"quality\":");
+		tv_cli_json_str(tv_sync_quality_name(e->quality));
+		printf(",\"offset_ns\":%lld,\"drift_ppm\":%.6f",
+		       (long long)(e->map.base_ref - e->map.base_dom),
+		       ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6);
+		json_i64_or_null("bound_ns", e->bound_ns);
+		printf(",\"probe_pairs\":%zu,\"pieces\":%zu,\"pairs_checked\":%zu"
+		       ",\"causality_violations\":%zu,\"vcpu_events_checked\":%zu"
+		       ",\"vcpu_events_outside\":%zu,\"runstate_events_checked\":%zu"
+		       ",\"runstate_events_outside\":%zu,\"alt_via\":",
+		       d->nr_probes, d->nr_pieces, d->nr_pairs_checked, d->causality_violations,
+		       d->nr_vcpu_checked, d->vcpu_violations, d->nr_runstate_checked,
+		       d->runstate_violations);
+		if (d->alt_via[0])
+			tv_cli_json_str(d->alt_via);
+		else
+			printf("null");
+		json_i64_or_null("alt_bound_ns", d->alt_via[0] ? d->alt_bound_ns : -1);
+		printf(",\"message\":");
+		tv_cli_json_str(e->message);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tv_sync_result res;
-	int dry = 0, c, ret;
+	int dry = 0, json = 0, c, ret;
 
-	while ((c = getopt_long(argc, argv, "nh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "njh", longopts, NULL)) != -1) {
 		if (c == 'n') {
 			dry = 1;
+		} else if (c == 'j') {
+			json = 1;
 		} else if (c == 'h') {
 			sync_usage(stdout);
 			return 0;
@@ -111,11 +176,15 @@ int cmd_sync(int argc, char **argv)
 	ret = tv_sync_session(argv[optind], &res);
 	if (ret)
 		return tv_cli_status(ret);
-	print_result(&res);
+	if (json)
+		print_json(&res);
+	else
+		print_result(&res);
 	if (!dry) {
 		ret = tv_sync_write(argv[optind], &res);
+		/* stdout is the JSON document alone */
 		if (!ret)
-			printf("Stored in %s/sync/transforms\n", argv[optind]);
+			fprintf(json ? stderr : stdout, "Stored in %s/sync/transforms\n", argv[optind]);
 	}
 	tv_sync_result_free(&res);
 	return tv_cli_status(ret);

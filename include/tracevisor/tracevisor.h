@@ -739,6 +739,20 @@ struct tv_sync_domain {
 	size_t causality_violations;	/* probe pairs + vCPU events below */
 	size_t nr_vcpu_checked;		/* guest events checked against their vCPU's runs */
 	size_t vcpu_violations;		/* of those, seen while the vCPU was out of the guest */
+	/*
+	 * A Xen domU: its events checked against its vCPUs' running intervals
+	 * in Xen's runstate records (tv_sync_check_runstates()), and those
+	 * outside every interval by more than its bound plus Xen's.
+	 */
+	size_t nr_runstate_checked;
+	size_t runstate_violations;
+	/*
+	 * The best path not taken: its first hop (a domain synchronised via Xen
+	 * could also be via the host, by message probes) and its bound composed
+	 * to the reference; "" and -1 when there is none.
+	 */
+	char alt_via[80];
+	int64_t alt_bound_ns;
 };
 
 struct tv_sync_result {
@@ -767,6 +781,21 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out);
  * Return: 0 or -errno.
  */
 int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
+/**
+ * tv_sync_check_runstates - count Xen domU events outside their vCPU's running intervals
+ * @dir: session directory (with a xen/ domain and guest-NAME/meta xen_domid)
+ * @res: results to check; nr_runstate_checked and runstate_violations are
+ *       set for each synchronised guest domain of a Xen domU
+ *
+ * A domU's code runs only while Xen has its vCPU running: after the
+ * transforms, every event of guest CPU N must lie inside an interval that
+ * xen:xen_runstate_change records of (xen_domid, N) open (new state 0,
+ * running) and close (old state 0), up to the guest's bound plus Xen's.
+ * A vCPU is checked from its first runstate record on.  tv_sync_session()
+ * calls it.  Return: 0 or -errno.  Without Xen runstate records, nothing
+ * is checked.
+ */
+int tv_sync_check_runstates(const char *dir, struct tv_sync_result *res);
 /**
  * tv_sync_domain_apply - @ts of domain @d in the reference clock
  * @d: a domain's result (map, pieces or TSC relation)

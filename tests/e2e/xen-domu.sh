@@ -21,28 +21,13 @@ lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
 command -v python3 >/dev/null || skip "python3 missing"
 
-DOM0='
-TV=/opt/tracevisor/tracevisor
-printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
-	"sleep 1; echo up > /out/agent-up" \
-	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
-	"M=; [ \"\$MARK\" = 1 ] && { ( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!; }" \
-	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
+DOM0="$XEN_DOMUS_START"'
 # bad names: one line each, nothing recorded
 for g in nosuch Domain-0; do
 	$TV record --xen --guest xen:$g -o /tmp/bad-$g -- true >/dev/null 2>/out/bad-$g.err
 	echo $? >/out/bad-$g.rc; [ -e /tmp/bad-$g ] && echo left >/out/bad-$g.left
 done
-t0=$(date +%s)
-{ echo MARK=1; cat /tmp/domu.sh; } >/tmp/domu-mark.sh
-lab-domu --name d1 --type pv --timeout 600 --background /tmp/domu-mark.sh /out/d1 || exit 20
-lab-domu --name d2 --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
-n=0
-until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ]; do
-	n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
-done
-echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
-xl list > /out/xl-list.txt
+xen_domus_start 1
 $TV record --xen --guest xen:d1 --guest xen:d2 -o /tmp/tv >/out/record.out 2>/out/record.err & P=$!
 sleep 20
 xl destroy d2; echo "$(date +%s)" > /out/d2-destroyed

@@ -145,3 +145,33 @@ l1_start_l2() {
 		'while [ ! -e /tmp/l2/agent.started ] && [ $n -lt 180 ]; do sleep 1; n=$((n + 1)); done' \
 		'[ -e /tmp/l2/agent.started ] || { echo "L2 agent did not start"; exit 21; }'
 }
+
+# dom0 side of the Xen domU tests (run_lab xen): XEN_DOMUS_START defines
+# xen_domus_start [MARK], which starts a PV domU d1 and a PVH domU d2 with
+# `lab-domu --background` (files in /out/d1, /out/d2), each running
+# tracevisor-agent on its org.tracevisor.0 channel (/dev/hvc1, one session)
+# under a fork/exec workload until the agent exits; MARK=1: d1 also writes
+# a record into Xen's trace every second (`tracevisor xen-mark`).  It waits
+# for both agents (/out/dN/agent-up), writes /out/domus-up-seconds and
+# /out/xl-list.txt, and exits the dom0 script with 20-22 when a domU does
+# not start.  TV is the lab's tracevisor.
+# shellcheck disable=SC2016 # expanded in dom0 and the domUs
+XEN_DOMUS_START='
+TV=/opt/tracevisor/tracevisor
+printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
+	"sleep 1; echo up > /out/agent-up" \
+	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
+	"M=; [ \"\$MARK\" = 1 ] && { ( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!; }" \
+	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
+xen_domus_start() {
+	t0=$(date +%s)
+	{ echo "MARK=${1:-0}"; cat /tmp/domu.sh; } >/tmp/domu-d1.sh
+	lab-domu --name d1 --type pv --timeout 600 --background /tmp/domu-d1.sh /out/d1 || exit 20
+	lab-domu --name d2 --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
+	n=0
+	until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ]; do
+		n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
+	done
+	echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
+	xl list > /out/xl-list.txt
+}'

@@ -13,6 +13,14 @@
  * XEN_BEFORE/XEN_AFTER around each xen:xen_guest probe record; with the
  * TSC on the records the xen domain must come out accurate within its
  * bound, without (stock Xen) insufficient with a reason.
+ * A fourth session adds a Xen domU (guest-d1, xen_domid 1): loose message
+ * probes with dom0 and tight hypercall probes with Xen (its markers 5/6
+ * around TRC_GUEST|0x477 records), and Xen's runstate records of its vCPU:
+ * guest-d1 must go via xen with a bound far below the message probes' (the
+ * path not taken), the truth inside it, and every guest event inside a
+ * running interval - except the ones planted outside, which must be
+ * counted; on stock Xen (no TSC) it falls back to the message probes and
+ * says why.
  * A third session traces host and guest with the x86-tsc clock, on a host
  * whose KVM rewrites the TSC offset at every vCPU load (freeze, then catch
  * up): guest-t must come out exact (method tsc), every guest event mapped
@@ -40,6 +48,7 @@
 #define ID_ENTRY 115
 #define ID_XEN_GUEST 300
 #define ID_WRITE_TSC 120
+#define ID_XEN_RUNSTATE 301
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -101,6 +110,18 @@ static const char xen_guest_format[] =
 	"\tfield:u32 data[7];\toffset:24;\tsize:28;\tsigned:0;\n\n"
 	"print fmt: \"nr_data=%u\", REC->nr_data\n";
 
+/* The layout of xen/decode.c's xen_runstate_change (struct xe_runstate). */
+static const char xen_runstate_format[] =
+	"name: xen_runstate_change\nID: 301\nformat:\n" COMMON_FIELDS
+	"\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:u16 cur_dom;\toffset:12;\tsize:2;\tsigned:0;\n"
+	"\tfield:u16 cur_vcpu;\toffset:14;\tsize:2;\tsigned:0;\n"
+	"\tfield:u16 domid;\toffset:16;\tsize:2;\tsigned:0;\n"
+	"\tfield:u16 vcpuid;\toffset:18;\tsize:2;\tsigned:0;\n"
+	"\tfield:u8 old_state;\toffset:20;\tsize:1;\tsigned:0;\n"
+	"\tfield:u8 new_state;\toffset:21;\tsize:1;\tsigned:0;\n\n"
+	"print fmt: \"d%uv%u\", REC->domid, REC->vcpuid\n";
+
 struct rec {
 	uint64_t ts;
 	unsigned char data[52];
@@ -116,8 +137,10 @@ struct domain_gen {
 static char root[] = "/tmp/tv-sync-session.XXXXXX";
 static char xen_root[] = "/tmp/tv-sync-xen.XXXXXX";
 static char tsc_root[] = "/tmp/tv-sync-tsc.XXXXXX";
+static char domu_root[] = "/tmp/tv-sync-domu.XXXXXX";
 static const char *base = root;	/* the session being written */
 static const char *clock_name = "local";	/* its trace clock */
+static const char *extra_meta = "";	/* more DOMAIN/meta lines of the domain being written */
 
 static void put_file(const char *path, const char *text)
 {
@@ -278,11 +301,12 @@ static void write_domain(struct domain_gen *d, const char *name)
 	put_format(name, "kvm", "kvm_entry", entry_format);
 	put_format(name, "kvm", "kvm_write_tsc_offset", write_tsc_format);
 	put_format(name, "xen", "xen_guest", xen_guest_format);
+	put_format(name, "xen", "xen_runstate_change", xen_runstate_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
 	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=1\n"
-		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n", name,
-		 clock_name);
+		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n%s", name,
+		 clock_name, extra_meta);
 	snprintf(path, sizeof(path), "%s/%s/meta", base, name);
 	put_file(path, text);
 	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
@@ -432,19 +456,47 @@ static uint64_t xen_clock(uint64_t dom0)
 	return (uint64_t)llroundl(((long double)dom0 - BX) / AX);
 }
 
-static void add_xen_guest(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc)
+/* A TRC_GUEST record: dom0's probe (@guest < 0) or guest index @guest's. */
+static void add_xen_probe(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc, int guest)
 {
 	unsigned char r[52] = { 0 };
 	uint16_t id = ID_XEN_GUEST;
-	uint32_t ev = 0x0800f000u | 0x476, nr = 3, tsc = (uint32_t)has_tsc;
-	uint32_t w[3] = { 0x59535654u, (uint32_t)seq, (uint32_t)(seq >> 32) };
+	uint32_t ev = 0x0800f000u | (guest < 0 ? 0x476 : 0x477), nr = guest < 0 ? 3 : 4;
+	uint32_t tsc = (uint32_t)has_tsc;
+	uint32_t w[4] = { 0x59535654u, (uint32_t)seq, (uint32_t)(seq >> 32), 0 };
 
+	if (guest >= 0) {
+		w[1] = (uint32_t)guest;
+		w[2] = (uint32_t)seq;
+		w[3] = (uint32_t)(seq >> 32);
+	}
 	memcpy(r, &id, 2);
 	memcpy(r + 8, &ev, 4);
 	memcpy(r + 16, &nr, 4);
 	memcpy(r + 20, &tsc, 4);
 	memcpy(r + 24, w, sizeof(w));
 	add(d, ts, r, 52);
+}
+
+static void add_xen_guest(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc)
+{
+	add_xen_probe(d, ts, seq, has_tsc, -1);
+}
+
+static void add_runstate(struct domain_gen *d, uint64_t ts, uint16_t domid, uint16_t vcpu,
+			 uint8_t old_state, uint8_t new_state)
+{
+	unsigned char r[24] = { 0 };
+	uint16_t id = ID_XEN_RUNSTATE;
+	uint32_t ev = 0x0002f000u | 0x201;
+
+	memcpy(r, &id, 2);
+	memcpy(r + 8, &ev, 4);
+	memcpy(r + 16, &domid, 2);
+	memcpy(r + 18, &vcpu, 2);
+	r[20] = old_state;
+	r[21] = new_state;
+	add(d, ts, r, 24);
 }
 
 /* dom0 (host) brackets each injected Xen record with markers 7 and 8. */
@@ -512,6 +564,130 @@ static void check_xen(int rounds)
 	TV_CHECK(x->est.quality == TV_SYNC_INSUFFICIENT && !strcmp(x->method, "none") &&
 		 strstr(x->est.message, "no TSC"), "stock xen: %s %s: %s", x->method,
 		 tv_sync_quality_name(x->est.quality), x->est.message);
+	tv_sync_result_free(&res);
+}
+
+/* The domU's clock: d1 = (dom0 - BD) / AD. */
+static const long double AD = 1.0L + 48e-6L, BD = 1900000000.0L;
+
+static uint64_t domu_clock(uint64_t dom0)
+{
+	return (uint64_t)llroundl(((long double)dom0 - BD) / AD);
+}
+
+/*
+ * host (dom0), xen and guest-d1 (domid 1, guest index 0), @rounds rounds
+ * 50 ms apart: dom0/Xen probes, loose ping/pong with dom0 (one-way delays
+ * 20x the others), tight hypercall probes with Xen; d1's vCPU 0 runs the
+ * first 20 ms of each round (Xen's runstate records) and all its probe
+ * records fall in [1, 10] ms.  @planted guest events land 15 ms after a
+ * running interval ended.
+ */
+static void generate_domu(int rounds, int has_tsc, int planted)
+{
+	struct domain_gen dom0 = { 0 }, xen = { 0 }, d1 = { 0 };
+	uint64_t t0 = 5000000000ULL, step = 50000000ULL;
+	char path[512];
+
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + step * (uint64_t)i, x = t + 1000000 + delay();
+		uint64_t p = t + 3000000, recv = p + 20 * delay(), back = recv + 500;
+		uint64_t h = t + 6000000, hx = h + delay(), ha = hx + delay();
+		uint64_t seq = 3 * (uint64_t)i;
+
+		add_runstate(&xen, xen_clock(t), 1, 0, 1, 0);
+		add_runstate(&xen, xen_clock(t + 20000000), 1, 0, 0, 2);
+		add_marker(&dom0, t + 1000000, 7, seq);
+		add_xen_guest(&xen, xen_clock(x), seq, has_tsc);
+		add_marker(&dom0, x + delay(), 8, seq);
+		add_marker(&dom0, p, 1, seq + 1);
+		add_marker(&d1, domu_clock(recv), 2, seq + 1);
+		add_marker(&d1, domu_clock(back), 3, seq + 1);
+		add_marker(&dom0, back + 20 * delay(), 4, seq + 1);
+		add_marker(&d1, domu_clock(h), 5, seq + 2);
+		add_xen_probe(&xen, xen_clock(hx), seq + 2, has_tsc, 0);
+		add_marker(&d1, domu_clock(ha), 6, seq + 2);
+		if (i >= 1 && i <= planted)	/* a guest event while its vCPU was blocked */
+			add_marker(&d1, domu_clock(t + 35000000), 16, 9);
+	}
+	base = domu_root;
+	write_domain(&dom0, "host");
+	write_domain(&xen, "xen");
+	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
+	write_domain(&d1, "guest-d1");
+	extra_meta = "";
+	base = root;
+	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	free(dom0.recs);
+	free(xen.recs);
+	free(d1.recs);
+}
+
+static const struct tv_sync_domain *domu_result(const struct tv_sync_result *res)
+{
+	return res->nr == 3 && !strcmp(res->domains[2].domain, "guest-d1") ? &res->domains[2]
+									  : NULL;
+}
+
+static void check_domu(int rounds)
+{
+	struct tv_sync_result res;
+	const struct tv_sync_domain *g;
+	long double worst = 0;
+
+	generate_domu(rounds, 1, 0);
+	TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu: tv_sync_session failed");
+	g = domu_result(&res);
+	TV_CHECK(g != NULL, "domu: no guest-d1 result");
+	if (!g)
+		return;
+	/* 2 pairs per hypercall probe, 2 per ping/pong: all checked */
+	TV_CHECK(!strcmp(g->method, "hull") && !strcmp(g->via, "xen") &&
+		 g->nr_probes == 2 * (size_t)rounds && g->nr_pairs_checked == 4 * (size_t)rounds &&
+		 g->causality_violations == 0,
+		 "domu: %s via %s, %zu pairs, %zu/%zu violations: %s", g->method, g->via,
+		 g->nr_probes, g->causality_violations, g->nr_pairs_checked, g->est.message);
+	TV_CHECK(!strcmp(g->alt_via, "host") && g->est.bound_ns >= 0 &&
+		 g->alt_bound_ns > 5 * g->est.bound_ns,
+		 "domu: path not taken %s, bound %lld ns, the taken one %lld ns", g->alt_via,
+		 (long long)g->alt_bound_ns, (long long)g->est.bound_ns);
+	for (uint64_t v = (uint64_t)g->est.span_lo; v <= (uint64_t)g->est.span_hi; v += 10000000) {
+		long double err = fabsl((long double)tv_sync_domain_apply(g, v) - (BD + AD * v));
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(worst <= g->est.bound_ns, "domu: true error %.0Lf ns outside bound %lld ns", worst,
+		 (long long)g->est.bound_ns);
+	/* every probe marker of d1 (4 per round) inside its vCPU's running time */
+	TV_CHECK(g->nr_runstate_checked == 4 * (size_t)rounds && g->runstate_violations == 0,
+		 "domu: %zu of %zu guest events outside their vCPU's runs", g->runstate_violations,
+		 g->nr_runstate_checked);
+	printf("domU via xen: bound %lld ns (message probes alone: %lld ns), true error %.0Lf ns, %zu guest events in their vCPU's runs\n",
+	       (long long)g->est.bound_ns, (long long)g->alt_bound_ns, worst, g->nr_runstate_checked);
+	tv_sync_result_free(&res);
+
+	/* Guest events while Xen had the vCPU blocked: each one counted. */
+	generate_domu(rounds, 1, 7);
+	TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu planted: tv_sync_session failed");
+	g = domu_result(&res);
+	TV_CHECK(g && g->runstate_violations == 7 && g->nr_runstate_checked == 4 * (size_t)rounds + 7 &&
+		 g->causality_violations == 0,
+		 "domu planted: %zu of %zu outside (7 planted), %zu causality violations",
+		 g ? g->runstate_violations : 0, g ? g->nr_runstate_checked : 0,
+		 g ? g->causality_violations : 0);
+	tv_sync_result_free(&res);
+
+	/* Stock Xen: no TSC on either kind of record: message probes only, said. */
+	generate_domu(rounds, 0, 0);
+	TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu stock: tv_sync_session failed");
+	g = domu_result(&res);
+	TV_CHECK(g && !strcmp(g->method, "hull") && !strcmp(g->via, "host") &&
+		 strstr(g->est.message, "no TSC") && g->causality_violations == 0 &&
+		 g->nr_runstate_checked == 0,
+		 "domu stock: %s via %s, %zu runstate checks: %s", g ? g->method : "-",
+		 g ? g->via : "-", g ? g->nr_runstate_checked : 0, g ? g->est.message : "-");
 	tv_sync_result_free(&res);
 }
 
@@ -895,7 +1071,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root)) {
+	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root) || !mkdtemp(domu_root)) {
 		perror("mkdtemp");
 		return 2;
 	}
@@ -907,7 +1083,8 @@ int main(int argc, char **argv)
 	check_ctf();
 	check_xen(200);
 	check_tsc();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s", root, xen_root, tsc_root);
+	check_domu(200);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s %s", root, xen_root, tsc_root, domu_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
 	return tv_test_done("test_sync_session");

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Causality against Xen's scheduler: a domU's code runs only while Xen has
+ * its vCPU running, so after the transforms every event of guest CPU N of
+ * a Xen domU must fall inside a running interval of vCPU N in Xen's own
+ * xen:xen_runstate_change records (opened by new_state 0, closed by
+ * old_state 0) - up to the guest's bound plus Xen's, both mapped to the
+ * reference.  One streaming pass over the merged session, a small state
+ * per vCPU, the same pairing as the KVM check (sync/vcpu_check.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <event-parse.h>
+
+#include "tracevisor/tracevisor.h"
+#include "exit_tracker.h"
+
+#define RUNSTATE_RUNNING 0
+#define MAX_PENDING 256
+
+/* Guest events seen while their vCPU was not running, undecided until it runs again. */
+struct pending {
+	uint64_t ts[MAX_PENDING];
+	size_t nr;
+};
+
+struct rs_guest {
+	long domid;		/* Xen's, from guest-NAME/meta; -1: not a checked domU */
+	uint64_t tol;		/* the guest's bound plus Xen's */
+	struct tv_sync_domain *res;
+};
+
+struct rs_check {
+	struct tv_reader *rd;
+	int xen;		/* the xen/ domain's index */
+	struct tep_event *runstate;
+	size_t nr;
+	struct rs_guest *g;	/* one per domain */
+	/*
+	 * Per guest domain and vCPU (key domain << 32 | vCPU), known from its
+	 * first runstate record: open while the vCPU is not running, since it
+	 * left the running state.
+	 */
+	struct tv_exit_tracker vcpus;
+};
+
+static struct tv_sync_domain *result_of(struct tv_sync_result *res, const char *subdir)
+{
+	for (size_t i = 0; i < res->nr; i++)
+		if (!strcmp(res->domains[i].domain, subdir))
+			return &res->domains[i];
+	return NULL;
+}
+
+static int rs_init(struct rs_check *c, struct tv_sync_result *res)
+{
+	struct tv_sync_domain *xr = NULL;
+
+	c->xen = -1;
+	c->nr = tv_reader_nr_domains(c->rd);
+	c->g = calloc(c->nr, sizeof(*c->g));
+	if (!c->g)
+		return -ENOMEM;
+	for (size_t d = 0; d < c->nr; d++)
+		if (!strcmp(tv_reader_domain(c->rd, d)->subdir, "xen")) {
+			c->xen = (int)d;
+			xr = result_of(res, "xen");
+		}
+	if (c->xen < 0 || !xr || !tv_sync_domain_usable(xr) || xr->est.bound_ns < 0)
+		return 0;	/* Xen's records are not on the reference's time line */
+	c->runstate = tep_find_event_by_name(tv_reader_domain(c->rd, (size_t)c->xen)->tep, "xen",
+					     "xen_runstate_change");
+	for (size_t d = 0; d < c->nr; d++) {
+		const struct tv_domain_info *info = tv_reader_domain(c->rd, d);
+		struct tv_sync_domain *r = result_of(res, info->subdir);
+
+		c->g[d].domid = -1;
+		if (!r || strncmp(info->subdir, "guest-", 6) || !tv_sync_domain_usable(r) ||
+		    r->est.bound_ns < 0)
+			continue;
+		c->g[d].domid = tv_meta_get_ll(info->meta, "xen_domid", -1);
+		c->g[d].tol = (uint64_t)r->est.bound_ns + (uint64_t)xr->est.bound_ns;
+		c->g[d].res = r;
+	}
+	return 0;
+}
+
+static uint64_t rs_key(size_t d, uint64_t vcpu)
+{
+	return (uint64_t)d << 32 | (vcpu & 0xffffffffu);
+}
+
+/* The vCPU ran again at @ts: its pending events were outside if too far before. */
+static void rs_resolve(struct rs_guest *g, struct tv_exit_slot *v, uint64_t ts)
+{
+	struct pending *p = v->ptr;
+
+	for (size_t i = 0; p && i < p->nr; i++)
+		if (ts - p->ts[i] > g->tol)
+			g->res->runstate_violations++;
+	if (p)
+		p->nr = 0;
+}
+
+static int rs_xen_event(struct rs_check *c, const struct tv_event *ev)
+{
+	uint64_t domid, vcpu, old_state, new_state, dur;
+	struct tv_exit_slot *v;
+	size_t d;
+
+	if (tv_event_field_u64(ev, "domid", &domid) || tv_event_field_u64(ev, "vcpuid", &vcpu) ||
+	    tv_event_field_u64(ev, "old_state", &old_state) ||
+	    tv_event_field_u64(ev, "new_state", &new_state))
+		return 0;
+	for (d = 0; d < c->nr && c->g[d].domid != (long)domid; d++)
+		;
+	if (d == c->nr)
+		return 0;
+	if (new_state == RUNSTATE_RUNNING) {
+		v = tv_exit_tracker_slot(&c->vcpus, rs_key(d, vcpu));
+		if (!v)
+			return -ENOMEM;
+		tv_exit_tracker_close(&c->vcpus, v, ev->ts, &dur);
+		rs_resolve(&c->g[d], v, ev->ts);
+		return 0;
+	}
+	if (old_state == RUNSTATE_RUNNING && !tv_exit_tracker_exit(&c->vcpus, rs_key(d, vcpu), ev->ts))
+		return -ENOMEM;
+	return 0;
+}
+
+static int rs_guest_event(struct rs_check *c, size_t d, const struct tv_event *ev)
+{
+	struct tv_exit_slot *v = tv_exit_tracker_find(&c->vcpus, rs_key(d, (uint64_t)ev->cpu));
+	struct rs_guest *g = &c->g[d];
+	struct pending *p;
+
+	if (!v || ev->cpu < 0)
+		return 0;
+	g->res->nr_runstate_checked++;
+	if (!v->open || ev->ts - v->exit_ts <= g->tol)
+		return 0;
+	if (!v->ptr && !(v->ptr = calloc(1, sizeof(struct pending))))
+		return -ENOMEM;
+	p = v->ptr;
+	/* More than MAX_PENDING events while not running: the vCPU's state is wrong already. */
+	if (p->nr == MAX_PENDING)
+		g->res->runstate_violations++;
+	else
+		p->ts[p->nr++] = ev->ts;
+	return 0;
+}
+
+int tv_sync_check_runstates(const char *dir, struct tv_sync_result *res)
+{
+	struct rs_check c = { 0 };
+	struct tv_event ev;
+	int ret;
+
+	ret = tv_reader_open_synced(dir, res, &c.rd);
+	if (ret)
+		return ret;
+	ret = rs_init(&c, res);
+	while (!ret && c.runstate && (ret = tv_reader_next(c.rd, &ev)) > 0) {
+		ret = 0;
+		if (ev.domain_index == c.xen && ev.format == c.runstate)
+			ret = rs_xen_event(&c, &ev);
+		else if (ev.domain_index != c.xen && c.g[ev.domain_index].domid >= 0)
+			ret = rs_guest_event(&c, (size_t)ev.domain_index, &ev);
+	}
+	/* Events of vCPUs that never ran again before the session ended. */
+	for (size_t i = 0; i < c.vcpus.cap; i++) {
+		struct tv_exit_slot *v = &c.vcpus.slots[i];
+		struct pending *p = v->ptr;
+
+		if (!v->key || !p)
+			continue;
+		c.g[(v->key - 1) >> 32].res->runstate_violations += p->nr;
+		free(p);
+	}
+	tv_exit_tracker_free(&c.vcpus);
+	free(c.g);
+	tv_reader_close(c.rd);
+	return ret < 0 ? ret : 0;
+}
