@@ -160,7 +160,7 @@ void sync_explain_untimed(const struct scan *sc, size_t d, struct tv_sync_domain
 	if (!sc->dom[d].xen_hcall_untimed)
 		return;
 	snprintf(note, sizeof(note),
-		 "%zu Xen hypercall probe records carry no TSC (stock Xen): no domU -> Xen path, message probes only; record on the patched Xen (xen/patches/)",
+		 "%zu Xen hypercall probe records carry no TSC (stock Xen): message probes only; patched Xen: xen/patches/",
 		 sc->dom[d].xen_hcall_untimed);
 	snprintf(r->est.message + len, sizeof(r->est.message) - len, "%s%s", len ? "; " : "", note);
 }

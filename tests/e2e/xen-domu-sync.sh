@@ -128,7 +128,7 @@ for id in "$id1" "$id2"; do
 	grep -Eq "^d$id +0 +runstate:running +[0-9]+ " "$T/stat.txt" || fail "stat: no runstate row for domid $id"
 done
 grep -E "^d($id1|$id2) " "$T/stat.txt" | grep -E "vmexit:|runstate:running" | head -n 8 >&2
-patched_line=$(grep -E "^guest-d[12] " "$T/sync.txt" | awk '{ printf "%s via %s bound %s ns; ", $1, $3, $6 }')
+patched_line=$(grep -E "^guest-d[12] " "$T/sync.txt" | awk '{ printf "%s%s via %s bound %s ns", (NR > 1 ? "; " : ""), $1, $3, $6 }')
 
 # ---- stock Xen: records without the TSC: said, and the domUs aligned by message probes
 run_xen stock
@@ -154,4 +154,4 @@ if x.get("method") != "none" or "no TSC" not in x.get("message", ""):
     print("xen: %s: %s (expected none, no TSC)" % (x.get("method"), x.get("message"))); ok = False
 sys.exit(0 if ok else 1)
 PY
-echo "PASS: Xen domUs synchronised via Xen on the patched Xen (${patched_line% }); stock Xen says what is missing" >&2
+echo "PASS: Xen domUs synchronised via Xen on the patched Xen ($patched_line); stock Xen says what is missing" >&2
