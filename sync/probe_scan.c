@@ -113,6 +113,18 @@ static int data_word(const struct tv_event *ev, unsigned int i, uint32_t *val)
 }
 
 /*
+ * Any domU may write any TRC_GUEST record: a probe naming guest @g counts
+ * only when Xen ran that guest's domain (its xenstore domid) as it wrote it.
+ */
+static int domu_record_is_its_own(const struct scan *sc, const struct tv_event *ev, int g)
+{
+	long long domid = tv_meta_get_ll(tv_reader_domain(sc->rd, (size_t)g)->meta, "xen_domid", -1);
+	uint64_t cur;
+
+	return domid < 0 || (!tv_event_field_u64(ev, "cur_dom", &cur) && cur == (uint64_t)domid);
+}
+
+/*
  * Xen's side of a probe, a TRC_GUEST record (doc/sync-probes.md): dom0's
  * (TV_SYNC_XEN_EVENT, { magic, seq low, seq high }: Xen is the probed
  * domain, dom0's markers the bracket) or a domU's hypercall probe
@@ -143,8 +155,8 @@ static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 		return 0;
 	if (domu) {
 		probed = scan_guest_domain(sc, w[1]);
-		if (probed < 0)
-			return 0;	/* not a guest of this session */
+		if (probed < 0 || !domu_record_is_its_own(sc, ev, probed))
+			return 0;	/* not a guest of this session, or forged by another */
 		peer = d;
 	}
 	if (!has_tsc) {

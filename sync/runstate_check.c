@@ -64,6 +64,8 @@ static int rs_init(struct rs_check *c, struct tv_sync_result *res)
 	if (!c->g)
 		return -ENOMEM;
 	for (size_t d = 0; d < c->nr; d++)
+		c->g[d].domid = -1;
+	for (size_t d = 0; d < c->nr; d++)
 		if (!strcmp(tv_reader_domain(c->rd, d)->subdir, "xen")) {
 			c->xen = (int)d;
 			xr = result_of(res, "xen");
@@ -76,7 +78,6 @@ static int rs_init(struct rs_check *c, struct tv_sync_result *res)
 		const struct tv_domain_info *info = tv_reader_domain(c->rd, d);
 		struct tv_sync_domain *r = result_of(res, info->subdir);
 
-		c->g[d].domid = -1;
 		if (!r || strncmp(info->subdir, "guest-", 6) || !tv_sync_domain_usable(r) ||
 		    r->est.bound_ns < 0)
 			continue;

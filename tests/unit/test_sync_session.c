@@ -456,8 +456,12 @@ static uint64_t xen_clock(uint64_t dom0)
 	return (uint64_t)llroundl(((long double)dom0 - BX) / AX);
 }
 
-/* A TRC_GUEST record: dom0's probe (@guest < 0) or guest index @guest's. */
-static void add_xen_probe(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc, int guest)
+/*
+ * A TRC_GUEST record: dom0's probe (@guest < 0) or guest index @guest's,
+ * written while Xen ran domain @cur_dom.
+ */
+static void add_xen_probe_by(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc,
+			     int guest, uint16_t cur_dom)
 {
 	unsigned char r[52] = { 0 };
 	uint16_t id = ID_XEN_GUEST;
@@ -472,10 +476,16 @@ static void add_xen_probe(struct domain_gen *d, uint64_t ts, uint64_t seq, int h
 	}
 	memcpy(r, &id, 2);
 	memcpy(r + 8, &ev, 4);
+	memcpy(r + 12, &cur_dom, 2);
 	memcpy(r + 16, &nr, 4);
 	memcpy(r + 20, &tsc, 4);
 	memcpy(r + 24, w, sizeof(w));
 	add(d, ts, r, 52);
+}
+
+static void add_xen_probe(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc, int guest)
+{
+	add_xen_probe_by(d, ts, seq, has_tsc, guest, guest < 0 ? 0 : (uint16_t)(guest + 1));
 }
 
 static void add_xen_guest(struct domain_gen *d, uint64_t ts, uint64_t seq, int has_tsc)
@@ -581,7 +591,8 @@ static uint64_t domu_clock(uint64_t dom0)
  * 20x the others), tight hypercall probes with Xen; d1's vCPU 0 runs the
  * first 20 ms of each round (Xen's runstate records) and all its probe
  * records fall in [1, 10] ms.  @planted guest events land 15 ms after a
- * running interval ended.
+ * running interval ended.  Another domain (domid 5) forges d1's probe
+ * records 30 ms off: they must not count.
  */
 static void generate_domu(int rounds, int has_tsc, int planted)
 {
@@ -606,6 +617,7 @@ static void generate_domu(int rounds, int has_tsc, int planted)
 		add_marker(&dom0, back + 20 * delay(), 4, seq + 1);
 		add_marker(&d1, domu_clock(h), 5, seq + 2);
 		add_xen_probe(&xen, xen_clock(hx), seq + 2, has_tsc, 0);
+		add_xen_probe_by(&xen, xen_clock(hx + 30000000), seq + 2, has_tsc, 0, 5);
 		add_marker(&d1, domu_clock(ha), 6, seq + 2);
 		if (i >= 1 && i <= planted)	/* a guest event while its vCPU was blocked */
 			add_marker(&d1, domu_clock(t + 35000000), 16, 9);
