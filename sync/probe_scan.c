@@ -135,7 +135,7 @@ static int domu_record_is_its_own(const struct scan *sc, const struct tv_event *
  */
 static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 {
-	uint64_t id, nr, has_tsc, seq;
+	uint64_t id, nr, has_tsc, seq, cur;
 	uint32_t w[4];
 	int domu = 0, probed = d, peer = -1;
 
@@ -158,6 +158,8 @@ static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 		if (probed < 0 || !domu_record_is_its_own(sc, ev, probed))
 			return 0;	/* not a guest of this session, or forged by another */
 		peer = d;
+	} else if (!tv_event_field_u64(ev, "cur_dom", &cur) && cur != 0) {
+		return 0;	/* dom0's probe, written by a domU */
 	}
 	if (!has_tsc) {
 		if (domu)

@@ -591,8 +591,8 @@ static uint64_t domu_clock(uint64_t dom0)
  * 20x the others), tight hypercall probes with Xen; d1's vCPU 0 runs the
  * first 20 ms of each round (Xen's runstate records) and all its probe
  * records fall in [1, 10] ms.  @planted guest events land 15 ms after a
- * running interval ended.  Another domain (domid 5) forges d1's probe
- * records 30 ms off: they must not count.
+ * running interval ended.  Another domain (domid 5) forges d1's and
+ * dom0's probe records 30 ms off: they must not count.
  */
 static void generate_domu(int rounds, int has_tsc, int planted)
 {
@@ -618,6 +618,7 @@ static void generate_domu(int rounds, int has_tsc, int planted)
 		add_marker(&d1, domu_clock(h), 5, seq + 2);
 		add_xen_probe(&xen, xen_clock(hx), seq + 2, has_tsc, 0);
 		add_xen_probe_by(&xen, xen_clock(hx + 30000000), seq + 2, has_tsc, 0, 5);
+		add_xen_probe_by(&xen, xen_clock(x + 30000000), seq, has_tsc, -1, 5);
 		add_marker(&d1, domu_clock(ha), 6, seq + 2);
 		if (i >= 1 && i <= planted)	/* a guest event while its vCPU was blocked */
 			add_marker(&d1, domu_clock(t + 35000000), 16, 9);
