@@ -7,7 +7,9 @@
 # console channel (/dev/hvc1) under a fork/exec loop; d1 also writes a
 # record into Xen's trace every second (`tracevisor xen-mark`:
 # HVMOP_xentrace through the domU's privcmd; not the PVH domU, which hung
-# or triple-faulted in 4 of 6 runs that did, see below); dom0 records
+# or triple-faulted in 4 of 6 runs that did, see below; both agents also
+# answer the recorder's probe requests with HVMOP_xentrace, after Xen's
+# tracing started: doc/sync-probes.md, "Xen domUs in the lab"); dom0 records
 # `record --xen --guest xen:d1 --guest xen:d2` (no -e: dom0's default
 # events), the domains found through xenstore only, and `xl destroy`s d2
 # in the middle.  Checks: the session lists Xen, dom0 and both guests;
