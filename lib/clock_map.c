@@ -148,11 +148,12 @@ void tv_tsc_cursor_step_back(const struct tv_sync_domain *d, int cpu, struct tv_
 {
 	size_t lo, hi;
 
+	/* counted whatever the map: callers step until they reach a count */
+	cur->backs++;
+	cur->last_ts = 0;
 	if (strcmp(d->method, "tsc") || !d->nr_tsc_segments || !cur->valid)
 		return;
 	vcpu_segments(d, cpu, &lo, &hi);
-	cur->backs++;
-	cur->last_ts = 0;
 	if (cur->hi >= hi)
 		return;
 	cur->lo = cur->hi;
