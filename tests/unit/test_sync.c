@@ -356,6 +356,16 @@ static void test_tsc_moved_back(void)
 		wrong_sparse += tv_sync_domain_apply_stream(&d, 0, g, &sparse) != h;
 	}
 	TV_CHECK(backs == 1, "the guest clock went back %u times, not once", backs);
+	/* A step back counts on any map (sync steps probes until they reach the count). */
+	{
+		struct tv_sync_domain line = { .domain = "xen", .method = "hull" };
+		struct tv_tsc_cursor c = { 0 };
+
+		line.est.map.slope_q48 = TV_SLOPE_ONE;
+		tv_sync_domain_apply_stream(&line, 0, 5, &c);
+		tv_tsc_cursor_step_back(&line, 0, &c);
+		TV_CHECK(c.backs == 1, "a step back on a line map counted %u", c.backs);
+	}
 	TV_CHECK(wrong_stateless > 0, "the overlap did not mislead the stateless search");
 	TV_CHECK(wrong == 0, "%d of %d events in stream order mapped wrong", wrong, n);
 	TV_CHECK(wrong_sparse == 0, "%d sampled events mapped wrong", wrong_sparse);
