@@ -3,8 +3,13 @@
  * Chrome/Perfetto trace-event JSON, written as events stream by: every
  * event is an instant on its domain's CPU track; VM exits are complete
  * slices (kvm_exit -> kvm_entry) on the vCPU thread's track, grouped by VM.
+ * A Xen session's domains (dom0, each domU) get a process each, with two
+ * tracks per vCPU: its HVM exits (VMEXIT -> VMENTRY on the physical CPU
+ * that ran it, named by reason) and its runstates (an interval per state,
+ * from one runstate change of the vCPU to the next); Xen's own records
+ * stay instants on the xen domain's CPU tracks.
  * Track names are metadata events emitted when a track first appears, so
- * nothing but the open exits is kept in memory.
+ * nothing but the open exits and runstates is kept in memory.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,9 +21,11 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "exit_tracker.h"
+#include "xen_trace.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define UST_PID_BASE 2000000	/* synthetic pids for the traced processes (kind ust) */
+#define XEN_PID_BASE 3000000	/* synthetic pids for the Xen domains (+ domid) */
 
 struct pf_writer {
 	FILE *f;
@@ -32,6 +39,13 @@ struct pf_writer {
 	uint64_t *ust_seen;		/* (domain << 32 | tid) of traced threads named already */
 	size_t nr_ust_seen, cap_ust_seen;
 	struct tep_event *kvm_exit, *kvm_entry;	/* of the reference domain */
+	/* Xen: per physical CPU the open VMEXIT (data: reason, domid << 16 | vcpu). */
+	struct tv_exit_tracker xen_exits;
+	/* Xen: per domid << 16 | vcpu, the current runstate since exit_ts. */
+	struct tv_exit_tracker xen_runstate;
+	enum tv_kvm_isa xen_isa;
+	uint64_t *xen_seen;		/* domid << 32 | track id named already */
+	size_t nr_xen_seen, cap_xen_seen;
 	int first;
 	struct tv_export_stats *st;
 };
@@ -236,6 +250,154 @@ static void pf_entry(struct pf_writer *w, const struct tv_event *ev)
 	w->st->slices++;
 }
 
+/* ------------------------------------------------------------ Xen domains */
+
+/* What a Xen domid is in this session: dom0 is the host, a domU the guest
+ * domain whose meta names it (xen_domid, written by record --guest xen:). */
+static void xen_dom_label(struct pf_writer *w, unsigned int domid, char *buf, size_t size)
+{
+	for (size_t d = 0; domid && d < tv_reader_nr_domains(w->rd); d++) {
+		const struct tv_domain_info *di = tv_reader_domain(w->rd, d);
+		const char *id = tv_meta_get(di->meta, "xen_domid");
+
+		if (id && strtoul(id, NULL, 10) == domid) {
+			snprintf(buf, size, "Xen d%u: %s", domid, di->name);
+			return;
+		}
+	}
+	snprintf(buf, size, domid ? "Xen d%u" : "Xen d%u: host (dom0)", domid);
+}
+
+/* Track @track (0: exits, 1: runstate) of vCPU @vcpu of @domid, named once. */
+static int xen_track(struct pf_writer *w, unsigned int domid, unsigned int vcpu, int track)
+{
+	uint64_t key = (uint64_t)domid << 32 | (vcpu * 2u + (unsigned int)track);
+	int pid = XEN_PID_BASE + (int)domid, tid = (int)(vcpu * 2u) + track;
+	bool dom_named = false;
+	char name[160];
+
+	for (size_t i = 0; i < w->nr_xen_seen; i++) {
+		if (w->xen_seen[i] == key)
+			return tid;
+		dom_named |= w->xen_seen[i] >> 32 == domid;
+	}
+	if (tv_array_grow(&w->xen_seen, &w->cap_xen_seen, w->nr_xen_seen, sizeof(*w->xen_seen), 64))
+		return tid;	/* unnamed, still drawn */
+	w->xen_seen[w->nr_xen_seen++] = key;
+	if (!dom_named) {
+		xen_dom_label(w, domid, name, sizeof(name));
+		pf_name(w, "process_name", pid, 0, name);
+	}
+	snprintf(name, sizeof(name), "vCPU %u %s", vcpu, track ? "runstate" : "exits");
+	pf_name(w, "thread_name", pid, tid, name);
+	w->st->streams++;
+	return tid;
+}
+
+static void xen_slice(struct pf_writer *w, unsigned int domid, unsigned int vcpu, int track,
+		      const char *name, const char *cat, uint64_t ts, uint64_t dur)
+{
+	int tid = xen_track(w, domid, vcpu, track);
+
+	pf_begin(w);
+	fprintf(w->f, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d", name,
+		cat, XEN_PID_BASE + (int)domid, tid);
+	pf_ts(w->f, "ts", ts);
+	pf_ts(w->f, "dur", dur);
+	fputs("}", w->f);
+}
+
+static uint64_t xen_field(const struct tv_event *ev, const char *name)
+{
+	uint64_t v = 0;
+
+	tv_event_field_u64(ev, name, &v);
+	return v;
+}
+
+/* A vCPU's runstate change closes the interval it spent in the old state. */
+static int xen_runstate(struct pf_writer *w, const struct tv_event *ev)
+{
+	unsigned int domid = (unsigned int)xen_field(ev, "domid") & 0xffff;
+	unsigned int vcpu = (unsigned int)xen_field(ev, "vcpuid") & 0xffff;
+	uint64_t key = (uint64_t)domid << 16 | vcpu, dur;
+	struct tv_exit_slot *s;
+
+	if (domid == XT_DOMID_IDLE)	/* the idle vCPUs: Xen's CPU tracks show them */
+		return 0;
+	s = tv_exit_tracker_slot(&w->xen_runstate, key);
+	if (!s)
+		return -ENOMEM;
+	if (tv_exit_tracker_close(&w->xen_runstate, s, ev->ts, &dur)) {
+		xen_slice(w, domid, vcpu, 1,
+			  tv_xen_runstate_name((unsigned int)xen_field(ev, "old_state")),
+			  "runstate", s->exit_ts, dur);
+		w->st->runstate_slices++;
+	}
+	return tv_exit_tracker_exit(&w->xen_runstate, key, ev->ts) ? 0 : -ENOMEM;
+}
+
+static int xen_vmexit(struct pf_writer *w, const struct tv_event *ev)
+{
+	struct tv_exit_slot *x = tv_exit_tracker_exit(&w->xen_exits, (uint64_t)(unsigned int)ev->cpu,
+						      ev->ts);
+
+	if (!x)
+		return -ENOMEM;
+	x->data[0] = xen_field(ev, "exit_reason");
+	x->data[1] = (xen_field(ev, "cur_dom") & 0xffff) << 16 | (xen_field(ev, "cur_vcpu") & 0xffff);
+	return 0;
+}
+
+static void xen_vmentry(struct pf_writer *w, const struct tv_event *ev)
+{
+	struct tv_exit_slot *x = tv_exit_tracker_find(&w->xen_exits, (uint64_t)(unsigned int)ev->cpu);
+	const char *reason;
+	char name[64];
+	uint64_t dur;
+
+	if (!tv_exit_tracker_close(&w->xen_exits, x, ev->ts, &dur))
+		return;
+	reason = tv_kvm_exit_reason_name(w->xen_isa, x->data[0]);
+	if (reason)
+		snprintf(name, sizeof(name), "exit %s", reason);
+	else
+		snprintf(name, sizeof(name), "exit 0x%llx", (unsigned long long)x->data[0]);
+	xen_slice(w, (unsigned int)(x->data[1] >> 16), (unsigned int)(x->data[1] & 0xffff), 0, name,
+		  "vmexit", x->exit_ts, dur);
+	w->st->slices++;
+}
+
+/* Xen records that draw slices: runstate changes, VMEXIT and VMENTRY. */
+static int xen_event(struct pf_writer *w, const struct tv_event *ev)
+{
+	switch (ev->format->id) {
+	case TV_XEN_EV_RUNSTATE:
+		return xen_runstate(w, ev);
+	case TV_XEN_EV_VMEXIT:
+		return xen_vmexit(w, ev);
+	case TV_XEN_EV_VMENTRY:
+		xen_vmentry(w, ev);
+		return 0;
+	}
+	return 0;
+}
+
+/* The HVM ISA Xen recorded (its domain's meta hvm_isa), for exit names. */
+static enum tv_kvm_isa xen_isa_of(struct tv_reader *rd)
+{
+	for (size_t d = 0; d < tv_reader_nr_domains(rd); d++) {
+		const struct tv_domain_info *di = tv_reader_domain(rd, d);
+		const char *kind = tv_meta_get(di->meta, "kind");
+		const char *isa = tv_meta_get(di->meta, "hvm_isa");
+
+		if (kind && !strcmp(kind, "xen-trace") && isa)
+			return !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
+			       : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
+	}
+	return TV_KVM_ISA_UNKNOWN;
+}
+
 int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
 {
 	/* The output buffer is the call's own: exports may run in parallel. */
@@ -259,6 +421,7 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 		return -err;
 	}
 	setvbuf(w.f, buf, _IOFBF, buf_size);
+	w.xen_isa = xen_isa_of(rd);
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w.f);
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
 		if (!ev.format)
@@ -269,12 +432,21 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 			ret = pf_exit(&w, &ev);
 			if (ret)
 				break;
-		} else if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_entry"))
+		} else if (!strcmp(ev.format->system, "kvm") && !strcmp(ev.format->name, "kvm_entry")) {
 			pf_entry(&w, &ev);
+		} else if (!strcmp(ev.format->system, "xen")) {
+			ret = xen_event(&w, &ev);
+			if (ret)
+				break;
+		}
 	}
 	/* Exits shown as instants only: no entry followed (or it came first). */
-	st->unpaired_exits = w.exits.unmatched + w.exits.backwards + tv_exit_tracker_open(&w.exits);
+	st->unpaired_exits = w.exits.unmatched + w.exits.backwards + tv_exit_tracker_open(&w.exits) +
+			     w.xen_exits.unmatched + w.xen_exits.backwards +
+			     tv_exit_tracker_open(&w.xen_exits);
 	tv_exit_tracker_free(&w.exits);
+	tv_exit_tracker_free(&w.xen_exits);
+	tv_exit_tracker_free(&w.xen_runstate);
 	fputs("\n]}\n", w.f);
 	if (fclose(w.f) && !ret) {
 		tv_err("Cannot write output file: path=\"%s\", errno=%d (%s)", out, errno, strerror(errno));
@@ -285,5 +457,6 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	free(w.cpu_seen);
 	free(w.vcpu_seen);
 	free(w.ust_seen);
+	free(w.xen_seen);
 	return ret < 0 ? ret : 0;
 }

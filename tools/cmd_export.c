@@ -18,7 +18,9 @@ static void export_usage(FILE *out)
 		"  ctf       a CTF 1.8 directory OUT (babeltrace2, Trace Compass): one stream\n"
 		"            per domain and CPU, event fields typed from the format files\n"
 		"  perfetto  a trace-event JSON file OUT (ui.perfetto.dev, chrome://tracing):\n"
-		"            a track per host CPU, guest CPU and vCPU, VM exits as slices\n\n"
+		"            a track per host CPU, guest CPU and vCPU, VM exits as slices;\n"
+		"            a Xen session's dom0 and domUs a process each, with per vCPU\n"
+		"            a track of HVM exits (slices by reason) and one of runstates\n\n"
 		"  -f, --format FORMAT  ctf or perfetto\n"
 		"  -o, --output OUT     output directory (ctf) or file (perfetto)\n"
 		"  -q, --quiet          no summary\n"
@@ -68,6 +70,9 @@ int cmd_export(int argc, char **argv)
 		fprintf(stderr, "%s: %llu events, %llu tracks, %llu VM exit slices\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams,
 			(unsigned long long)st.slices);
+	if (!ret && !quiet && st.runstate_slices)
+		fprintf(stderr, "%s: %llu Xen runstate slices\n", out,
+			(unsigned long long)st.runstate_slices);
 	if (!ret && !quiet && st.unpaired_exits)
 		fprintf(stderr, "note: %llu VM exits had no matching entry (recording edges or lost events)\n",
 			(unsigned long long)st.unpaired_exits);

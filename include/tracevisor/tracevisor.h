@@ -1782,8 +1782,9 @@ char *tv_wall_clock_format(uint64_t ns, char *out);
 struct tv_export_stats {
 	uint64_t events;
 	uint64_t streams;	/* CTF streams, or Perfetto tracks */
-	uint64_t slices;	/* Perfetto: VM exit slices */
-	uint64_t unpaired_exits;	/* Perfetto: kvm_exit with no kvm_entry (no slice) */
+	uint64_t slices;	/* Perfetto: VM exit slices (KVM and Xen HVM) */
+	uint64_t unpaired_exits;	/* Perfetto: exits with no entry (no slice) */
+	uint64_t runstate_slices;	/* Perfetto: Xen vCPU runstate intervals */
 };
 
 /**
