@@ -13,7 +13,8 @@ static void stat_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor stat [--json] [--hist] [--by guest-task] DIR\n\n"
 		"Xen sessions (xen/): per domain and vCPU, time in each runstate, HVM exits\n"
-		"by reason timed VMEXIT->VMENTRY, and hypercalls and HVM handlers counted.\n"
+		"by reason timed VMEXIT->VMENTRY, and hypercalls and HVM handlers counted;\n"
+		"each domid named by its session domain (host, guest:NAME; JSON key domain).\n"
 		"Per VM and vCPU: exit counts and exit->entry latency (min, p50, p99, max,\n"
 		"total) per exit reason, sorted by total time.  Where kvm_exit/kvm_entry do\n"
 		"not fire (PVM KVM), user-space exits, port I/O, MMIO, CPUID and emulated\n"
@@ -67,6 +68,54 @@ static int has_kvm_rows(const struct tv_kvm_stat *st)
 	return 0;
 }
 
+/*
+ * What each Xen domid of the session is: dom0 the host, a domU the guest
+ * domain recorded with --guest xen:NAME (its meta's xen_domid), the idle
+ * vCPUs Xen's.  Read from the session, up to XEN_DOMS domids.
+ */
+#define XEN_DOMS 64
+static struct {
+	unsigned int domid;
+	char name[64];
+} xen_doms[XEN_DOMS];
+static size_t nr_xen_doms;
+
+static void xen_doms_load(const char *dir)
+{
+	struct tv_reader *rd;
+
+	if (tv_reader_open(dir, &rd))
+		return;		/* stat itself read it: no second error */
+	for (size_t d = 0; d < tv_reader_nr_domains(rd) && nr_xen_doms < XEN_DOMS; d++) {
+		const struct tv_domain_info *di = tv_reader_domain(rd, d);
+		long long id = tv_meta_get_ll(di->meta, "xen_domid", -1);
+
+		if (id <= 0)
+			continue;
+		xen_doms[nr_xen_doms].domid = (unsigned int)id;
+		snprintf(xen_doms[nr_xen_doms++].name, sizeof(xen_doms[0].name), "%s", di->name);
+	}
+	tv_reader_close(rd);
+}
+
+/* The session domain of a Xen row's vm (d0, d1..., idle, unknown). */
+static const char *xen_row_domain(const char *vm)
+{
+	unsigned int id;
+	char end;
+
+	if (!strcmp(vm, "idle"))
+		return "xen";
+	if (sscanf(vm, "d%u%c", &id, &end) != 1)
+		return NULL;
+	if (!id)
+		return "host";
+	for (size_t i = 0; i < nr_xen_doms; i++)
+		if (xen_doms[i].domid == id)
+			return xen_doms[i].name;
+	return NULL;
+}
+
 static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 {
 	printf("VM exit analysis of %s: %llu events, %llu lost\n", dir,
@@ -94,6 +143,10 @@ static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int h
 	print_rows(st, hist);
 	if (!st->nr_rows)
 		printf("(no Xen scheduling, exits or hypercalls in this session)\n");
+	printf("\nXen domains: d0 = host (dom0), idle = xen (idle vCPUs)");
+	for (size_t i = 0; i < nr_xen_doms; i++)
+		printf(", d%u = %s", xen_doms[i].domid, xen_doms[i].name);
+	printf("\n");
 }
 
 #define guest_label tv_cli_guest_task
@@ -146,6 +199,15 @@ static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 		else
 			printf(",\"min_ns\":null,\"p50_ns\":null,\"p99_ns\":null,\"max_ns\":null,\"total_ns\":null");
 		printf(",\"mode\":\"%s\"", st->mode);
+		if (!strcmp(st->mode, "xen")) {
+			const char *dom = xen_row_domain(r->vm);
+
+			printf(",\"domain\":");
+			if (dom)
+				tv_cli_json_str(dom);
+			else
+				printf("null");
+		}
 		if (by_guest) {
 			printf(",\"guest_task\":");
 			tv_cli_json_str(r->guest_task);
@@ -253,6 +315,8 @@ int cmd_stat(int argc, char **argv)
 		return tv_cli_status(ret);
 	/* A session with a Xen domain gets the Xen analysis as well. */
 	xret = have_xen ? 0 : -ENOENT;
+	if (have_xen)
+		xen_doms_load(argv[optind]);
 	/* and one with traced processes (record --ust) theirs */
 	uret = tv_ust_stat_compute(argv[optind], &ust);
 	if (uret && uret != -ENOENT) {
