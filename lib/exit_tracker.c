@@ -92,6 +92,14 @@ int tv_exit_tracker_close(struct tv_exit_tracker *t, struct tv_exit_slot *s, uin
 	return 1;
 }
 
+void tv_exit_tracker_drop(struct tv_exit_tracker *t, struct tv_exit_slot *s)
+{
+	if (!s || !s->open)
+		return;
+	s->open = false;
+	t->unmatched++;
+}
+
 uint64_t tv_exit_tracker_open(const struct tv_exit_tracker *t)
 {
 	uint64_t n = 0;

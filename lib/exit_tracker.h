@@ -54,6 +54,8 @@ struct tv_exit_slot *tv_exit_tracker_exit(struct tv_exit_tracker *t, uint64_t ke
  */
 int tv_exit_tracker_close(struct tv_exit_tracker *t, struct tv_exit_slot *s, uint64_t ts,
 			  uint64_t *dur);
+/* Forget @s's open exit, untimed (its end was lost): counted in @unmatched. */
+void tv_exit_tracker_drop(struct tv_exit_tracker *t, struct tv_exit_slot *s);
 /* Exits still open (at the end of the session: never paired). */
 uint64_t tv_exit_tracker_open(const struct tv_exit_tracker *t);
 void tv_exit_tracker_free(struct tv_exit_tracker *t);

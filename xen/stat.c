@@ -3,7 +3,9 @@
  * Xen analysis of a session, what `xenalyze --summary` gives: per domain and
  * vCPU the time spent in each runstate (every runstate change closes an
  * interval of the old state), HVM exits by reason timed from VMEXIT to the
- * next VMENTRY on the same physical CPU, and hypercalls and HVM handler
+ * next VMENTRY of the same vCPU, or to its preemption before it (the time
+ * waiting for a CPU is not the exit's, as xenalyze counts it), and
+ * hypercalls and HVM handler
  * records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
  * Hypercalls are also counted per domain, in rows whose vcpu is "all"; a
  * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows,
@@ -24,10 +26,12 @@
 
 struct xstat {
 	struct tv_latency_table rows;	/* by (vm, vcpu, reason) */
-	/* Per domain and vCPU (key dom << 16 | vcpu): the current runstate's start. */
+	/* Per domain and vCPU (key dom << 16 | vcpu): the current runstate's
+	 * start, the state in label. */
 	struct tv_exit_tracker runstate;
-	/* Per physical CPU: the VMEXIT awaiting its VMENTRY, its row in ptr. */
-	struct tv_exit_tracker pcpu;
+	/* Per vCPU (key dom << 16 | vcpu): the VMEXIT awaiting its VMENTRY,
+	 * its row in ptr. */
+	struct tv_exit_tracker vexit;
 	enum tv_kvm_isa isa;
 	struct tv_kvm_stat *out;
 };
@@ -61,6 +65,22 @@ static uint64_t field(const struct tv_event *ev, const char *name)
 	return v;
 }
 
+/* The vCPU's open exit ends at @ts: timed into its row. */
+static int close_exit(struct xstat *x, uint64_t key, uint64_t ts)
+{
+	struct tv_exit_slot *p = tv_exit_tracker_find(&x->vexit, key);
+	uint64_t ns;
+
+	if (tv_exit_tracker_close(&x->vexit, p, ts, &ns) && tv_latency_add(p->ptr, ns))
+		return -ENOMEM;
+	return 0;
+}
+
+static uint64_t vcpu_key(uint64_t dom, uint64_t vcpu)
+{
+	return (dom & 0xffff) << 16 | (vcpu & 0xffff);
+}
+
 /* A runstate change closes the interval the vCPU spent in the old state. */
 static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 {
@@ -73,6 +93,15 @@ static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 
 	if (!s)
 		return -ENOMEM;
+	/*
+	 * A vCPU preempted (running -> runnable, offline) in an exit: the exit
+	 * ends there, the time waiting for a CPU is not its handling.  One that
+	 * blocks (HLT) stays in its exit until the VMENTRY after its wake-up,
+	 * as xenalyze times it.
+	 */
+	if (field(ev, "old_state") == 0 && field(ev, "new_state") != 2 &&
+	    close_exit(x, key, ev->ts))
+		return -ENOMEM;
 	if (tv_exit_tracker_close(&x->runstate, s, ev->ts, &ns)) {
 		snprintf(reason, sizeof(reason), "runstate:%s",
 			 tv_xen_runstate_name((unsigned int)field(ev, "old_state")));
@@ -83,25 +112,25 @@ static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 		if (tv_latency_add(r, ns))
 			return -ENOMEM;
 	}
-	tv_exit_tracker_exit(&x->runstate, key, ev->ts);
+	s = tv_exit_tracker_exit(&x->runstate, key, ev->ts);
+	if (s)
+		s->label = (int)field(ev, "new_state");
 	return 0;
 }
 
+/* Exits are kept per vCPU (the record's running vCPU): one that blocks in
+ * an exit may enter again on another physical CPU. */
 static int stat_vmexit(struct xstat *x, const struct tv_event *ev, bool entry)
 {
-	struct tv_exit_slot *p = tv_exit_tracker_slot(&x->pcpu, (uint64_t)(unsigned int)ev->cpu);
-	uint64_t code = field(ev, "exit_reason"), ns;
+	uint64_t code = field(ev, "exit_reason");
+	uint64_t key = vcpu_key(field(ev, "cur_dom"), field(ev, "cur_vcpu"));
 	struct tv_latency_acc *row;
+	struct tv_exit_slot *p;
 	const char *name;
 	char reason[48];
 
-	if (!p)
-		return -ENOMEM;
-	if (entry) {
-		if (tv_exit_tracker_close(&x->pcpu, p, ev->ts, &ns) && tv_latency_add(p->ptr, ns))
-			return -ENOMEM;
-		return 0;
-	}
+	if (entry)
+		return close_exit(x, key, ev->ts);
 	name = tv_kvm_exit_reason_name(x->isa, code);
 	if (name)
 		snprintf(reason, sizeof(reason), "vmexit:%s", name);
@@ -113,7 +142,9 @@ static int stat_vmexit(struct xstat *x, const struct tv_event *ev, bool entry)
 		return -ENOMEM;
 	row->row.count++;
 	/* an exit with no entry before the next exit is counted here */
-	p = tv_exit_tracker_exit(&x->pcpu, (uint64_t)(unsigned int)ev->cpu, ev->ts);
+	p = tv_exit_tracker_exit(&x->vexit, key, ev->ts);
+	if (!p)
+		return -ENOMEM;
 	p->ptr = row;
 	return 0;
 }
@@ -172,6 +203,24 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 		return stat_hypercall(x, ev, "subcall");
 	case TV_XEN_EV_LOST:
 		x->out->lost += field(ev, "lost");
+		/*
+		 * What was lost may hold the end of the exit open on the vCPU this
+		 * CPU ran, and of those of vCPUs not running (a wake-up and its
+		 * VMENTRY): they are dropped, untimed, as xenalyze drops the exits
+		 * of vCPUs it puts in its "lost" state (measured: the same counts
+		 * on a lab recording with 76k records lost, but for one exit).
+		 */
+		tv_exit_tracker_drop(&x->vexit, tv_exit_tracker_find(&x->vexit,
+				     vcpu_key(field(ev, "domid"), field(ev, "vcpuid"))));
+		for (size_t i = 0; i < x->vexit.cap; i++) {
+			struct tv_exit_slot *r;
+
+			if (!x->vexit.slots[i].key)
+				continue;
+			r = tv_exit_tracker_find(&x->runstate, x->vexit.slots[i].key - 1);
+			if (r && r->label != 0)
+				tv_exit_tracker_drop(&x->vexit, &x->vexit.slots[i]);
+		}
 		return 0;
 	}
 	/* the rest: table events and unnamed HVM handlers, by Xen event id */
@@ -263,7 +312,7 @@ int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p)
 {
 	/* Exits followed by another exit on their CPU before any entry; entries
 	 * timestamped before their exit. */
-	p->x.out->unmatched_exits = p->x.pcpu.unmatched + p->x.pcpu.backwards;
+	p->x.out->unmatched_exits = p->x.vexit.unmatched + p->x.vexit.backwards;
 	return tv_latency_table_finish(&p->x.rows, p->x.out, cmp_rows);
 }
 
@@ -273,7 +322,7 @@ void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p)
 		return;
 	tv_latency_table_free(&p->x.rows);
 	tv_exit_tracker_free(&p->x.runstate);
-	tv_exit_tracker_free(&p->x.pcpu);
+	tv_exit_tracker_free(&p->x.vexit);
 	free(p);
 }
 
