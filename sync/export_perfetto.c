@@ -39,9 +39,9 @@ struct pf_writer {
 	uint64_t *ust_seen;		/* (domain << 32 | tid) of traced threads named already */
 	size_t nr_ust_seen, cap_ust_seen;
 	struct tep_event *kvm_exit, *kvm_entry;	/* of the reference domain */
-	/* Xen: per physical CPU the open VMEXIT (data: reason, domid << 16 | vcpu). */
+	/* Xen: per vCPU (domid << 16 | vcpu) the open VMEXIT (data[0]: reason). */
 	struct tv_exit_tracker xen_exits;
-	/* Xen: per domid << 16 | vcpu, the current runstate since exit_ts. */
+	/* Xen: per domid << 16 | vcpu, the current runstate since exit_ts (label). */
 	struct tv_exit_tracker xen_runstate;
 	enum tv_kvm_isa xen_isa;
 	uint64_t *xen_seen;		/* domid << 32 | track id named already */
@@ -315,16 +315,46 @@ static uint64_t xen_field(const struct tv_event *ev, const char *name)
 	return v;
 }
 
-/* A vCPU's runstate change closes the interval it spent in the old state. */
+static uint64_t xen_vcpu_key(const struct tv_event *ev, const char *dom, const char *vcpu)
+{
+	return (xen_field(ev, dom) & 0xffff) << 16 | (xen_field(ev, vcpu) & 0xffff);
+}
+
+/* The vCPU's open exit ends at @ts: a slice named by its reason. */
+static void xen_exit_close(struct pf_writer *w, uint64_t key, uint64_t ts)
+{
+	struct tv_exit_slot *x = tv_exit_tracker_find(&w->xen_exits, key);
+	const char *reason;
+	char name[64];
+	uint64_t dur;
+
+	if (!tv_exit_tracker_close(&w->xen_exits, x, ts, &dur))
+		return;
+	reason = tv_kvm_exit_reason_name(w->xen_isa, x->data[0]);
+	if (reason)
+		snprintf(name, sizeof(name), "exit %s", reason);
+	else
+		snprintf(name, sizeof(name), "exit 0x%llx", (unsigned long long)x->data[0]);
+	xen_slice(w, (unsigned int)(key >> 16), (unsigned int)(key & 0xffff), 0, name, "vmexit",
+		  x->exit_ts, dur);
+	w->st->slices++;
+}
+
+/*
+ * A vCPU's runstate change closes the interval it spent in the old state,
+ * and an exit it was in when preempted (the exits are xen/stat.c's: timed
+ * per vCPU to the next VMENTRY, or to a preemption, a block not ending them).
+ */
 static int xen_runstate(struct pf_writer *w, const struct tv_event *ev)
 {
-	unsigned int domid = (unsigned int)xen_field(ev, "domid") & 0xffff;
-	unsigned int vcpu = (unsigned int)xen_field(ev, "vcpuid") & 0xffff;
-	uint64_t key = (uint64_t)domid << 16 | vcpu, dur;
+	uint64_t key = xen_vcpu_key(ev, "domid", "vcpuid"), dur;
+	unsigned int domid = (unsigned int)(key >> 16), vcpu = (unsigned int)(key & 0xffff);
 	struct tv_exit_slot *s;
 
 	if (domid == XT_DOMID_IDLE)	/* the idle vCPUs: Xen's CPU tracks show them */
 		return 0;
+	if (xen_field(ev, "old_state") == 0 && xen_field(ev, "new_state") != 2)
+		xen_exit_close(w, key, ev->ts);
 	s = tv_exit_tracker_slot(&w->xen_runstate, key);
 	if (!s)
 		return -ENOMEM;
@@ -334,38 +364,38 @@ static int xen_runstate(struct pf_writer *w, const struct tv_event *ev)
 			  "runstate", s->exit_ts, dur);
 		w->st->runstate_slices++;
 	}
-	return tv_exit_tracker_exit(&w->xen_runstate, key, ev->ts) ? 0 : -ENOMEM;
+	s = tv_exit_tracker_exit(&w->xen_runstate, key, ev->ts);
+	if (!s)
+		return -ENOMEM;
+	s->label = (int)xen_field(ev, "new_state");
+	return 0;
 }
 
 static int xen_vmexit(struct pf_writer *w, const struct tv_event *ev)
 {
-	struct tv_exit_slot *x = tv_exit_tracker_exit(&w->xen_exits, (uint64_t)(unsigned int)ev->cpu,
-						      ev->ts);
+	struct tv_exit_slot *x = tv_exit_tracker_exit(&w->xen_exits,
+						      xen_vcpu_key(ev, "cur_dom", "cur_vcpu"), ev->ts);
 
 	if (!x)
 		return -ENOMEM;
 	x->data[0] = xen_field(ev, "exit_reason");
-	x->data[1] = (xen_field(ev, "cur_dom") & 0xffff) << 16 | (xen_field(ev, "cur_vcpu") & 0xffff);
 	return 0;
 }
 
-static void xen_vmentry(struct pf_writer *w, const struct tv_event *ev)
+/* Lost records: the exits whose end they may hold draw no slice (as in stat). */
+static void xen_lost(struct pf_writer *w, const struct tv_event *ev)
 {
-	struct tv_exit_slot *x = tv_exit_tracker_find(&w->xen_exits, (uint64_t)(unsigned int)ev->cpu);
-	const char *reason;
-	char name[64];
-	uint64_t dur;
+	tv_exit_tracker_drop(&w->xen_exits, tv_exit_tracker_find(&w->xen_exits,
+			     xen_vcpu_key(ev, "domid", "vcpuid")));
+	for (size_t i = 0; i < w->xen_exits.cap; i++) {
+		struct tv_exit_slot *r;
 
-	if (!tv_exit_tracker_close(&w->xen_exits, x, ev->ts, &dur))
-		return;
-	reason = tv_kvm_exit_reason_name(w->xen_isa, x->data[0]);
-	if (reason)
-		snprintf(name, sizeof(name), "exit %s", reason);
-	else
-		snprintf(name, sizeof(name), "exit 0x%llx", (unsigned long long)x->data[0]);
-	xen_slice(w, (unsigned int)(x->data[1] >> 16), (unsigned int)(x->data[1] & 0xffff), 0, name,
-		  "vmexit", x->exit_ts, dur);
-	w->st->slices++;
+		if (!w->xen_exits.slots[i].key)
+			continue;
+		r = tv_exit_tracker_find(&w->xen_runstate, w->xen_exits.slots[i].key - 1);
+		if (r && r->label != 0)
+			tv_exit_tracker_drop(&w->xen_exits, &w->xen_exits.slots[i]);
+	}
 }
 
 /* Xen records that draw slices: runstate changes, VMEXIT and VMENTRY. */
@@ -377,7 +407,10 @@ static int xen_event(struct pf_writer *w, const struct tv_event *ev)
 	case TV_XEN_EV_VMEXIT:
 		return xen_vmexit(w, ev);
 	case TV_XEN_EV_VMENTRY:
-		xen_vmentry(w, ev);
+		xen_exit_close(w, xen_vcpu_key(ev, "cur_dom", "cur_vcpu"), ev->ts);
+		return 0;
+	case TV_XEN_EV_LOST:
+		xen_lost(w, ev);
 		return 0;
 	}
 	return 0;

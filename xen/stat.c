@@ -7,7 +7,8 @@
  * waiting for a CPU is not the exit's, as xenalyze counts it), and
  * hypercalls and HVM handler
  * records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
- * Hypercalls are also counted per domain, in rows whose vcpu is "all"; a
+ * Hypercalls (PV: TRC_PV_HYPERCALL; HVM and PVH: TRC_HVM_VMMCALL, by rax)
+ * are also counted per domain, in rows whose vcpu is "all"; a
  * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows,
  * and a PV guest's other entries into Xen "pv:NAME" rows (page_fault...).
  */
@@ -162,9 +163,10 @@ static int stat_count(struct xstat *x, const struct tv_event *ev, const char *re
 }
 
 /* One hypercall: its vCPU's row, and its domain's "all" row. */
-static int stat_hypercall(struct xstat *x, const struct tv_event *ev, const char *kind)
+static int stat_hypercall_op(struct xstat *x, const struct tv_event *ev, const char *kind,
+			     unsigned int op)
 {
-	unsigned int op = (unsigned int)field(ev, "op"), dom = (unsigned int)field(ev, "cur_dom");
+	unsigned int dom = (unsigned int)field(ev, "cur_dom");
 	const char *n = tv_xen_hypercall_name(op);
 	struct tv_latency_acc *r;
 	char reason[48];
@@ -182,6 +184,11 @@ static int stat_hypercall(struct xstat *x, const struct tv_event *ev, const char
 		return -ENOMEM;
 	r->row.count++;
 	return 0;
+}
+
+static int stat_hypercall(struct xstat *x, const struct tv_event *ev, const char *kind)
+{
+	return stat_hypercall_op(x, ev, kind, (unsigned int)field(ev, "op"));
 }
 
 static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
@@ -238,7 +245,12 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 	if ((xe & 0x0ffff000u) == XT_HVM_HANDLER) {
 		n = tv_xen_hvm_handler_name(xe);
 		snprintf(reason, sizeof(reason), "hvm:%s", n ? n : "other");
-		return stat_count(x, ev, reason);
+		if (stat_count(x, ev, reason))
+			return -ENOMEM;
+		/* an HVM or PVH guest's hypercall: TRC_HVM_VMMCALL holds its rax */
+		if (n && !strcmp(n, "vmmcall"))
+			return stat_hypercall_op(x, ev, "hypercall", (unsigned int)field(ev, "rax"));
+		return 0;
 	}
 	return 0;
 }
