@@ -201,7 +201,8 @@ static int compress_fd(int in, int out, uint64_t size, const char **why)
 	return ret;
 }
 
-/* DIR/cpuN.raw -> cpuN.raw.zst (written aside, then renamed), raw removed. */
+/* DIR/cpuN.raw -> cpuN.raw.zst (written aside, then renamed), raw removed;
+ * cpuN.xen alike. */
 static int compress_file(const char *dir, const char *name, struct tv_compress_stats *st)
 {
 	char src[PATH_MAX], tmp[PATH_MAX + 8], dst[PATH_MAX + 8];
@@ -251,7 +252,9 @@ static int is_raw_stream(const struct dirent *de)
 {
 	size_t n = strlen(de->d_name);
 
-	return !strncmp(de->d_name, "cpu", 3) && n > 7 && !strcmp(de->d_name + n - 4, ".raw");
+	/* ftrace pages (cpuN.raw) and Xen records (cpuN.xen) */
+	return !strncmp(de->d_name, "cpu", 3) && n > 7 &&
+	       (!strcmp(de->d_name + n - 4, ".raw") || !strcmp(de->d_name + n - 4, ".xen"));
 }
 
 /*

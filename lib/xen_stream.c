@@ -6,6 +6,8 @@
  * synthesized libtraceevent record (lib/xen_decode.c) with its time in ns:
  * Xen system time when the session has the per-CPU TSC scale of the patched
  * hypervisor (clock=xen-system), else TSC / cpu_khz (clock=xen-tsc).
+ * `tracevisor compress` turns it into cpuN.xen.zst (one zstd frame, as
+ * cpuN.raw.zst), read here in order through lib/compress.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,6 +77,39 @@ static void xen_stream_rescale(struct tv_xen_stream *xs, const struct tv_xen_rec
 	xs->shift = (int8_t)rec->extra[5];
 }
 
+/* The next bytes of the file: through its zstd frame when compressed. */
+static ssize_t xen_read(int fd, struct tv_zstream *zs, void *buf, size_t len, const char **why)
+{
+	ssize_t n;
+
+	if (zs)
+		return tv_zstream_read(zs, buf, len, why);
+	do
+		n = read(fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * The head of a compressed file for the start-state scan: its own
+ * descriptor and frame, so the stream's reading still starts at 0.
+ */
+static int xen_scan_open(struct tv_cpu_stream *st, int *fd, struct tv_zstream **zs)
+{
+	uint64_t size;
+	int ret;
+
+	*fd = tv_domain_open_file(st->dom, st->path);
+	if (*fd < 0)
+		return *fd;
+	ret = tv_zstream_open(*fd, zs, &size);
+	if (ret) {
+		close(*fd);
+		*fd = -1;
+	}
+	return ret;
+}
+
 /*
  * The vCPU running on this CPU when its first record was written.  Records
  * do not name it; the first scheduler record that shows who ran before it
@@ -93,10 +128,13 @@ static int xen_stream_start_state(struct tv_cpu_stream *st, int cpu)
 	uint64_t off = 0;
 	struct tv_xen_rec rec;
 	unsigned int dom, vcpu;
-	const char *snap;
+	struct tv_zstream *zs = NULL;
+	const char *snap, *why;
 	char key[64];
-	int r = 0;
+	int r = 0, zfd = -1;
 
+	if (st->zs && xen_scan_open(st, &zfd, &zs))
+		off = XEN_SCAN_LIMIT;	/* no scan: the snapshot (read errors come later) */
 	while (off + len < XEN_SCAN_LIMIT) {
 		unsigned int size = tv_xen_rec_parse(buf + pos, len - pos, &rec);
 		ssize_t n;
@@ -112,11 +150,17 @@ static int xen_stream_start_state(struct tv_cpu_stream *st, int cpu)
 		off += pos;
 		len -= pos;
 		pos = 0;
-		n = pread(st->fd, buf + len, XEN_STREAM_BUF - len, (off_t)(off + len));
+		if (zs)		/* the scan reads in order from 0: the frame's order */
+			n = xen_read(zfd, zs, buf + len, XEN_STREAM_BUF - len, &why);
+		else
+			n = pread(st->fd, buf + len, XEN_STREAM_BUF - len, (off_t)(off + len));
 		if (n <= 0)
 			break;
 		len += (size_t)n;
 	}
+	tv_zstream_close(zs);
+	if (zfd >= 0)
+		close(zfd);
 	if (r == 1)
 		return 1;
 	snprintf(key, sizeof(key), "cpu%d.running", cpu);
@@ -137,6 +181,10 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	st->cpu = cpu;
 	snprintf(st->path, sizeof(st->path), "%s/cpu%d.xen", dom->dir, cpu);
 	st->fd = tv_domain_open_file(dom, st->path);
+	if (st->fd == -ENOENT) {	/* compressed? */
+		strcat(st->path, ".zst");
+		st->fd = tv_domain_open_file(dom, st->path);
+	}
 	if (st->fd < 0) {
 		int err = -st->fd;
 
@@ -147,6 +195,19 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 		if (err != TV_EUNSAFE)
 			tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
 		return -err;
+	}
+	if (strstr(st->path, ".zst")) {
+		uint64_t size;
+		int ret = tv_zstream_open(st->fd, &st->zs, &size);
+
+		if (ret == -EBADMSG)
+			tv_err("Corrupt stream file: path=\"%s\", offset=0: not a zstd frame with its size",
+			       st->path);
+		else if (ret)
+			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, -ret,
+			       strerror(-ret));
+		if (ret)
+			return ret;
 	}
 	st->xen = calloc(1, sizeof(*st->xen));
 	if (!st->xen)
@@ -161,6 +222,7 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 static long xen_stream_fill(struct tv_cpu_stream *st)
 {
 	struct tv_xen_stream *xs = st->xen;
+	const char *why = NULL;
 	ssize_t n;
 
 	memmove(xs->buf, xs->buf + xs->pos, xs->len - xs->pos);
@@ -168,14 +230,16 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 	xs->len -= xs->pos;
 	xs->pos = 0;
 	while (!xs->eof && xs->len < sizeof(xs->buf)) {
-		n = read(st->fd, xs->buf + xs->len, sizeof(xs->buf) - xs->len);
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = xen_read(st->fd, st->zs, xs->buf + xs->len, sizeof(xs->buf) - xs->len, &why);
+		if (n < 0 && why) {
+			tv_err("Corrupt stream file: path=\"%s\", offset=%llu: %s", st->path,
+			       (unsigned long long)(xs->buf_off + xs->len), why);
+			return n;
+		}
 		if (n < 0) {
-			int err = errno;
-
-			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, err, strerror(err));
-			return -err;
+			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, (int)-n,
+			       strerror((int)-n));
+			return n;
 		}
 		if (n == 0)
 			xs->eof = 1;
@@ -259,6 +323,8 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 
 void tv_xen_stream_close(struct tv_cpu_stream *st)
 {
+	tv_zstream_close(st->zs);
+	st->zs = NULL;
 	if (st->fd > 0)
 		close(st->fd);
 	free(st->xen);

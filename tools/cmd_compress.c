@@ -11,8 +11,9 @@ static void compress_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor compress DIR\n\n"
-		"Compresses every stream file DIR/DOMAIN/cpuN.raw of the session DIR into\n"
-		"cpuN.raw.zst (zstd; `zstd -d` gives the raw file back).  report, stat,\n"
+		"Compresses every stream file DIR/DOMAIN/cpuN.raw (and Xen's cpuN.xen) of\n"
+		"the session DIR into cpuN.raw.zst (cpuN.xen.zst; zstd: `zstd -d` gives the\n"
+		"file back).  report, stat,\n"
 		"sync and export read either form.  Each file is replaced only once its\n"
 		"compressed copy is on disk.\n\n"
 		"  -h, --help     this help\n");

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The committed lab recording tests/samples/xen-domu (Xen, dom0 and a
+# running PVH domU with its agent; tests/samples/README-xen-domu.md): stat
+# (text, JSON), report (text, JSON), the Perfetto export and babeltrace2's
+# reading of the CTF export give exactly tests/samples/xen-domu.expected/
+# (tests/samples/xen-domu-outputs.sh), and the sample holds at least a
+# thousand HVM exits, hypercalls and guest events and a hundred runstate
+# changes, so that a regenerated sample keeps covering them.
+set -u
+cd "${TV_ROOT:-$(dirname "$0")/../..}" || exit 1
+TV=${TV:-build/tracevisor}
+[ -x "$TV" ] || { echo "no $TV: run make first" >&2; exit 77; }
+command -v babeltrace2 >/dev/null || { echo "FAIL: babeltrace2 missing (make deps installs it)" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+E=tests/samples/xen-domu.expected
+tests/samples/xen-domu-outputs.sh "$TV" tests/samples/xen-domu "$tmp" || { echo "FAIL: outputs"; exit 1; }
+bad=0
+for f in stat.txt stat.json report-counts.txt perfetto-counts.txt digests.txt; do
+	if ! diff -u "$E/$f" "$tmp/$f" >"$tmp/$f.diff"; then
+		echo "FAIL: $f differs from $E/$f:"
+		head -n 40 "$tmp/$f.diff"
+		bad=1
+	fi
+done
+python3 - "$E/report-counts.txt" <<'PY' || bad=1
+import collections, sys
+c = collections.Counter()
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 3:
+        c[(f[0], f[1])] = int(f[2])
+kinds = {
+    "HVM exits": c[("xen", "xen:xen_vmexit")],
+    "runstate changes": c[("xen", "xen:xen_runstate_change")],
+    "hypercalls": c[("xen", "xen:xen_hypercall")] + c[("xen", "xen:xen_hvm_vmmcall")],
+    "guest events": sum(n for (d, e), n in c.items() if d.startswith("guest:")),
+    "dom0 events": sum(n for (d, e), n in c.items() if d == "host"),
+}
+print("xen-domu sample: %s" % kinds)
+need = {"HVM exits": 1000, "runstate changes": 100, "hypercalls": 1000, "guest events": 1000,
+        "dom0 events": 1000}
+sys.exit(0 if all(kinds[k] >= n for k, n in need.items()) else 1)
+PY
+[ $bad = 0 ] && echo "PASS: xen-domu sample: stat, report, Perfetto and CTF (babeltrace2) as expected"
+exit $bad
