@@ -100,6 +100,23 @@ static int parse_double(const char *s, double min, double *out)
 	return (errno || end == s || *end || *out < min) ? -1 : 0;
 }
 
+/* Does the recorded session hold Xen's records (a domain of kind xen-trace)? */
+static bool replay_is_xen(const char *dir)
+{
+	struct tv_reader *rd;
+	bool xen = false;
+
+	if (tv_reader_open(dir, &rd))
+		return false;	/* the replay itself says why */
+	for (size_t d = 0; d < tv_reader_nr_domains(rd) && !xen; d++) {
+		const char *kind = tv_meta_get(tv_reader_domain(rd, d)->meta, "kind");
+
+		xen = kind && !strcmp(kind, "xen-trace");
+	}
+	tv_reader_close(rd);
+	return xen;
+}
+
 static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 {
 	static const struct option longopts[] = {
@@ -210,6 +227,12 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 	}
 	if (cli->nr_guests && (cli->opts.replay_dir || cli->opts.bpf)) {
 		tv_cli_error("top", "--guest joins a live recording: not with --replay or --bpf");
+		return -1;
+	}
+	if (cli->opts.replay_dir && replay_is_xen(cli->opts.replay_dir)) {
+		/* top's pass is kvm/'s exit analysis: on Xen it would show empty rows */
+		tv_cli_error("top", "a Xen session: top shows KVM exits only; use tracevisor stat for "
+			     "Xen's runstates, HVM exits and hypercalls: dir=\"%s\"", cli->opts.replay_dir);
 		return -1;
 	}
 	for (size_t i = 0; i < cli->nr_guests; i++) {

@@ -43,5 +43,12 @@ need = {"HVM exits": 1000, "runstate changes": 100, "hypercalls": 1000, "guest e
         "dom0 events": 1000}
 sys.exit(0 if all(kinds[k] >= n for k, n in need.items()) else 1)
 PY
+# top is KVM's view: on a Xen session one line and a failure, not empty rows
+if "$TV" top --replay tests/samples/xen-domu --speed 0 --json >"$tmp/top.out" 2>"$tmp/top.err"; then
+	echo "FAIL: top --replay accepted a Xen session"; bad=1
+fi
+[ "$(wc -l <"$tmp/top.err")" = 1 ] && grep -q "a Xen session: top shows KVM exits only" "$tmp/top.err" ||
+	{ echo "FAIL: top --replay on Xen: $(cat "$tmp/top.err")"; bad=1; }
+[ -s "$tmp/top.out" ] && { echo "FAIL: top --replay on Xen printed: $(head -c 200 "$tmp/top.out")"; bad=1; }
 [ $bad = 0 ] && echo "PASS: xen-domu sample: stat, report, Perfetto and CTF (babeltrace2) as expected"
 exit $bad
