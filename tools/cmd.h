@@ -3,6 +3,7 @@
 #ifndef TV_TOOLS_CMD_H
 #define TV_TOOLS_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,9 @@ int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort);
 void tv_cli_json_str(const char *s);
 /* Exit status for a library error code. */
 int tv_cli_status(int err);
+/* Silence the library's messages (a probe whose failure the real call will
+ * report), or route them to stderr again.  Not while library threads run. */
+void tv_cli_log_mute(bool mute);
 /* "comm[pid] context" of a row by guest task (stat --by guest-task, top --guest), "" otherwise. */
 const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size);
 

@@ -106,8 +106,12 @@ static bool replay_is_xen(const char *dir)
 	struct tv_reader *rd;
 	bool xen = false;
 
-	if (tv_reader_open(dir, &rd))
+	tv_cli_log_mute(true);
+	if (tv_reader_open(dir, &rd)) {
+		tv_cli_log_mute(false);
 		return false;	/* the replay itself says why */
+	}
+	tv_cli_log_mute(false);
 	for (size_t d = 0; d < tv_reader_nr_domains(rd) && !xen; d++) {
 		const char *kind = tv_meta_get(tv_reader_domain(rd, d)->meta, "kind");
 

@@ -140,6 +140,11 @@ static void usage(FILE *out)
 	fprintf(out, "\n'tracevisor COMMAND --help' or 'man tracevisor-COMMAND' for details.\n");
 }
 
+void tv_cli_log_mute(bool mute)
+{
+	tv_log_set_callback(mute ? NULL : log_to_stderr, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
