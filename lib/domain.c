@@ -539,9 +539,9 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 		cpu = strtol(de->d_name + 3, &end, 10);
 		if (end == de->d_name + 3 || cpu < 0 || cpu >= 65536 ||
 		    (strcmp(end, ".raw") && strcmp(end, ".raw.zst") && strcmp(end, ".xen") &&
-		     strcmp(end, ".ust")))
+		     strcmp(end, ".xen.zst") && strcmp(end, ".ust")))
 			continue;
-		xen |= !strcmp(end, ".xen");
+		xen |= !strncmp(end, ".xen", 4);
 		ust |= !strcmp(end, ".ust");
 		if (cpu + 1 > ncpus)
 			ncpus = (int)cpu + 1;
