@@ -43,6 +43,21 @@ need = {"HVM exits": 1000, "runstate changes": 100, "hypercalls": 1000, "guest e
         "dom0 events": 1000}
 sys.exit(0 if all(kinds[k] >= n for k, n in need.items()) else 1)
 PY
+# Xen's files read the same plain (zstd -d) and compressed again (tracevisor
+# compress: cpuN.xen -> cpuN.xen.zst)
+if command -v zstd >/dev/null; then
+	cp -a tests/samples/xen-domu "$tmp/plain"
+	for f in "$tmp"/plain/xen/cpu*.xen.zst; do zstd -q -d --rm "$f" || bad=1; done
+	for step in plain compressed; do
+		"$TV" report --json "$tmp/plain" >"$tmp/report.json"
+		[ "$(cd "$tmp" && sha256sum report.json)" = "$(grep ' report.json$' "$E/digests.txt")" ] ||
+			{ echo "FAIL: report of the sample with Xen files $step differs"; bad=1; }
+		[ $step = plain ] && { "$TV" compress "$tmp/plain" >/dev/null 2>&1 || bad=1; }
+	done
+	ls "$tmp"/plain/xen/cpu0.xen.zst >/dev/null || bad=1
+else
+	echo "FAIL: zstd missing (the zstd package)"; bad=1
+fi
 # top is KVM's view: on a Xen session one line and a failure, not empty rows
 if "$TV" top --replay tests/samples/xen-domu --speed 0 --json >"$tmp/top.out" 2>"$tmp/top.err"; then
 	echo "FAIL: top --replay accepted a Xen session"; bad=1
