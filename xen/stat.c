@@ -86,7 +86,7 @@ static uint64_t vcpu_key(uint64_t dom, uint64_t vcpu)
 static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 {
 	uint32_t dom = (uint32_t)field(ev, "domid"), vcpu = (uint32_t)field(ev, "vcpuid");
-	uint64_t key = (uint64_t)(dom & 0xffff) << 16 | (vcpu & 0xffff);
+	uint64_t key = vcpu_key(dom, vcpu);
 	struct tv_exit_slot *s = tv_exit_tracker_slot(&x->runstate, key);
 	struct tv_latency_acc *r;
 	char reason[48];
@@ -114,8 +114,9 @@ static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 			return -ENOMEM;
 	}
 	s = tv_exit_tracker_exit(&x->runstate, key, ev->ts);
-	if (s)
-		s->label = (int)field(ev, "new_state");
+	if (!s)
+		return -ENOMEM;
+	s->label = (int)field(ev, "new_state");	/* for the lost records' rule */
 	return 0;
 }
 
