@@ -197,8 +197,7 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 		return -err;
 	}
 	if (strstr(st->path, ".zst")) {
-		uint64_t size;
-		int ret = tv_zstream_open(st->fd, &st->zs, &size);
+		int ret = tv_zstream_open(st->fd, &st->zs, &st->file_size);
 
 		if (ret == -EBADMSG)
 			tv_err("Corrupt stream file: path=\"%s\", offset=0: not a zstd frame with its size",
@@ -240,6 +239,13 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 			tv_err("Cannot read stream file: path=\"%s\", errno=%d (%s)", st->path, (int)-n,
 			       strerror((int)-n));
 			return n;
+		}
+		/* a compressed file cut short: its frame said how much it holds */
+		if (n == 0 && st->zs && tv_zstream_pos(st->zs) < st->file_size) {
+			tv_err("Corrupt stream file: path=\"%s\", offset=%llu: compressed data ends before its size (%llu bytes)",
+			       st->path, (unsigned long long)tv_zstream_pos(st->zs),
+			       (unsigned long long)st->file_size);
+			return -EBADMSG;
 		}
 		if (n == 0)
 			xs->eof = 1;

@@ -55,6 +55,13 @@ if command -v zstd >/dev/null; then
 		[ $step = plain ] && { "$TV" compress "$tmp/plain" >/dev/null 2>&1 || bad=1; }
 	done
 	ls "$tmp"/plain/xen/cpu0.xen.zst >/dev/null || bad=1
+	# a compressed Xen file cut short: one line naming it, and a failure
+	truncate -s 30000 "$tmp/plain/xen/cpu1.xen.zst"
+	if "$TV" report "$tmp/plain" >/dev/null 2>"$tmp/cut.err"; then
+		echo "FAIL: report read a cut cpu1.xen.zst without error"; bad=1
+	fi
+	[ "$(wc -l <"$tmp/cut.err")" = 1 ] && grep -q 'Corrupt stream file: path=".*cpu1.xen.zst"' "$tmp/cut.err" ||
+		{ echo "FAIL: a cut cpu1.xen.zst: $(cat "$tmp/cut.err")"; bad=1; }
 else
 	echo "FAIL: zstd missing (the zstd package)"; bad=1
 fi
