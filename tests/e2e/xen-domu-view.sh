@@ -48,7 +48,11 @@ lab-domu --name d2 --type pv --mem 160 --timeout 900 --background /tmp/agent-sta
 lab-domu --name d3 --type pv --mem 128 --timeout 900 --background /tmp/hostile.sh /out/d3 || exit 22
 n=0
 until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ] && [ -e /out/d3/agent-up ]; do
-	n=$((n+1)); [ $n -gt 900 ] && exit 23; sleep 0.5
+	n=$((n+1))
+	if [ $n -gt 900 ]; then	# what the domU that did not come up shows
+		xl list >/out/xl-list.txt 2>&1; cp /var/log/xen/guest-*.log /out/ 2>/dev/null; exit 23
+	fi
+	sleep 0.5
 done
 echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
 xl list > /out/xl-list.txt
@@ -69,6 +73,7 @@ if [ -n "${XEN_VIEW_OUT:-}" ]; then
 	OUT=$XEN_VIEW_OUT
 else
 	run_lab xen "$DOM0" xen LAB_TIMEOUT=1500
+	[ "$RC" = 23 ] && echo "a domU did not come up in 450 s: $(cat "$OUT/xl-list.txt"); consoles: $(ls "$OUT"/guest-*.log)" >&2
 	expect_rc 0 "dom0 script"
 fi
 S=$OUT/tv
