@@ -103,29 +103,13 @@ XA=$("$TV_ROOT/xen/build-xenalyze.sh" 2>"$T/xa-build.err") || {
 	cat "$T/xa-build.err" >&2
 	fail "building xenalyze failed"
 }
-python3 - "$OUT/tv/xen" "$T/x.trace" <<'PY' || fail "cannot write the xentrace file"
-import os, struct, sys
-d, out = sys.argv[1], open(sys.argv[2], "wb")
-for cpu in range(64):
-    p = "%s/cpu%d.xen" % (d, cpu)
-    if os.path.exists(p):
-        data = open(p, "rb").read()
-        out.write(struct.pack("<III", 0x2001f003, cpu, len(data)) + data)
-PY
+python3 "$TV_ROOT/tests/e2e/xen_trace_file.py" "$OUT/tv/xen" "$T/x.trace" || fail "cannot write the xentrace file"
 khz=$(sed -n 's/^tsc_khz=//p' "$OUT/tv/xen/meta")
 "$XA" --summary --svm-mode --cpu-hz="${khz}000" "$T/x.trace" >"$T/xa.txt" 2>"$T/xa.err" ||
 	fail "xenalyze failed: $(tail -n 3 "$T/xa.err")"
-python3 - "$T/tv.json" "$T/xa.txt" <<'PY' || fail "exit counts differ from xenalyze (above)"
+PYTHONPATH="$TV_ROOT/tests/e2e" python3 - "$T/tv.json" "$T/xa.txt" <<'PY' || fail "exit counts differ from xenalyze (above)"
 import collections, json, re, sys
-# xenalyze's SVM names (VMEXIT_*) -> our SVM names (lib/exit_reasons.c)
-names = {"CR0_READ": "read_cr0", "CR3_READ": "read_cr3", "CR4_READ": "read_cr4",
-         "CR0_WRITE": "write_cr0", "CR3_WRITE": "write_cr3", "CR4_WRITE": "write_cr4",
-         "DR0_WRITE": "write_dr0", "DR7_WRITE": "write_dr7", "EXCEPTION_NM": "NM_excp",
-         "EXCEPTION_PF": "PF_excp", "EXCEPTION_UD": "UD_excp", "EXCEPTION_GP": "GP_excp",
-         "INTR": "interrupt", "NMI": "nmi", "VINTR": "vintr", "RDTSC": "rdtsc",
-         "RDTSCP": "rdtscp", "CPUID": "cpuid", "HLT": "hlt", "INVLPG": "invlpg",
-         "IOIO": "io", "MSR": "msr", "VMMCALL": "hypercall", "WBINVD": "wbinvd",
-         "NPF": "npf", "PAUSE": "pause", "XSETBV": "xsetbv"}
+from xenalyze_names import NAMES as names
 ours, pending = collections.Counter(), {}
 for line in open(sys.argv[1]):
     e = json.loads(line)

@@ -28,8 +28,7 @@ lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
 command -v python3 >/dev/null || skip "python3 missing"
 
-DOM0='
-TV=/opt/tracevisor/tracevisor
+DOM0=$XEN_DOMUS_START'
 # the agent domUs: serve sessions until /out/end, d2 stops its agent at /out/go
 printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
@@ -53,6 +52,7 @@ until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ] && [ -e /out/d3/agent-u
 		xl list >/out/xl-list.txt 2>&1; cp /var/log/xen/guest-*.log /out/ 2>/dev/null; exit 23
 	fi
 	sleep 0.5
+	xen_domu_crashed && exit 25
 done
 echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
 xl list > /out/xl-list.txt

@@ -154,10 +154,14 @@ l1_start_l2() {
 # a record into Xen's trace every second (`tracevisor xen-mark`).  It waits
 # for both agents (/out/dN/agent-up), writes /out/domus-up-seconds and
 # /out/xl-list.txt, and exits the dom0 script with 20-22 when a domU does
-# not start.  TV is the lab's tracevisor.
+# not start, 25 when one triple-faulted in the emulator while booting.  TV
+# is the lab's tracevisor; xen_domu_crashed is defined too.
 # shellcheck disable=SC2016 # expanded in dom0 and the domUs
 XEN_DOMUS_START='
 TV=/opt/tracevisor/tracevisor
+# a domU that triple-faulted in the emulator (tests/lab/README.md) never
+# comes up: say so at once (exit 25), and the e2e side runs the lab again
+xen_domu_crashed() { xl dmesg 2>/dev/null | grep -q "Triple fault"; }
 printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
@@ -171,6 +175,7 @@ xen_domus_start() {
 	n=0
 	until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ]; do
 		n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
+		xen_domu_crashed && exit 25
 	done
 	echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
 	xl list > /out/xl-list.txt
