@@ -48,19 +48,12 @@ lab-domu --wait d2; echo $? > /out/d2-rc
 cp -a /tmp/tv /out/tv || exit 23
 exit 0'
 
-# run_xen NAME [ENV...]: the lab once, and once more after a domU died in
-# QEMU's emulated SVM (tests/e2e/xen-domu.sh: a triple fault with RIP in
-# Xen, seen with PVH domUs under TCG); the first run stays as OUT.crashed.
+# run_xen NAME [ENV...]: the lab (run again by run_lab when a domU died in
+# QEMU's emulated SVM) and its dom0 script's results.
 run_xen() {
-	local name=$1 tf
+	local name=$1
 	shift
 	run_lab xen "$DOM0" "$name" LAB_TIMEOUT=1100 "$@"
-	tf=$(grep -o "d[0-9]*v[0-9]* Triple fault" "$OUT/console.log" 2>/dev/null | head -n 1)
-	if [ -n "$tf" ] && [ "${LAB_CRASH_RETRY:-1}" != 0 ]; then
-		echo "xen-domu-sync ($name): a domU died in the emulator ((XEN) $tf); running once more" >&2
-		rm -rf "$OUT.crashed" && mv "$OUT" "$OUT.crashed"
-		run_lab xen "$DOM0" "$name" LAB_TIMEOUT=1100 "$@"
-	fi
 	expect_rc 0 "dom0 script ($name)"
 	[ "$(cat "$OUT/record-rc")" = 0 ] || fail "$name: record exited $(cat "$OUT/record-rc"): $(tail -n 5 "$OUT/record.err")"
 	for d in d1 d2; do

@@ -73,17 +73,6 @@ if [ -n "${XEN_VIEW_OUT:-}" ]; then
 	OUT=$XEN_VIEW_OUT
 else
 	run_lab xen "$DOM0" xen LAB_TIMEOUT=1500
-	# The lab's PVH domU triple-faults in the emulator now and then while
-	# traced (tests/lab/README.md, as in xen-domu.sh; seen in 2 of 6 runs
-	# here, twice in a row in one CI run): that, and only that, runs the lab
-	# again, up to three times (a crash while booting ends the run in ~1 min).
-	for try in 1 2 3; do
-		tf=$(grep -o "d[0-9]*v[0-9]* Triple fault" "$OUT/console.log" 2>/dev/null | head -n 1)
-		[ -n "$tf" ] && [ "${LAB_CRASH_RETRY:-1}" != 0 ] || break
-		echo "xen-domu-view: a domU died in the emulator ((XEN) $tf); running again ($try)" >&2
-		rm -rf "$OUT.crashed" && mv "$OUT" "$OUT.crashed"
-		run_lab xen "$DOM0" xen LAB_TIMEOUT=1500
-	done
 	[ "$RC" = 23 ] && echo "a domU did not come up in 450 s: $(cat "$OUT/xl-list.txt"); consoles: $(ls "$OUT"/guest-*.log)" >&2
 	expect_rc 0 "dom0 script"
 fi
