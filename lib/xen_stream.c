@@ -276,7 +276,8 @@ static int xen_stream_parse(struct tv_cpu_stream *st, struct tv_xen_rec *rec)
 		size = tv_xen_rec_parse(xs->buf, xs->len, rec);
 	}
 	if (!size) {
-		if (xs->len)
+		/* followed: the rest of a record being written comes later */
+		if (xs->len && !st->dom->follow)
 			tv_warn("Stream file ends inside a record: path=\"%s\", offset=%llu, bytes=%zu",
 				st->path, (unsigned long long)xs->buf_off, xs->len);
 		return 0;
@@ -338,9 +339,24 @@ void tv_xen_stream_close(struct tv_cpu_stream *st)
 	st->fd = -1;
 }
 
+/*
+ * Following a session being recorded (top --xen): the drain thread appends
+ * to cpuN.xen as it goes, so the end of file next() stopped at may have
+ * grown; a record cut by that end is still in the buffer, read on whole.
+ */
+static int tv_xen_stream_refresh(struct tv_cpu_stream *st)
+{
+	if (st->zs || !st->xen)
+		return 0;	/* compressed after the recording, or no file: final */
+	st->xen->eof = 0;
+	st->done = 0;
+	return 0;
+}
+
 const struct tv_stream_source tv_xen_source = {
 	.kind = "xen-trace",
 	.open = tv_xen_stream_open,
 	.next = tv_xen_stream_next,
 	.close = tv_xen_stream_close,
+	.refresh = tv_xen_stream_refresh,
 };

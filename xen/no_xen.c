@@ -53,6 +53,27 @@ void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
 	(void)rec;
 }
 
+int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return -ENOTSUP;
+}
+
+int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms)
+{
+	(void)rec;
+	(void)timeout_ms;
+	return -ENOTSUP;
+}
+
+int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
+{
+	(void)domid;
+	(void)buf;
+	(void)size;
+	return -ENOTSUP;
+}
+
 int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec)
 {
 	(void)rec;

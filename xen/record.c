@@ -62,6 +62,8 @@ struct xen_cpu_buf {
  *   copy, drain_err      to the pthread_join() in _stop(), which orders
  *                        them before the caller reads them
  *   stop_fd              an eventfd: the caller writes it, the thread polls
+ *   drains               written by the thread (release) after each pass,
+ *                        read by tv_xen_recorder_flush() (acquire)
  *   the rest             the caller's; set before the thread starts
  * The drain thread logs through tv_log(), whose callback is atomic.
  */
@@ -85,6 +87,7 @@ struct tv_xen_recorder {
 	pthread_t thread;
 	int stop_fd;
 	int drain_err;
+	uint64_t drains;		/* passes over every CPU, atomic (flush) */
 	char dir[4200];
 	struct tv_xen_meta_info info;
 	/* per CPU: 4 time scale keys (patched Xen) + cpuN.running */
@@ -281,6 +284,8 @@ static void *xen_drain_thread(void *arg)
 				xenevtchn_unmask(rec->xce, (evtchn_port_t)port);
 		}
 		rec->drain_err = xen_drain_all(rec);
+		/* the pass's writes (and drain_err) before the count a flush waits on */
+		__atomic_add_fetch(&rec->drains, 1, __ATOMIC_RELEASE);
 		if (n > 0 && (pfd[1].revents & POLLIN))
 			break;
 	}
@@ -638,6 +643,32 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	if (!ret && !rec->opts.in_session)
 		ret = tv_session_write_meta(rec->opts.outdir, "xen", "xen");
 	return ret;
+}
+
+int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec)
+{
+	if (!rec->started)
+		return -EINVAL;
+	return tv_xen_write_meta(rec->dir, &rec->info);
+}
+
+int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms)
+{
+	/* two passes: the one under way may have started before the call */
+	uint64_t want = __atomic_load_n(&rec->drains, __ATOMIC_ACQUIRE) + 2;
+
+	if (!rec->started)
+		return -EINVAL;
+	for (int waited = 0; __atomic_load_n(&rec->drains, __ATOMIC_ACQUIRE) < want; waited++) {
+		if (__atomic_load_n(&rec->drain_err, __ATOMIC_RELAXED))
+			break;
+		if (waited >= timeout_ms) {
+			tv_err("Xen's trace buffers were not drained in %d ms", timeout_ms);
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+	return __atomic_load_n(&rec->drain_err, __ATOMIC_ACQUIRE);
 }
 
 int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec)

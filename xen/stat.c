@@ -291,6 +291,9 @@ static int find_xen_domain(struct tv_reader *rd, struct xstat *x)
 
 struct tv_xen_stat_pass {
 	struct xstat x;
+	uint64_t interval_events;	/* out->events when the interval began */
+	uint64_t interval_lost;		/* out->lost then */
+	uint64_t interval_unmatched;	/* unmatched + backwards then */
 };
 
 int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
@@ -327,6 +330,54 @@ int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p)
 	 * timestamped before their exit. */
 	p->x.out->unmatched_exits = p->x.vexit.unmatched + p->x.vexit.backwards;
 	return tv_latency_table_finish(&p->x.rows, p->x.out, cmp_rows);
+}
+
+/*
+ * A new, empty table, into which the exits still open (their VMENTRY comes
+ * in a later interval) move as empty rows of the same name, so that their
+ * time is added where their entry falls, as kvm/stat.c's intervals do.
+ */
+static int xstat_new_interval(struct xstat *x)
+{
+	struct tv_latency_table fresh = { 0 };
+
+	for (size_t i = 0; i < x->vexit.cap; i++) {
+		struct tv_exit_slot *t = &x->vexit.slots[i];
+		struct tv_latency_acc *old = t->ptr;
+
+		if (!t->key || !t->open || !old)
+			continue;
+		t->ptr = tv_latency_row(&fresh, old->row.vm, old->row.vcpu, old->row.reason);
+		if (!t->ptr) {
+			tv_latency_table_free(&fresh);
+			return -ENOMEM;
+		}
+	}
+	tv_latency_table_free(&x->rows);
+	x->rows = fresh;
+	return 0;
+}
+
+int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *out)
+{
+	struct tv_kvm_stat *all = p->x.out;
+	uint64_t unmatched = p->x.vexit.unmatched + p->x.vexit.backwards;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->mode, sizeof(out->mode), "%s", all->mode);
+	out->events = all->events - p->interval_events;
+	out->lost = all->lost - p->interval_lost;
+	out->unmatched_exits = unmatched - p->interval_unmatched;
+	ret = tv_latency_table_finish(&p->x.rows, out, cmp_rows);
+	if (!ret)
+		ret = xstat_new_interval(&p->x);
+	p->interval_events = all->events;
+	p->interval_lost = all->lost;
+	p->interval_unmatched = unmatched;
+	if (ret)
+		tv_kvm_stat_free(out);
+	return ret;
 }
 
 void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p)

@@ -42,6 +42,22 @@ struct tv_xen_meta_info {
 };
 
 int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info);
+
+struct tv_xen_recorder;
+/*
+ * tv_xen_recorder_checkpoint - write xen/meta of a started recorder now
+ * (clock, scale, the running vCPUs at the start), so that a reader can
+ * follow the session while it is recorded (top --xen); _stop() writes it
+ * again, complete.  Return: 0 or -errno (logged).
+ */
+int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec);
+/*
+ * tv_xen_recorder_flush - wait until the drain thread went over every CPU
+ * once after the call began: every record Xen wrote before the call is
+ * then in cpuN.xen.  Return: 0, -ETIMEDOUT after @timeout_ms (logged), or
+ * the drain thread's error.  From the caller's thread, while started.
+ */
+int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms);
 /* SESSION/xen with its formats; @create_session: mkdir SESSION too (new). */
 int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size,
 			   bool create_session);
@@ -68,5 +84,12 @@ struct tv_xen_domain {
  * such domain, or no agent channel; -ENOTSUP: built without Xen).
  */
 int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
+/*
+ * tv_xen_domain_name - the xl name of domain @domid (/local/domain/ID/name)
+ * Return: 0 with @buf filled, -ENOENT (no such domain now), -errno of
+ * xenstore, -ENOTSUP built without Xen.  Logs nothing: the caller names
+ * the domain some other way.
+ */
+int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
 
 #endif

@@ -21,6 +21,16 @@ int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
 int tv_xen_stat_pass_event(struct tv_xen_stat_pass *p, const struct tv_event *ev);
 /* After the last event: the rows, sorted, into @out.  0 or -ENOMEM. */
 int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p);
+/*
+ * End an interval (the live view, top --xen): the rows of the events since
+ * the last interval into @out (the caller's: tv_kvm_stat_free()), then
+ * start empty.  An exit whose VMENTRY has not come yet is counted in the
+ * interval of its VMEXIT and timed in that of its end; a runstate is timed
+ * in the interval of the change that ends it, as stat does.  Summed over
+ * the intervals, the rows' counts and totals are those of
+ * tv_xen_stat_pass_finish().  0 or -ENOMEM.
+ */
+int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *out);
 void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p);
 
 #endif

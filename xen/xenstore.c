@@ -143,3 +143,21 @@ out:
 	xs_close(xs);
 	return ret;
 }
+
+int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
+{
+	struct xs_handle *xs = xs_open(0);
+	char *v;
+	int ret = 0;
+
+	if (!xs)
+		return -errno;
+	v = xs_get(xs, "/local/domain/%u/name", domid);
+	if (v && *v)
+		snprintf(buf, size, "%s", v);
+	else
+		ret = v ? -ENOENT : -errno;
+	free(v);
+	xs_close(xs);
+	return ret;
+}
