@@ -72,7 +72,9 @@ struct tv_top {
 	int pending;			/* replay: ev is read, not yet counted */
 	int ended;
 	struct tv_event ev;
-	struct tv_top_hooks hooks;	/* top --guest (host/), or zeroes */
+	struct tv_top_hooks hooks;	/* top --guest, top --xen (host/), or zeroes */
+	bool source;			/* live from hooks.live_start's recording */
+	uint64_t nr_intervals;		/* given so far (opts.count) */
 	/* hooks.tsc_clock: the trace clock is the TSC; ns from CLOCK_MONOTONIC */
 	uint64_t tsc0, mono0;		/* at the start */
 	uint64_t mono_end;		/* the current interval's end, in ns */
@@ -178,6 +180,17 @@ static int top_start_live(struct tv_top *top)
 		top->remove_outdir = 1;
 	}
 	ro.outdir = top->outdir;
+	if (top->hooks.live_start) {
+		top->source = true;
+		top->mono0 = top->mono_end = mono_now();
+		ret = top->hooks.live_start(top->hooks.ctx, top->outdir, &top->t_start);
+		top->t_end = top->t_start;
+		if (!ret)
+			ret = tv_reader_open_follow(top->outdir, &top->rd);
+		if (!ret && top->hooks.opened)
+			ret = top->hooks.opened(top->hooks.ctx, top->rd);
+		return ret;
+	}
 	/* the first interval starts with the recording (guests start after it) */
 	top->tsc0 = tsc_now();
 	top->mono0 = top->mono_end = mono_now();
@@ -229,8 +242,13 @@ int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks
 	top->opts = *opts;
 	if (hooks)
 		top->hooks = *hooks;
-	if (hooks && (opts->replay_dir || opts->bpf)) {
+	if (hooks && hooks->started && (opts->replay_dir || opts->bpf)) {
 		tv_err("Guests are joined with the live view recorded from tracefs: no --replay or --bpf with them");
+		tv_top_close(top);
+		return -EINVAL;
+	}
+	if (hooks && hooks->live_start && opts->bpf) {
+		tv_err("The in-kernel aggregation (--bpf) is for KVM's exits: not with a live source of its own");
 		tv_top_close(top);
 		return -EINVAL;
 	}
@@ -246,9 +264,14 @@ int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks
 		tv_top_close(top);
 		return -EINVAL;
 	}
-	if (opts->replay_dir)
-		ret = tv_reader_open(opts->replay_dir, &top->rd);
-	else if (opts->bpf)
+	if (opts->replay_dir) {
+		if (top->hooks.replay_domain)
+			ret = tv_reader_open_domain(opts->replay_dir, top->hooks.replay_domain, &top->rd);
+		else
+			ret = tv_reader_open(opts->replay_dir, &top->rd);
+		if (!ret && top->hooks.opened)
+			ret = top->hooks.opened(top->hooks.ctx, top->rd);
+	} else if (opts->bpf)
 		ret = top_start_bpf(top);
 	else
 		ret = top_start_live(top);
@@ -335,6 +358,38 @@ static int top_read_live(struct tv_top *top)
 	top->t_end = limit;
 	if (!ret && top->remove_outdir)
 		top_free_read_space(top);
+	return ret ? ret : 1;
+}
+
+/*
+ * Live from a source of a layer above (hooks.live_*): everything stamped
+ * before now once it is on disk.  The last interval (stop asked, or the
+ * opts.count-th) stops the recording first and reads it to its end, so
+ * that summed, the intervals are the analysis of the whole session kept.
+ */
+static int top_read_source(struct tv_top *top)
+{
+	bool last = wait_until(top, top->mono_end + top_interval(top));
+	struct tv_event ev;
+	uint64_t limit = 0;
+	int ret;
+
+	top->mono_end = mono_now();
+	if (top->opts.count && ++top->nr_intervals >= top->opts.count)
+		last = true;
+	top->t_begin = top->t_end;
+	if (last)
+		ret = top->hooks.live_end(top->hooks.ctx, &limit);
+	else
+		ret = top->hooks.live_flush(top->hooks.ctx, &limit);
+	if (!ret)
+		ret = tv_reader_follow_refresh(top->rd);
+	while (!ret && (ret = tv_reader_next_before(top->rd, last ? UINT64_MAX : limit, &ev)) > 0)
+		ret = top_count(top, &ev);
+	if (limit > top->t_end)
+		top->t_end = limit;
+	if (last)
+		__atomic_store_n(&top->ended, 1, __ATOMIC_RELAXED);	/* tv_top_running() */
 	return ret ? ret : 1;
 }
 
@@ -433,10 +488,13 @@ int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
 		return 0;
 	if (top->bpf)
 		return top_read_bpf(top, out);
-	ret = top->rec ? top_read_live(top) : top_read_replay(top);
+	ret = top->source ? top_read_source(top) : top->rec ? top_read_live(top) : top_read_replay(top);
 	if (ret <= 0)
 		return ret;
-	ret = tv_kvm_stat_pass_interval(top->pass, &out->stat);
+	if (top->hooks.interval)
+		ret = top->hooks.interval(top->hooks.ctx, top->t_begin, top->t_end, &out->stat);
+	else
+		ret = tv_kvm_stat_pass_interval(top->pass, &out->stat);
 	if (ret)
 		return ret;
 	return top_finish_interval(top, out);
@@ -664,7 +722,7 @@ int tv_top_latest(struct tv_top *top, struct tv_top_interval *out)
 
 void tv_top_set_interval(struct tv_top *top, uint64_t interval_ns)
 {
-	uint64_t min = top->rec || top->bpf ? TOP_MIN_LIVE_INTERVAL_NS : 1;
+	uint64_t min = top->rec || top->bpf || top->source ? TOP_MIN_LIVE_INTERVAL_NS : 1;
 
 	__atomic_store_n(&top->interval_ns, interval_ns < min ? min : interval_ns, __ATOMIC_RELAXED);
 }

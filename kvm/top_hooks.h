@@ -36,12 +36,34 @@ struct tv_top_hooks {
 	bool tsc_clock;
 	/* Read only up to this long before now: what others deliver late. */
 	uint64_t lag_ns;
+	/*
+	 * A live source of its own instead of the host's tracefs (top --xen:
+	 * Xen's trace buffers).  @live_start records a new session in @outdir
+	 * that a following reader can open when it returns, *@t0 its start in
+	 * the session's clock; @live_flush puts on disk every record stamped
+	 * before *@limit, now in that clock; @live_end stops recording (the
+	 * last interval reads the session to its end), *@t_end now.  All three
+	 * set, or none; @close then stops what is still recording.
+	 */
+	int (*live_start)(void *ctx, const char *outdir, uint64_t *t0);
+	int (*live_flush)(void *ctx, uint64_t *limit);
+	int (*live_end)(void *ctx, uint64_t *t_end);
+	/*
+	 * The interval's rows instead of the VM exit analysis' (@event then
+	 * takes every event for an analysis of its own): the events read since
+	 * the last call, the interval [@t_begin, @t_end) in the session's clock.
+	 */
+	int (*interval)(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_kvm_stat *out);
+	/* A replay reads this session domain alone (top --xen: "xen"), in
+	 * its own clock when the session is not synchronised; NULL: all. */
+	const char *replay_domain;
 	/* free()d at the very end of tv_top_close() (what opts point into) */
 	void *owned;
 };
 
 /*
- * tv_top_open() live with @hooks (copied).  @hooks->close is always
+ * tv_top_open() with @hooks (copied): live, or a replay when the hooks have
+ * no @started (that of top --guest needs the live recording).  @hooks->close is always
  * called: by tv_top_close(), or here when it fails.
  */
 int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,

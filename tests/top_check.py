@@ -7,14 +7,24 @@ row has stat's count and total time, and the largest max is stat's max.
 usage: top_check.py TOP_JSONL STAT_JSON [--by-reason]
 --by-reason compares per reason only (a live view names a VM thread it
 first saw unlabelled differently from stat, which reads the final maps).
+Rows of top --xen (with a domid) are matched to stat's by domid.
 Prints one line: "top-check: N intervals, M rows, E exits: ok", or the
 first differences, exit 1."""
 import json
 import sys
 
 
+def vm_of(row):
+    """top --xen names a domain NAME[DOMID] (xen: Xen's idle vCPUs); stat dDOMID, idle."""
+    if "domid" not in row or "mode" in row:
+        return row["vm"]
+    if row["domid"] is not None:
+        return "d%d" % row["domid"]
+    return "idle" if row["vm"] == "xen" else row["vm"]
+
+
 def key(row, by_reason):
-    return (row["reason"],) if by_reason else (row["vm"], row["vcpu"], row["reason"])
+    return (row["reason"],) if by_reason else (vm_of(row), row["vcpu"], row["reason"])
 
 
 def main():
@@ -25,6 +35,8 @@ def main():
     top = {}
     for iv in intervals:
         for r in iv["rows"]:
+            if r["count"] == 0 and r["total_ns"] is None:
+                continue    # nothing to add: a runstate row with its share only (top --xen)
             k = key(r, by_reason)
             t = top.setdefault(k, {"count": 0, "total_ns": 0, "max_ns": 0})
             t["count"] += r["count"]

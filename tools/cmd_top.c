@@ -24,7 +24,7 @@
 #define MAX_EVENTS 64
 #define MAX_GUESTS 16
 
-enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF, OPT_TIME_FUNCTION, OPT_GUEST };
+enum { OPT_REPLAY = 1000, OPT_SPEED, OPT_BUFFER, OPT_BPF, OPT_TIME_FUNCTION, OPT_GUEST, OPT_XEN };
 
 struct top_cli {
 	struct tv_top_opts opts;
@@ -35,6 +35,7 @@ struct top_cli {
 	struct tv_guest_spec guests[MAX_GUESTS];
 	size_t nr_guests;
 	int batch, json, screen;
+	int xen;			/* top --xen, or a replay of a Xen session */
 	long count;			/* intervals to show; 0: until stopped */
 	double cpu_prev;		/* seconds of CPU used by this process */
 };
@@ -45,7 +46,9 @@ static void top_usage(FILE *out)
 		"usage: tracevisor top [--vm NAME|PID]... [--interval S] [--sort total|count|rate|p99]\n"
 		"                      [--filter EXPR] [-e EVENT]... [--time-function F]... [--batch]\n"
 		"                      [--json] [--count N] [--guest SPEC]...\n"
-		"                      [-o DIR | --bpf] [--replay DIR [--speed X]]\n\n"
+		"                      [-o DIR | --bpf] [--replay DIR [--speed X]]\n"
+		"       tracevisor top --xen [--vm NAME|DOMID]... [--interval S] [--sort KEY] [--batch]\n"
+		"                      [--json] [--count N] [-o DIR]\n\n"
 		"A live table of the host's VM exits per VM, vCPU and exit reason: count,\n"
 		"rate per second, p50, p99, max and total exit->entry latency, refreshed\n"
 		"every interval (the numbers of `tracevisor stat` for that interval).\n"
@@ -84,7 +87,19 @@ static void top_usage(FILE *out)
 		"                     kvm_entry, and on timed functions): no event crosses\n"
 		"                     to user space, p50/p99 within 3.1%%; VMX/SVM hosts (PVM\n"
 		"                     fires neither exit event)\n"
-		"  --replay DIR       play a recorded session through the same view\n"
+		"  --xen              Xen's view, in dom0 as root: Xen's trace buffers, rows per\n"
+		"                     domain (NAME[DOMID], the xl name; xen: Xen's idle vCPUs)\n"
+		"                     and vCPU, as tracevisor stat gives a Xen session: HVM\n"
+		"                     exits by reason with latencies (vmexit:REASON), hypercalls\n"
+		"                     by name (hypercall:NAME; vcpu all: the domain's), PV\n"
+		"                     entries (pv:), HVM handlers (hvm:) and runstates\n"
+		"                     (runstate:STATE, timed when they end; SHARE: the part of\n"
+		"                     the interval the vCPU spent in it).  JSON rows gain kind\n"
+		"                     (exit, hypercall, pv, hvm, runstate), domid and share.\n"
+		"                     The last interval (Ctrl-C, --count) ends Xen's tracing and\n"
+		"                     reads the rest: summed, the intervals are stat of -o DIR\n"
+		"  --replay DIR       play a recorded session through the same view (a Xen\n"
+		"                     session: the --xen view)\n"
 		"  --speed X          replay speed (default 1: real time; 0: as fast as it reads)\n"
 		"  -b, --buffer-kb KB ring buffer per CPU\n"
 		"  -h, --help         this help\n\n"
@@ -139,6 +154,7 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		{ "bpf", no_argument, NULL, OPT_BPF },
 		{ "time-function", required_argument, NULL, OPT_TIME_FUNCTION },
 		{ "guest", required_argument, NULL, 'g' },
+		{ "xen", no_argument, NULL, OPT_XEN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -192,6 +208,9 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		case OPT_BPF:
 			cli->opts.bpf = true;
 			break;
+		case OPT_XEN:
+			cli->xen = 1;
+			break;
 		case OPT_TIME_FUNCTION:
 			if (cli->opts.nr_time_functions == MAX_EVENTS)
 				goto bad;
@@ -233,12 +252,21 @@ static int parse_top_args(int argc, char **argv, struct top_cli *cli)
 		tv_cli_error("top", "--guest joins a live recording: not with --replay or --bpf");
 		return -1;
 	}
-	if (cli->opts.replay_dir && replay_is_xen(cli->opts.replay_dir)) {
-		/* top's pass is kvm/'s exit analysis: on Xen it would show empty rows */
-		tv_cli_error("top", "a Xen session: top shows KVM exits only; use tracevisor stat for "
-			     "Xen's runstates, HVM exits and hypercalls: dir=\"%s\"", cli->opts.replay_dir);
+	if (cli->xen && (cli->nr_guests || cli->opts.bpf || cli->opts.nr_events || cli->opts.filter ||
+			 cli->opts.nr_time_functions)) {
+		tv_cli_error("top", "--xen shows Xen's records: not with --guest, --bpf, -e, --filter or --time-function");
 		return -1;
 	}
+	if (cli->xen && cli->opts.replay_dir && !replay_is_xen(cli->opts.replay_dir)) {
+		tv_cli_error("top", "--xen --replay: not a Xen session (no domain of kind xen-trace): dir=\"%s\"",
+			     cli->opts.replay_dir);
+		return -1;
+	}
+	/* a Xen session plays through the Xen view */
+	if (cli->opts.replay_dir && !cli->xen)
+		cli->xen = replay_is_xen(cli->opts.replay_dir);
+	if (cli->xen && !cli->opts.replay_dir)
+		cli->opts.count = (uint64_t)cli->count;	/* the last interval ends the recording */
 	for (size_t i = 0; i < cli->nr_guests; i++) {
 		/* before anything is recorded: a wrong SPEC leaves nothing */
 		if (tv_guest_spec_parse(cli->guest_texts[i], &cli->guests[i]) ||
@@ -294,6 +322,17 @@ static void print_json_interval(const struct tv_top_interval *iv, const char *so
 			printf(",\"guest_context\":");
 			tv_cli_json_str(r->guest_context);
 		}
+		if (r->kind[0]) {	/* top --xen */
+			printf(",\"kind\":\"%s\"", r->kind);
+			if (r->domid >= 0)
+				printf(",\"domid\":%d", r->domid);
+			else
+				printf(",\"domid\":null");
+			if (r->share >= 0)
+				printf(",\"share\":%.4f", r->share);
+			else
+				printf(",\"share\":null");
+		}
 		printf(",\"count\":%llu,\"rate\":%.1f", (unsigned long long)r->count,
 		       tv_top_row_rate(iv, r));
 		if (r->has_latency)
@@ -304,6 +343,45 @@ static void print_json_interval(const struct tv_top_interval *iv, const char *so
 			printf(",\"p50_ns\":null,\"p99_ns\":null,\"max_ns\":null,\"total_ns\":null}");
 	}
 	printf("]}\n");
+}
+
+/* Rows of @kind in the interval, counted (top --xen's header). */
+static uint64_t interval_kind(const struct tv_top_interval *iv, const char *kind)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < iv->stat.nr_rows; i++)
+		if (!strcmp(iv->stat.rows[i].kind, kind) && strcmp(iv->stat.rows[i].vcpu, "all"))
+			n += iv->stat.rows[i].count;
+	return n;
+}
+
+static void print_xen_table(struct top_cli *cli, const struct tv_top_interval *iv, const char *dir)
+{
+	double secs = (double)iv->interval_ns / 1e9;
+	char b[4][24], share[16];
+
+	printf("tracevisor top --xen - %s - %.2fs interval: %llu records, %llu exits, %llu hypercalls, %llu runstate changes, %llu lost, top %.1f%% CPU\n",
+	       dir, secs, (unsigned long long)iv->stat.events,
+	       (unsigned long long)interval_kind(iv, "exit"), (unsigned long long)interval_kind(iv, "hypercall"),
+	       (unsigned long long)interval_kind(iv, "runstate"), (unsigned long long)iv->lost,
+	       tv_cli_cpu_percent(&cli->cpu_prev, iv->interval_ns));
+	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s %7s\n", "VM", "VCPU", "REASON", "COUNT",
+	       "RATE/s", "P50", "P99", "MAX", "TOTAL", "SHARE");
+	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
+		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+
+		snprintf(share, sizeof(share), r->share >= 0 ? "%.1f%%" : "-", 100 * r->share);
+		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s %7s\n", r->vm, r->vcpu, r->reason,
+		       (unsigned long long)r->count, tv_top_row_rate(iv, r),
+		       r->has_latency ? tv_cli_fmt_ns(r->p50_ns, b[0], 24) : "-",
+		       r->has_latency ? tv_cli_fmt_ns(r->p99_ns, b[1], 24) : "-",
+		       r->has_latency ? tv_cli_fmt_ns(r->max_ns, b[2], 24) : "-",
+		       r->has_latency ? tv_cli_fmt_ns(r->total_ns, b[3], 24) : "-", share);
+	}
+	if (!iv->stat.nr_rows)
+		printf("(no Xen records in this interval)\n");
+	printf("\n");
 }
 
 static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, const char *dir)
@@ -350,8 +428,10 @@ static int run_top(struct top_cli *cli, struct tv_top *top)
 
 	while ((ret = tv_top_next(top, &iv)) > 0) {
 		if (cli->json)
-			print_json_interval(&iv, cli->opts.replay_dir ? "replay" : cli->opts.bpf ? "bpf" : "tracefs",
-					    cli->nr_guests > 0);
+			print_json_interval(&iv, cli->opts.replay_dir ? "replay" : cli->xen ? "xen" :
+					    cli->opts.bpf ? "bpf" : "tracefs", cli->nr_guests > 0);
+		else if (cli->xen)
+			print_xen_table(cli, &iv, tv_top_session_dir(top));
 		else
 			print_table(cli, &iv, tv_top_session_dir(top));
 		fflush(stdout);
@@ -383,7 +463,10 @@ int cmd_top(int argc, char **argv)
 		return 1;
 	}
 	cli.opts.stop_fd = sfd;
-	ret = tv_top_guest_open(&cli.opts, cli.guests, cli.nr_guests, &top);
+	if (cli.xen)
+		ret = tv_top_xen_open(&cli.opts, &top);
+	else
+		ret = tv_top_guest_open(&cli.opts, cli.guests, cli.nr_guests, &top);
 	if (ret) {
 		close(sfd);
 		return tv_cli_status(ret);

@@ -103,12 +103,16 @@ static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row
 		mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
 			 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r), "-", "-",
 			 "-", "-");
+		if (r->kind[0] && r->share >= 0)
+			printw(" %6.1f%%", 100 * r->share);
 		return;
 	}
 	mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
 		 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r),
 		 tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
 		 tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
+	if (r->kind[0] && r->share >= 0)	/* top --xen: a runstate's share */
+		printw(" %6.1f%%", 100 * r->share);
 }
 
 static int same_guest_row(const struct tv_kvm_stat_row *a, const struct tv_kvm_stat_row *b)
@@ -204,8 +208,8 @@ static void draw(struct screen *s)
 		return;
 	}
 	attron(A_REVERSE);
-	mvprintw(y++, 0, "%-24s %-7s %-26s %9s %10s %9s %9s %9s %10s", "VM", "VCPU", "REASON", "COUNT",
-		 "RATE/s", "P50", "P99", "MAX", "TOTAL");
+	mvprintw(y++, 0, "%-24s %-7s %-26s %9s %10s %9s %9s %9s %10s%s", "VM", "VCPU", "REASON", "COUNT",
+		 "RATE/s", "P50", "P99", "MAX", "TOTAL", strcmp(s->cur.stat.mode, "xen") ? "" : "   SHARE");
 	attroff(A_REVERSE);
 	for (size_t i = 0; i < s->cur.stat.nr_rows && y < LINES - 1; i++)
 		if (row_shown(s, &s->cur.stat.rows[i]))

@@ -74,6 +74,13 @@ int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
 	return -ENOTSUP;
 }
 
+int tv_xen_domain_id(const char *name, unsigned int *domid)
+{
+	(void)name;
+	(void)domid;
+	return -ENOTSUP;
+}
+
 int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec)
 {
 	(void)rec;

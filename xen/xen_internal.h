@@ -91,5 +91,7 @@ int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
  * the domain some other way.
  */
 int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
+/* The domid of the domain named @name: 0, -ENOENT, -errno; logs nothing. */
+int tv_xen_domain_id(const char *name, unsigned int *domid);
 
 #endif

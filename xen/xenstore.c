@@ -161,3 +161,15 @@ int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
 	xs_close(xs);
 	return ret;
 }
+
+int tv_xen_domain_id(const char *name, unsigned int *domid)
+{
+	struct xs_handle *xs = xs_open(0);
+	int ret;
+
+	if (!xs)
+		return -errno;
+	ret = find_domid(xs, name, domid);
+	xs_close(xs);
+	return ret;
+}

@@ -1202,6 +1202,11 @@ struct tv_kvm_stat_row {
 	uint64_t min_ns, p50_ns, p99_ns, max_ns, total_ns;
 	bool has_latency;
 	uint64_t hist[64];	/* log2(ns) buckets */
+	/* top --xen (tv_top_xen_open()): "" elsewhere */
+	char kind[16];			/* "exit", "runstate", "hypercall", "pv", "hvm" */
+	int domid;			/* the Xen domid; -1: Xen itself (idle) or unknown */
+	double share;			/* runstate rows: the share of the interval the
+					 * vCPU spent in that state (0..1); -1 others */
 };
 
 struct tv_kvm_stat {
@@ -1268,6 +1273,9 @@ struct tv_top_opts {
 					 * neither) */
 	int stop_fd;			/* readable: tv_top_next() returns 0 at
 					 * once (e.g. a signalfd); -1: none */
+	uint64_t count;			/* live top --xen: the count-th interval is the
+					 * last (it ends the recording and reads it to
+					 * its end); 0: until stopped */
 };
 
 /* One interval of the live view. */
@@ -1314,6 +1322,32 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out);
  */
 int tv_top_guest_open(const struct tv_top_opts *opts, const struct tv_guest_spec *guests,
 		      size_t nr_guests, struct tv_top **out);
+/**
+ * tv_top_xen_open - the live view of Xen (top --xen), or a replay of a Xen session
+ * @opts: as tv_top_open(), without @bpf, @events, @filter, @time_functions
+ *        (copied; its strings must outlive @out); @vms: domain names
+ *        (globs) or domids
+ * @out: the view, owned by the caller (tv_top_close(), which stops Xen's
+ *       tracing, puts back its masks and releases the buffers)
+ *
+ * Live (dom0, root), Xen's per-CPU trace buffers are recorded as by
+ * tv_xen_recorder_create() (classes gen, sched, hvm and pv) into a session
+ * (opts->outdir, else a temporary one) read as it grows.  Each interval's
+ * rows are those of the Xen analysis of `tracevisor stat` for that stretch
+ * of time: per domain and vCPU, HVM exits by reason (count, latency
+ * percentiles, total), hypercalls by name, PV entries, and runstates
+ * (timed when they end, as stat; plus @share, the part of the interval in
+ * that state).  Rows' vm is "NAME[DOMID]" (the name from xenstore; in a
+ * replay, the session's guest domains, else dDOMID), "xen" for Xen's idle
+ * vCPUs; kind, domid and share are set.  The last interval (the stop fd,
+ * tv_top_stop() or opts->count) stops Xen's tracing and reads the session
+ * to its end: summed, the intervals are stat of the session kept.
+ * Return: 0 or -errno with one line logged: not root (-EPERM), not on
+ * Xen or not dom0 (-ENODEV), Xen's tracing in use by another consumer
+ * such as xentrace (its VIRQ_TBUF bound: -EEXIST), a --vm name that no domain has (-ENOENT), built without Xen
+ * (-ENOTSUP).
+ */
+int tv_top_xen_open(const struct tv_top_opts *opts, struct tv_top **out);
 /**
  * tv_top_next - wait for the end of the next interval and give its table
  * @top: the view
