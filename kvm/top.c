@@ -620,7 +620,8 @@ int tv_top_close(struct tv_top *top)
 		ret = tv_recorder_stop(top->rec);
 		tv_recorder_destroy(top->rec);
 	}
-	if (top->remove_outdir && tv_session_remove_tree(top->outdir))
+	/* a recorder that failed to start removed what it had made */
+	if (top->remove_outdir && access(top->outdir, F_OK) == 0 && tv_session_remove_tree(top->outdir))
 		tv_warn("Cannot remove the live view's session: path=\"%s\"", top->outdir);
 	tv_kvm_stat_free(&top->totals);
 	free(top->hooks.owned);

@@ -33,9 +33,9 @@ xentrace -D -e all -T 4 /tmp/xt-busy.bin >/dev/null 2>&1 & X=$!
 sleep 1.5
 $TV top --xen --count 1 --json >/dev/null 2>/out/busy.err; echo $? >/out/busy.rc
 wait $X
-t0=$(date +%s.%N)
+read -r t0 _ </proc/uptime
 $TV top --xen --json --interval 1 --count 8 -o /tmp/top >/out/top.jsonl 2>/out/top.err; echo $? >/out/top.rc
-echo "$t0 $(date +%s.%N)" >/out/top.time
+read -r t1 _ </proc/uptime; echo "$t0 $t1" >/out/top.time
 $TV stat --json /tmp/top >/out/top-stat.json 2>/out/top-stat.err || exit 30
 $TV top --replay /tmp/top --speed 0 --interval 0.5 --json >/out/top-replay.jsonl 2>/out/top-replay.err || exit 31
 $TV top --replay /tmp/top --speed 0 --interval 1000 --batch >/out/top-replay.txt 2>&1 || exit 32
@@ -43,9 +43,9 @@ $TV top --replay /tmp/top --speed 0 --interval 1000 --batch >/out/top-replay.txt
 $TV top --xen --json --interval 1 -o /tmp/top2 >/out/top2.jsonl 2>/out/top2.err & P=$!
 for i in $(seq 100); do [ -s /out/top2.jsonl ] && break; sleep 0.1; done
 sleep 3
-t0=$(date +%s.%N)
+read -r t0 _ </proc/uptime
 kill -INT $P; wait $P; echo $? >/out/top2.rc
-echo "$t0 $(date +%s.%N)" >/out/top2.stop
+read -r t1 _ </proc/uptime; echo "$t0 $t1" >/out/top2.stop
 $TV stat --json /tmp/top2 >/out/top2-stat.json 2>/out/top2-stat.err || exit 33
 # tracing and buffers released: xentrace starts and records
 xentrace -D -e all -T 2 /tmp/xt-after.bin >/out/xt-after.out 2>&1; echo $? >/out/xt-after.rc
