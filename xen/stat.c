@@ -375,8 +375,11 @@ int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *ou
 	p->interval_events = all->events;
 	p->interval_lost = all->lost;
 	p->interval_unmatched = unmatched;
-	if (ret)
-		tv_kvm_stat_free(out);
+	if (ret) {	/* tv_kvm_stat_free() is kvm/'s: the rows are all there is */
+		free(out->rows);
+		out->rows = NULL;
+		out->nr_rows = 0;
+	}
 	return ret;
 }
 
