@@ -95,7 +95,8 @@ static void top_usage(FILE *out)
 		"                     entries (pv:), HVM handlers (hvm:) and runstates\n"
 		"                     (runstate:STATE, timed when they end; SHARE: the part of\n"
 		"                     the interval the vCPU spent in it).  JSON rows gain kind\n"
-		"                     (exit, hypercall, pv, hvm, runstate), domid and share.\n"
+		"                     (exit, hypercall, pv, hvm, runstate), domid and share;\n"
+		"                     intervals gain records (Xen's, as stat counts them).\n"
 		"                     The last interval (Ctrl-C, --count) ends Xen's tracing and\n"
 		"                     reads the rest: summed, the intervals are stat of -o DIR\n"
 		"  --replay DIR       play a recorded session through the same view (a Xen\n"
@@ -300,9 +301,12 @@ static uint64_t interval_exits(const struct tv_top_interval *iv)
 
 static void print_json_interval(const struct tv_top_interval *iv, const char *source, int guests)
 {
-	printf("{\"t_ns\":%llu,\"interval_ns\":%llu,\"lost\":%llu,\"mode\":\"%s\",\"source\":\"%s\",\"rows\":[",
+	printf("{\"t_ns\":%llu,\"interval_ns\":%llu,\"lost\":%llu,\"mode\":\"%s\",\"source\":\"%s\",",
 	       (unsigned long long)iv->t_ns, (unsigned long long)iv->interval_ns,
 	       (unsigned long long)iv->lost, iv->stat.mode, source);
+	if (!strcmp(iv->stat.mode, "xen"))	/* the interval's Xen records, as stat counts them */
+		printf("\"records\":%llu,", (unsigned long long)iv->stat.events);
+	printf("\"rows\":[");
 	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
 

@@ -37,6 +37,7 @@ read -r t0 _ </proc/uptime
 $TV top --xen --json --interval 1 --count 8 -o /tmp/top >/out/top.jsonl 2>/out/top.err; echo $? >/out/top.rc
 read -r t1 _ </proc/uptime; echo "$t0 $t1" >/out/top.time
 $TV stat --json /tmp/top >/out/top-stat.json 2>/out/top-stat.err || exit 30
+$TV stat /tmp/top >/out/top-stat.txt 2>>/out/top-stat.err || exit 30
 $TV top --replay /tmp/top --speed 0 --interval 0.5 --json >/out/top-replay.jsonl 2>/out/top-replay.err || exit 31
 $TV top --replay /tmp/top --speed 0 --interval 1000 --batch >/out/top-replay.txt 2>&1 || exit 32
 # until SIGINT
@@ -47,6 +48,7 @@ read -r t0 _ </proc/uptime
 kill -INT $P; wait $P; echo $? >/out/top2.rc
 read -r t1 _ </proc/uptime; echo "$t0 $t1" >/out/top2.stop
 $TV stat --json /tmp/top2 >/out/top2-stat.json 2>/out/top2-stat.err || exit 33
+$TV stat /tmp/top2 >/out/top2-stat.txt 2>>/out/top2-stat.err || exit 33
 # tracing and buffers released: xentrace starts and records
 xentrace -D -e all -T 2 /tmp/xt-after.bin >/out/xt-after.out 2>&1; echo $? >/out/xt-after.rc
 wc -c </tmp/xt-after.bin >/out/xt-after.size 2>/dev/null
@@ -77,6 +79,19 @@ echo -n "top --replay: " >&2
 python3 "$REPO/tests/top_check.py" "$OUT/top-replay.jsonl" "$OUT/top-stat.json" >&2 ||
 	fail "top --replay of the kept Xen session does not sum to its stat"
 
+# every Xen record and every loss of the kept session is in one interval
+for s in top top2; do
+	python3 - "$OUT/$s.jsonl" "$OUT/$s-stat.txt" <<'PY' || fail "$s: records or losses differ from stat's"
+import json, re, sys
+ivs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+m = re.match(r"Xen analysis of \S+: (\d+) records, (\d+) lost", open(sys.argv[2]).readline())
+assert m, "no Xen header in stat's output"
+got = (sum(iv["records"] for iv in ivs), sum(iv["lost"] for iv in ivs))
+want = (int(m.group(1)), int(m.group(2)))
+assert got == want, "records, lost: top %s, stat %s" % (got, want)
+print("%s: %d records, %d lost in %d intervals, as stat" % (sys.argv[1].split("/")[-1], got[0], got[1], len(ivs)), file=sys.stderr)
+PY
+done
 python3 - "$OUT/top.jsonl" "$OUT/top-stat.json" <<'PY' || fail "top --xen's rows (above)"
 import json, sys
 ivs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

@@ -60,6 +60,7 @@ for iv in ivs:
 for f in sys.argv[2:]:
     got = {r["vm"] for l in open(f) for r in json.loads(l)["rows"]}
     assert got == {"d1[1]"}, (f, got)
+assert sum(iv["records"] for iv in ivs) == 24000, "records: every one of the sample's Xen records in one interval"
 exits = sum(r["count"] for r in rows if r["kind"] == "exit")
 print("xen-domu: %d intervals of 50 ms, %d rows, %d exits, kinds %s, --vm d1 and --vm 1: d1 only" %
       (len(ivs), len(rows), exits, sorted(kinds)))
