@@ -345,8 +345,12 @@ static int xstat_new_interval(struct xstat *x)
 		struct tv_exit_slot *t = &x->vexit.slots[i];
 		struct tv_latency_acc *old = t->ptr;
 
-		if (!t->key || !t->open || !old)
+		if (!t->key)
 			continue;
+		if (!t->open || !old) {
+			t->ptr = NULL;	/* its row goes with the old table */
+			continue;
+		}
 		t->ptr = tv_latency_row(&fresh, old->row.vm, old->row.vcpu, old->row.reason);
 		if (!t->ptr) {
 			tv_latency_table_free(&fresh);
