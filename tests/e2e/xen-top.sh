@@ -41,7 +41,7 @@ $TV stat /tmp/top >/out/top-stat.txt 2>>/out/top-stat.err || exit 30
 $TV top --replay /tmp/top --speed 0 --interval 0.5 --json >/out/top-replay.jsonl 2>/out/top-replay.err || exit 31
 $TV top --replay /tmp/top --speed 0 --interval 1000 --batch >/out/top-replay.txt 2>&1 || exit 32
 # until SIGINT
-$TV top --xen --json --interval 1 -o /tmp/top2 >/out/top2.jsonl 2>/out/top2.err & P=$!
+TRACEVISOR_DEBUG=1 $TV top --xen --json --interval 1 -o /tmp/top2 >/out/top2.jsonl 2>/out/top2.err & P=$!
 for i in $(seq 100); do [ -s /out/top2.jsonl ] && break; sleep 0.1; done
 sleep 3
 read -r t0 _ </proc/uptime
@@ -70,6 +70,17 @@ grep -q 'another trace consumer running' "$OUT/busy.err" || fail "xentrace runni
 read -r a b <"$OUT/top2.stop"
 awk -v a="$a" -v b="$b" 'BEGIN { printf "top --xen ended %.1f s after SIGINT\n", b - a }' >&2
 
+# Each interval ends at "now" from dom0's TSC: the newest record read in an
+# interval is just before its end (a TSC ahead of Xen's would leave a gap)
+python3 - "$OUT/top2.err" <<'PY' || fail "top --xen's interval ends against its records (above)"
+import re, sys
+pairs = [tuple(map(int, m.groups())) for m in
+         re.finditer(r"interval limit (\d+), newest record read (\d+)", open(sys.argv[1]).read())]
+assert len(pairs) >= 3, "no debug lines: %s" % pairs
+gaps = [pairs[i - 1][0] - pairs[i][1] for i in range(2, len(pairs))]
+assert all(0 <= g < 200e6 for g in gaps), "limit - newest record (ns): %s" % gaps
+print("interval end - newest record read: %.1f-%.1f ms" % (min(gaps) / 1e6, max(gaps) / 1e6), file=sys.stderr)
+PY
 for s in top top2; do
 	echo -n "$s: " >&2
 	python3 "$REPO/tests/top_check.py" "$OUT/$s.jsonl" "$OUT/$s-stat.json" >&2 ||
