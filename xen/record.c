@@ -524,6 +524,14 @@ int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_
 		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
 	if (!rec->opts.evt_mask)
 		rec->opts.evt_mask = TV_XEN_DEFAULT_MASK;
+	/*
+	 * Xen filters its own TRC_GEN records by the mask too, the patched
+	 * hypervisor's per-CPU time scale (TRC_TRACE_TSCALE, about one per
+	 * CPU a second) among them: without them the reader extrapolates each
+	 * CPU's first scale, milliseconds off after seconds under TCG
+	 * (doc/sync-probes.md, "Xen domUs in the lab").
+	 */
+	rec->opts.evt_mask |= TV_XEN_GEN_CLASS;
 	rec->stop_fd = -1;
 	rec->info.source = "tracevisor";
 	rec->info.evt_mask = rec->opts.evt_mask;
