@@ -60,6 +60,43 @@ int sync_probe_guest_side(int type)
 	return 0;
 }
 
+/*
+ * The bracket (before, after) a marker of @type belongs to, written by one
+ * domain around one hypercall; 0 when @type is not part of one.
+ */
+static int bracket_of(int type, int *before, int *after)
+{
+	switch (type) {
+	case TV_SYNC_HCALL_BEFORE:
+	case TV_SYNC_HCALL_AFTER:
+		*before = TV_SYNC_HCALL_BEFORE;
+		*after = TV_SYNC_HCALL_AFTER;
+		return 1;
+	case TV_SYNC_XEN_BEFORE:
+	case TV_SYNC_XEN_AFTER:
+		*before = TV_SYNC_XEN_BEFORE;
+		*after = TV_SYNC_XEN_AFTER;
+		return 1;
+	}
+	return 0;
+}
+
+int sync_round_clock_held(const struct round *r, int type)
+{
+	int before, after;
+
+	/*
+	 * A hypercall takes microseconds: both markers with one time stamp
+	 * means the writer's clock did not move across it.  A pvclock (Xen's
+	 * `xen` clocksource, kvm-clock) returns the highest value read so far
+	 * when the CPU it now runs on is behind (Linux's last_value): these
+	 * times are that held value, milliseconds after the true ones, not
+	 * readings of the clock (doc/sync-probes.md, "Xen domUs in the lab").
+	 */
+	return bracket_of(type, &before, &after) && r->ts[before] >= 0 &&
+	       r->ts[before] == r->ts[after];
+}
+
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 {
 	struct round r;
@@ -68,10 +105,32 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 	for (size_t i = 0; i < sc->nr_probes && !ret;) {
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && !ret; k++)
-			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0)
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 &&
+			    !sync_round_clock_held(&r, pairs[k][0]) &&
+			    !sync_round_clock_held(&r, pairs[k][1]))
 				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
 	}
 	return ret;
+}
+
+size_t sync_count_held_rounds(const struct scan *sc, int d)
+{
+	size_t n = 0;
+	struct round r;
+
+	for (size_t i = 0; i < sc->nr_probes;) {
+		int held = 0;
+
+		next_round(sc, &i, &r);
+		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 &&
+			    (sync_round_clock_held(&r, pairs[k][0]) ||
+			     sync_round_clock_held(&r, pairs[k][1])) &&
+			    (r.guest == d))
+				held = 1;
+		n += held;
+	}
+	return n;
 }
 
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx)
