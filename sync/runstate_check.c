@@ -105,6 +105,23 @@ static void rs_resolve(struct rs_guest *g, struct tv_exit_slot *v, uint64_t ts)
 		p->nr = 0;
 }
 
+/*
+ * Each physical CPU stamps Xen's records with its own system time, and a
+ * domU's pvclock follows the CPU its vCPU runs on, so a run is on the time
+ * line of the CPU that ran it.  Those CPUs' times may differ by
+ * milliseconds (under QEMU TCG: doc/sync-probes.md, "Xen domUs in the
+ * lab"): when a vCPU moves, its run on the new CPU can start, on the
+ * merged time line, before the old CPU's record of its end.  So a run is
+ * paired per physical CPU: slot data[0] has a bit for each CPU whose run
+ * of the vCPU is open (CPU modulo 64: two CPUs sharing a bit would only
+ * need to overlap such a change), and the vCPU is not running once none
+ * is.  A run whose end record was lost stays open, counting nothing.
+ */
+static uint64_t rs_pcpu_bit(int cpu)
+{
+	return 1ULL << ((unsigned int)cpu & 63);
+}
+
 static int rs_xen_event(struct rs_check *c, const struct tv_event *ev)
 {
 	uint64_t domid, vcpu, old_state, new_state, dur;
@@ -119,15 +136,20 @@ static int rs_xen_event(struct rs_check *c, const struct tv_event *ev)
 		;
 	if (d == c->nr)
 		return 0;
+	if (new_state != RUNSTATE_RUNNING && old_state != RUNSTATE_RUNNING)
+		return 0;
+	v = tv_exit_tracker_slot(&c->vcpus, rs_key(d, vcpu));
+	if (!v)
+		return -ENOMEM;
 	if (new_state == RUNSTATE_RUNNING) {
-		v = tv_exit_tracker_slot(&c->vcpus, rs_key(d, vcpu));
-		if (!v)
-			return -ENOMEM;
+		v->data[0] |= rs_pcpu_bit(ev->cpu);
 		tv_exit_tracker_close(&c->vcpus, v, ev->ts, &dur);
 		rs_resolve(&c->g[d], v, ev->ts);
 		return 0;
 	}
-	if (old_state == RUNSTATE_RUNNING && !tv_exit_tracker_exit(&c->vcpus, rs_key(d, vcpu), ev->ts))
+	/* a run that started before the recording has no bit: it ends here too */
+	v->data[0] &= ~rs_pcpu_bit(ev->cpu);
+	if (!v->data[0] && !tv_exit_tracker_exit(&c->vcpus, rs_key(d, vcpu), ev->ts))
 		return -ENOMEM;
 	return 0;
 }
