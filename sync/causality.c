@@ -115,8 +115,11 @@ int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx)
 	g->nr_pairs_checked++;
 	hull_cross_check(c, r, gt, pt, g, gts);
 	/* below: the guest received what the peer sent, so it may not be earlier. */
-	if (below ? gts < pts : gts > pts)
+	if (below ? gts < pts : gts > pts) {
 		g->causality_violations++;
+		if (gt == TV_SYNC_PING_RECV || gt == TV_SYNC_PONG_SEND)
+			g->message_violations++;
+	}
 	return 0;
 }
 

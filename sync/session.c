@@ -87,6 +87,8 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 		ret = sync_map_probes(sc, out->domains);
 		if (!ret)
 			ret = sync_for_each_pair(sc, sync_check_pair, &c);
+		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
+			out->domains[d].held_rounds = sync_count_held_rounds(sc, (int)d);
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
 			int v = sync_domain_index(sc, out->domains[d].via);
 
@@ -129,6 +131,8 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			copy.vcpu_violations = 0;
 			copy.nr_runstate_checked = 0;
 			copy.runstate_violations = 0;
+			copy.message_violations = 0;
+			copy.held_rounds = 0;
 			*r = copy;
 			break;
 		}

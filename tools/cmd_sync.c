@@ -44,6 +44,12 @@ static void print_checks(const struct tv_sync_domain *d)
 	if (d->alt_via[0] && tv_sync_domain_usable(d))
 		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", d->domain, d->via,
 		       (long long)d->est.bound_ns, d->alt_via, (long long)d->alt_bound_ns);
+	if (d->held_rounds)
+		printf("%s: %zu probe rounds left out: the clock held still across the hypercall (pvclock at the highest value read so far)\n",
+		       d->domain, d->held_rounds);
+	if (d->message_violations)
+		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
+		       d->domain, d->message_violations);
 	if (d->nr_runstate_checked)
 		printf("%s: %zu of %zu guest events outside their vCPU's running intervals in Xen's runstate records (beyond the bound plus Xen's)\n",
 		       d->domain, d->runstate_violations, d->nr_runstate_checked);
@@ -129,10 +135,11 @@ static void print_json(const struct tv_sync_result *res)
 		printf(",\"probe_pairs\":%zu,\"pieces\":%zu,\"pairs_checked\":%zu"
 		       ",\"causality_violations\":%zu,\"vcpu_events_checked\":%zu"
 		       ",\"vcpu_events_outside\":%zu,\"runstate_events_checked\":%zu"
-		       ",\"runstate_events_outside\":%zu,\"alt_via\":",
+		       ",\"runstate_events_outside\":%zu,\"message_violations\":%zu"
+		       ",\"held_rounds\":%zu,\"alt_via\":",
 		       d->nr_probes, d->nr_pieces, d->nr_pairs_checked, d->causality_violations,
 		       d->nr_vcpu_checked, d->vcpu_violations, d->nr_runstate_checked,
-		       d->runstate_violations);
+		       d->runstate_violations, d->message_violations, d->held_rounds);
 		if (d->alt_via[0])
 			tv_cli_json_str(d->alt_via);
 		else

@@ -753,6 +753,14 @@ struct tv_sync_domain {
 	 */
 	char alt_via[80];
 	int64_t alt_bound_ns;
+	/*
+	 * Of causality_violations, those of message-probe pairs (ping/pong
+	 * with the peer over a channel), and the probe rounds left out
+	 * because the domain's clock held still across a hypercall bracket
+	 * (a pvclock returning the highest value read so far).
+	 */
+	size_t message_violations;
+	size_t held_rounds;
 };
 
 struct tv_sync_result {
