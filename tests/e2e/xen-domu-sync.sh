@@ -17,6 +17,14 @@
 # runstate records beyond the bound; babeltrace2 reads the CTF export with
 # report's event count; stat has HVM exit reasons with latencies for the
 # PVH domU and runstates for both (a PV domU makes no HVM exits).
+# Twice on the patched Xen: every vCPU pinned to pCPU 0, and free to move
+# between the two pCPUs (a real user's setup).  Free, each pCPU stamps its
+# own Xen system time (3-50 ms apart under TCG) and the pvclock domains
+# follow the pCPU they run on: the same checks hold, except that message
+# probes between dom0 and a domU on different pCPUs may be inverted by
+# that difference, which sync does not correct yet: those are printed
+# (message_violations), every other pair must hold, and the vCPUs must
+# have moved (doc/sync-probes.md, "Xen domUs in the lab").
 # On stock Xen: the same session records, and sync says the Xen records
 # carry no TSC and aligns the domUs by message probes.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
@@ -31,13 +39,13 @@ XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") || {
 	fail "building the patched Xen failed"
 }
 
-# Every vCPU on pCPU 0: under TCG, Xen's system time on pCPU 1 strays
-# milliseconds from pCPU 0's (doc/sync-probes.md, "Xen domUs in the lab"),
-# and sync treats Xen as one clock.
-DOM0="$XEN_DOMUS_START"'
-xen_domus_start 0
-for d in Domain-0 d1 d2; do xl vcpu-pin $d all 0 || exit 24; done
-t0=$(date +%s)
+# PIN=1: every vCPU on pCPU 0, as a user would to keep one Xen clock.
+dom0_script() {
+	printf '%s\n' "$XEN_DOMUS_START" "xen_domus_start 0" \
+		"[ $1 = 1 ] && for d in Domain-0 d1 d2; do xl vcpu-pin \$d all 0 || exit 24; done"
+	printf '%s\n' "$DOM0_RECORD"
+}
+DOM0_RECORD='t0=$(date +%s)
 $TV record --xen --xen-events sched,hvm,guest --xen-pages 1024 -e sched:sched_switch \
 	--guest xen:d1 --guest xen:d2 -o /tmp/tv >/out/record.out 2>/out/record.err & P=$!
 sleep 20
@@ -45,6 +53,7 @@ kill -INT $P; wait $P; echo $? > /out/record-rc
 echo $(( $(date +%s) - t0 )) > /out/record-seconds
 lab-domu --wait d1; echo $? > /out/d1-rc
 lab-domu --wait d2; echo $? > /out/d2-rc
+xl vcpu-list > /out/vcpu-list.txt
 cp -a /tmp/tv /out/tv || exit 23
 exit 0'
 
@@ -53,7 +62,7 @@ exit 0'
 run_xen() {
 	local name=$1
 	shift
-	run_lab xen "$DOM0" "$name" LAB_TIMEOUT=1100 "$@"
+	run_lab xen "$(dom0_script "$PIN")" "$name" LAB_TIMEOUT=1100 "$@"
 	expect_rc 0 "dom0 script ($name)"
 	[ "$(cat "$OUT/record-rc")" = 0 ] || fail "$name: record exited $(cat "$OUT/record-rc"): $(tail -n 5 "$OUT/record.err")"
 	for d in d1 d2; do
@@ -62,13 +71,16 @@ run_xen() {
 	cat "$OUT/record.err" >&2
 }
 
-# ---- patched Xen: the domU -> Xen -> dom0 path
-run_xen patched LAB_XEN="$XEN_BIN"
+# ---- patched Xen: the domU -> Xen -> dom0 path, pinned ($1 = pinned) or free
+check_patched() {
+local mode=$1
+PIN=$([ "$mode" = pinned ] && echo 1 || echo 0)
+run_xen "patched-$mode" LAB_XEN="$XEN_BIN"
 S=$OUT/tv
 "$TV" sync "$S" >"$T/sync.txt" 2>&1 || fail "sync failed: $(tail -n 5 "$T/sync.txt")"
 cat "$T/sync.txt" >&2
 "$TV" sync --json --dry-run "$S" >"$T/sync.json" 2>"$T/sync-json.err" || fail "sync --json failed: $(cat "$T/sync-json.err")"
-python3 - "$T/sync.json" "$S" <<'PY' || fail "patched Xen: domU sync (above)"
+python3 - "$T/sync.json" "$S" "$mode" <<'PY' || fail "patched Xen ($mode): domU sync (above)"
 import json, sys
 res = json.load(open(sys.argv[1]))
 dom = {d["domain"]: d for d in res["domains"]}
@@ -96,13 +108,22 @@ for name in ("guest-d1", "guest-d2"):
         print("%s: only %d guest events checked against Xen's runstates" % (name, d["runstate_events_checked"])); ok = False
     if d["runstate_events_outside"]:
         print("%s: %d guest events outside their vCPU's running intervals" % (name, d["runstate_events_outside"])); ok = False
+free = sys.argv[3] == "free"
 for name, d in dom.items():
+    if d["held_rounds"]:
+        print("%s: %d probe rounds left out (clock held across the hypercall)" % (name, d["held_rounds"]))
+    # free vCPUs: message probes across pCPUs may be inverted by the pCPUs' time difference
+    allowed = d["message_violations"] if free else 0
     if d["causality_violations"]:
-        print("%s: %d causality violations of %d" % (name, d["causality_violations"], d["pairs_checked"])); ok = False
+        print("%s: %d causality violations of %d (%d of message probes%s)" % (
+            name, d["causality_violations"], d["pairs_checked"], d["message_violations"],
+            ", allowed: vCPUs not pinned" if free else ""))
+    if d["causality_violations"] > allowed:
+        ok = False
 x = dom.get("xen", {})
-print("xen: %s via %s, %s, bound %s ns, %s pairs" % (x.get("method"), x.get("via"), x.get("quality"), x.get("bound_ns"), x.get("probe_pairs")))
-if x.get("method") != "hull" or x.get("via") != "host":
-    print("xen not synchronised against dom0: %s" % x.get("message")); ok = False
+print("xen: %s via %s, %s, bound %s ns, %s pairs, %s pieces" % (x.get("method"), x.get("via"), x.get("quality"), x.get("bound_ns"), x.get("probe_pairs"), x.get("pieces")))
+if x.get("method") != "hull" or x.get("via") != "host" or x.get("pieces"):
+    print("xen not synchronised against dom0 by one line: %s" % x.get("message")); ok = False
 sys.exit(0 if ok else 1)
 PY
 "$TV" report "$S" >"$T/report.txt" 2>"$T/report.err" || fail "report: $(tail -n 3 "$T/report.err")"
@@ -121,9 +142,30 @@ for id in "$id1" "$id2"; do
 	grep -Eq "^d$id +0 +runstate:running +[0-9]+ " "$T/stat.txt" || fail "stat: no runstate row for domid $id"
 done
 grep -E "^d($id1|$id2) " "$T/stat.txt" | grep -E "vmexit:|runstate:running" | head -n 8 >&2
-patched_line=$(grep -E "^guest-d[12] " "$T/sync.txt" | awk '{ printf "%s%s via %s bound %s ns", (NR > 1 ? "; " : ""), $1, $3, $6 }')
+if [ "$mode" = free ]; then
+	# the point of this run: the domUs' vCPUs ran on both pCPUs
+	"$TV" report --json "$S" 2>/dev/null | grep '"event":"xen:xen_runstate_change"' |
+		python3 -c '
+import json, sys
+ids = {int(i) for i in sys.argv[1:]}
+cpus = {}
+for l in sys.stdin:
+    e = json.loads(l); f = e["fields"]
+    if f["new_state"] == 0 and f["domid"] in ids:
+        cpus.setdefault(f["domid"], set()).add(e["cpu"])
+print("pCPUs the domUs ran on: %s" % {d: sorted(c) for d, c in cpus.items()})
+sys.exit(0 if any(len(c) > 1 for c in cpus.values()) else 1)' "$id1" "$id2" >&2 ||
+		fail "free: no domU vCPU ran on more than one pCPU"
+fi
+patched_line="$patched_line [$mode] $(grep -E "^guest-d[12] " "$T/sync.txt" | awk '{ printf "%s%s via %s bound %s ns %s", (NR > 1 ? "; " : ""), $1, $3, $6, $9 }')"
+}
+patched_line=
+check_patched pinned
+check_patched free
+
 
 # ---- stock Xen: records without the TSC: said, and the domUs aligned by message probes
+PIN=1
 run_xen stock
 S=$OUT/tv
 "$TV" sync --json --dry-run "$S" >"$T/sync-stock.json" 2>"$T/sync-stock.err" || fail "stock: sync --json failed: $(cat "$T/sync-stock.err")"
