@@ -126,6 +126,7 @@ struct rec {
 	uint64_t ts;
 	unsigned char data[52];
 	int size;
+	int cpu;	/* the stream (cpuN.raw) it goes to */
 };
 
 struct domain_gen {
@@ -141,6 +142,7 @@ static char domu_root[] = "/tmp/tv-sync-domu.XXXXXX";
 static const char *base = root;	/* the session being written */
 static const char *clock_name = "local";	/* its trace clock */
 static const char *extra_meta = "";	/* more DOMAIN/meta lines of the domain being written */
+static int rec_cpu;	/* the CPU add() puts records on */
 
 static void put_file(const char *path, const char *text)
 {
@@ -162,6 +164,7 @@ static void add(struct domain_gen *d, uint64_t ts, const void *data, int size)
 	}
 	d->recs[d->n].ts = ts;
 	memcpy(d->recs[d->n].data, data, (size_t)size);
+	d->recs[d->n].cpu = rec_cpu;
 	d->recs[d->n++].size = size;
 }
 
@@ -292,7 +295,10 @@ static void put_format(const char *domain, const char *system, const char *event
 static void write_domain(struct domain_gen *d, const char *name)
 {
 	char path[512], text[512];
+	int ncpus = 1;
 
+	for (size_t i = 0; i < d->n; i++)
+		ncpus = d->recs[i].cpu >= ncpus ? d->recs[i].cpu + 1 : ncpus;
 	snprintf(path, sizeof(path), "%s/%s", base, name);
 	mkdir(path, 0755);
 	put_format(name, "ftrace", "raw_data", raw_data_format);
@@ -304,14 +310,23 @@ static void write_domain(struct domain_gen *d, const char *name)
 	put_format(name, "xen", "xen_runstate_change", xen_runstate_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
-	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=1\n"
+	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=%d\n"
 		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n%s", name,
-		 clock_name, extra_meta);
+		 clock_name, ncpus, extra_meta);
 	snprintf(path, sizeof(path), "%s/%s/meta", base, name);
 	put_file(path, text);
 	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
-	snprintf(path, sizeof(path), "%s/%s/cpu0.raw", base, name);
-	write_stream(path, d->recs, d->n);
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		struct rec *r = malloc((d->n + 1) * sizeof(*r));
+		size_t n = 0;
+
+		for (size_t i = 0; i < d->n; i++)
+			if (d->recs[i].cpu == cpu)
+				r[n++] = d->recs[i];
+		snprintf(path, sizeof(path), "%s/%s/cpu%d.raw", base, name, cpu);
+		write_stream(path, r, n);
+		free(r);
+	}
 }
 
 static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
@@ -701,6 +716,110 @@ static void check_domu(int rounds)
 		 g->nr_runstate_checked == 0,
 		 "domu stock: %s via %s, %zu runstate checks: %s", g ? g->method : "-",
 		 g ? g->via : "-", g ? g->nr_runstate_checked : 0, g ? g->est.message : "-");
+	tv_sync_result_free(&res);
+}
+
+/* How far pCPU 1's Xen system time runs ahead of pCPU 0's (TCG: 3-50 ms). */
+#define SKEW 3000000ULL
+
+/*
+ * A domU whose vCPU moves between two physical CPUs whose Xen system times
+ * differ by SKEW, as in the lab under QEMU TCG.  Every record of pCPU 1 is
+ * stamped SKEW late, and the domU's pvclock follows the CPU it runs on, so
+ * its own times on pCPU 1 are SKEW late too: each pCPU is consistent with
+ * itself.  dom0 stays on pCPU 0.  Each round d1 runs [0, 10] ms on pCPU 1
+ * (its hypercall probe there), then [10.2, 20] ms on pCPU 0 (a ping/pong
+ * with dom0, and @events guest events at 12-19 ms): on the merged time
+ * line the pCPU 0 run starts before pCPU 1 records the end of the first.
+ * With @held, a second hypercall probe at 12 ms on pCPU 0 whose two
+ * markers carry the held value of the clock (Linux's pvclock returns the
+ * highest value read so far: 10 ms on pCPU 1, stamped SKEW late).
+ */
+static void generate_domu_moving(int rounds, int events, int held)
+{
+	struct domain_gen dom0 = { 0 }, xen = { 0 }, d1 = { 0 };
+	uint64_t t0 = 5000000000ULL, step = 50000000ULL;
+	char path[512];
+
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + step * (uint64_t)i, x = t + 1000000 + delay();
+		uint64_t h = t + 6000000, hx = h + delay(), ha = hx + delay();
+		uint64_t p = t + 13000000, recv = p + 20 * delay(), back = recv + 500;
+		uint64_t seq = 4 * (uint64_t)i;
+
+		rec_cpu = 1;
+		add_runstate(&xen, xen_clock(t + SKEW), 1, 0, 1, 0);
+		add_runstate(&xen, xen_clock(t + 10000000 + SKEW), 1, 0, 0, 1);
+		add_xen_probe(&xen, xen_clock(hx + SKEW), seq + 2, 1, 0);
+		rec_cpu = 0;
+		add_marker(&d1, domu_clock(h + SKEW), 5, seq + 2);
+		add_marker(&d1, domu_clock(ha + SKEW), 6, seq + 2);
+		add_runstate(&xen, xen_clock(t + 10200000), 1, 0, 1, 0);
+		add_runstate(&xen, xen_clock(t + 20000000), 1, 0, 0, 2);
+		add_marker(&dom0, t + 1000000, 7, seq);
+		add_xen_guest(&xen, xen_clock(x), seq, 1);
+		add_marker(&dom0, x + delay(), 8, seq);
+		add_marker(&dom0, p, 1, seq + 1);
+		add_marker(&d1, domu_clock(recv), 2, seq + 1);
+		add_marker(&d1, domu_clock(back), 3, seq + 1);
+		add_marker(&dom0, back + 20 * delay(), 4, seq + 1);
+		for (int k = 0; k < events; k++)
+			add_marker(&d1, domu_clock(t + 12000000 + 7000000 / (uint64_t)events * (uint64_t)k), 16, 9);
+		if (held) {
+			uint64_t last = domu_clock(t + 10000000 + SKEW);
+
+			add_marker(&d1, last, 5, seq + 3);
+			add_xen_probe(&xen, xen_clock(t + 12000000), seq + 3, 1, 0);
+			add_marker(&d1, last, 6, seq + 3);
+		}
+	}
+	base = domu_root;
+	write_domain(&dom0, "host");
+	write_domain(&xen, "xen");
+	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
+	write_domain(&d1, "guest-d1");
+	extra_meta = "";
+	base = root;
+	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	free(dom0.recs);
+	free(xen.recs);
+	free(d1.recs);
+}
+
+static void check_domu_moving(int rounds)
+{
+	struct tv_sync_result res;
+	const struct tv_sync_domain *g;
+
+	/* runs paired per pCPU: every guest event inside its vCPU's runs */
+	generate_domu_moving(rounds, 8, 0);
+	TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu moving: tv_sync_session failed");
+	g = domu_result(&res);
+	TV_CHECK(g && !strcmp(g->method, "hull") && !strcmp(g->via, "xen") &&
+		 g->causality_violations == 0 && g->held_rounds == 0 &&
+		 g->nr_runstate_checked == 12 * (size_t)rounds && g->runstate_violations == 0,
+		 "domu moving: %s via %s, %zu causality violations, %zu of %zu guest events outside their vCPU's runs",
+		 g ? g->method : "-", g ? g->via : "-", g ? g->causality_violations : 0,
+		 g ? g->runstate_violations : 0, g ? g->nr_runstate_checked : 0);
+	if (g)
+		printf("domU moving between pCPUs %llu ms apart: bound %lld ns, %zu of %zu guest events outside its vCPU's runs\n",
+		       SKEW / 1000000, (long long)g->est.bound_ns, g->runstate_violations,
+		       g->nr_runstate_checked);
+	tv_sync_result_free(&res);
+
+	/* a bracket with the clock held: left out, counted, nothing inverted */
+	generate_domu_moving(rounds, 0, 1);
+	TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu held: tv_sync_session failed");
+	g = domu_result(&res);
+	TV_CHECK(g && !strcmp(g->via, "xen") && g->held_rounds == (size_t)rounds &&
+		 g->nr_probes == 2 * (size_t)rounds && g->causality_violations == 0 &&
+		 g->est.bound_ns >= 0 && g->est.bound_ns < 100000,
+		 "domu held: via %s, %zu held rounds (%d), %zu pairs, %zu causality violations, bound %lld ns: %s",
+		 g ? g->via : "-", g ? g->held_rounds : 0, rounds, g ? g->nr_probes : 0,
+		 g ? g->causality_violations : 0, g ? (long long)g->est.bound_ns : -1,
+		 g ? g->est.message : "-");
 	tv_sync_result_free(&res);
 }
 
@@ -1097,6 +1216,7 @@ int main(int argc, char **argv)
 	check_xen(200);
 	check_tsc();
 	check_domu(200);
+	check_domu_moving(100);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s %s", root, xen_root, tsc_root, domu_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
