@@ -61,12 +61,23 @@ int sync_probe_guest_side(int type)
 }
 
 /*
- * The bracket (before, after) a marker of @type belongs to, written by one
- * domain around one hypercall; 0 when @type is not part of one.
+ * Two markers one domain writes in one round with work between them (a
+ * hypercall; reading a ping and answering it): the pair (first, second)
+ * a marker of @type belongs to; 0 when @type has none.
  */
 static int bracket_of(int type, int *before, int *after)
 {
 	switch (type) {
+	case TV_SYNC_PING_RECV:
+	case TV_SYNC_PONG_SEND:
+		*before = TV_SYNC_PING_RECV;
+		*after = TV_SYNC_PONG_SEND;
+		return 1;
+	case TV_SYNC_PING_SEND:
+	case TV_SYNC_PONG_RECV:
+		*before = TV_SYNC_PING_SEND;
+		*after = TV_SYNC_PONG_RECV;
+		return 1;
 	case TV_SYNC_HCALL_BEFORE:
 	case TV_SYNC_HCALL_AFTER:
 		*before = TV_SYNC_HCALL_BEFORE;
@@ -86,15 +97,18 @@ int sync_round_clock_held(const struct round *r, int type)
 	int before, after;
 
 	/*
-	 * A hypercall takes microseconds: both markers with one time stamp
-	 * means the writer's clock did not move across it.  A pvclock (Xen's
-	 * `xen` clocksource, kvm-clock) returns the highest value read so far
-	 * when the CPU it now runs on is behind (Linux's last_value): these
-	 * times are that held value, milliseconds after the true ones, not
-	 * readings of the clock (doc/sync-probes.md, "Xen domUs in the lab").
+	 * Writing a marker alone takes a system call: two markers with work
+	 * between them less than TV_SYNC_HELD_NS apart means the writer's
+	 * clock did not run.  A pvclock (Xen's `xen` clocksource, kvm-clock)
+	 * returns the highest value read so far when the CPU it now runs on is
+	 * behind (Linux's last_value), and the ring buffer may add a few ns to
+	 * a time that did not advance: these times are that held value,
+	 * milliseconds after the true ones, not readings of the clock
+	 * (doc/sync-probes.md, "Xen domUs in the lab").
 	 */
-	return bracket_of(type, &before, &after) && r->ts[before] >= 0 &&
-	       r->ts[before] == r->ts[after];
+	return bracket_of(type, &before, &after) && r->ts[before] >= 0 && r->ts[after] >= 0 &&
+	       r->ts[after] - r->ts[before] < TV_SYNC_HELD_NS &&
+	       r->ts[before] - r->ts[after] < TV_SYNC_HELD_NS;
 }
 
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)

@@ -14,6 +14,8 @@
 #include "tv_internal.h"
 
 #define TV_SYNC_HCALL_TAG 0xabc00u
+/* Two markers of one round closer than this: the writer's clock was held. */
+#define TV_SYNC_HELD_NS 200
 
 enum tv_sync_probe_internal {
 	TV_PROBE_HCALL_HOST = 9,	/* kvm_hypercall seen by the host */
