@@ -99,7 +99,10 @@ for name in ("guest-d1", "guest-d2"):
     if d["method"] != "hull" or d["via"] != "xen" or d["bound_ns"] is None:
         print("%s: not synchronised via xen with a bound: %s" % (name, d["message"])); ok = False
         continue
-    if d["alt_via"] != "host" or d["alt_bound_ns"] is None or d["alt_bound_ns"] <= d["bound_ns"]:
+    if sys.argv[3] == "free" and d["alt_via"] is None:
+        # across pCPUs the message probes may fit no one line: then there is no path to compare
+        print("%s: the message probes alone fit no line (pCPUs' times differ)" % name)
+    elif d["alt_via"] != "host" or d["alt_bound_ns"] is None or d["alt_bound_ns"] <= d["bound_ns"]:
         print("%s: the message-probe path (%s, %s ns) is not worse than via xen (%s ns)" % (
             name, d["alt_via"], d["alt_bound_ns"], d["bound_ns"])); ok = False
     if d["probe_pairs"] < 10:
