@@ -768,9 +768,10 @@ static void generate_domu_moving(int rounds, int events, int held)
 		if (held) {
 			uint64_t last = domu_clock(t + 10000000 + SKEW);
 
+			/* the ring buffer may add a few ns to a held time */
 			add_marker(&d1, last, 5, seq + 3);
 			add_xen_probe(&xen, xen_clock(t + 12000000), seq + 3, 1, 0);
-			add_marker(&d1, last, 6, seq + 3);
+			add_marker(&d1, last + (uint64_t)(i % 2) * 4, 6, seq + 3);
 		}
 	}
 	base = domu_root;
