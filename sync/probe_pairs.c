@@ -111,6 +111,17 @@ int sync_round_clock_held(const struct round *r, int type)
 	       r->ts[before] - r->ts[after] < TV_SYNC_HELD_NS;
 }
 
+/*
+ * A held time is the highest value the clock returned so far, at or after
+ * the true time on the CPU the writer now runs on: as a receive time it
+ * still bounds the send from above, as a send time it bounds nothing.  So
+ * a pair is left out only when its send side was held.
+ */
+static int pair_sent_held(const struct round *r, int gt, int pt, int below)
+{
+	return below ? sync_round_clock_held(r, pt) : sync_round_clock_held(r, gt);
+}
+
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 {
 	struct round r;
@@ -120,8 +131,7 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && !ret; k++)
 			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 &&
-			    !sync_round_clock_held(&r, pairs[k][0]) &&
-			    !sync_round_clock_held(&r, pairs[k][1]))
+			    !pair_sent_held(&r, pairs[k][0], pairs[k][1], pairs[k][2]))
 				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
 	}
 	return ret;
@@ -137,10 +147,8 @@ size_t sync_count_held_rounds(const struct scan *sc, int d)
 
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
-			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 &&
-			    (sync_round_clock_held(&r, pairs[k][0]) ||
-			     sync_round_clock_held(&r, pairs[k][1])) &&
-			    (r.guest == d))
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 && r.guest == d &&
+			    pair_sent_held(&r, pairs[k][0], pairs[k][1], pairs[k][2]))
 				held = 1;
 		n += held;
 	}

@@ -107,9 +107,9 @@ int sync_cmp_probe(const void *a, const void *b);
 
 /* probe_pairs.c */
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
-/* Whether the marker of @type in @r is in a bracket whose clock held still (skipped). */
+/* Whether the marker of @type in @r is in a bracket whose clock held still. */
 int sync_round_clock_held(const struct round *r, int type);
-/* Probe rounds of domain @d skipped so. */
+/* Probe rounds of domain @d with a pair left out so (its send time held). */
 size_t sync_count_held_rounds(const struct scan *sc, int d);
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx);
 int sync_cmp_point(const void *a, const void *b);
