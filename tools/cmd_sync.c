@@ -45,7 +45,7 @@ static void print_checks(const struct tv_sync_domain *d)
 		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", d->domain, d->via,
 		       (long long)d->est.bound_ns, d->alt_via, (long long)d->alt_bound_ns);
 	if (d->held_rounds)
-		printf("%s: %zu probe rounds left out: the clock held still across the hypercall (pvclock at the highest value read so far)\n",
+		printf("%s: %zu probe rounds with pairs left out: the clock held still between two markers (pvclock at the highest value read so far)\n",
 		       d->domain, d->held_rounds);
 	if (d->message_violations)
 		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
