@@ -16,9 +16,11 @@
 
 #include "tracevisor/tracevisor.h"
 #include "exit_tracker.h"
+#include "xen_trace.h"
 
 #define RUNSTATE_RUNNING 0
 #define MAX_PENDING 256
+#define MAX_PCPUS 256
 
 /* Guest events seen while their vCPU was not running, undecided until it runs again. */
 struct pending {
@@ -32,10 +34,21 @@ struct rs_guest {
 	struct tv_sync_domain *res;
 };
 
+/* A physical CPU's time scale in force (TRC_TRACE_TSCALE). */
+struct rs_scale {
+	uint64_t tsc0, stime0;
+	uint32_t mul;
+	int8_t shift;
+	bool known;
+};
+
 struct rs_check {
 	struct tv_reader *rd;
 	int xen;		/* the xen/ domain's index */
 	struct tep_event *runstate;
+	struct tep_event *tscale;
+	struct rs_scale scales[MAX_PCPUS];
+	struct tv_sync_domain *xen_res;
 	size_t nr;
 	struct rs_guest *g;	/* one per domain */
 	/*
@@ -74,6 +87,9 @@ static int rs_init(struct rs_check *c, struct tv_sync_result *res)
 		return 0;	/* Xen's records are not on the reference's time line */
 	c->runstate = tep_find_event_by_name(tv_reader_domain(c->rd, (size_t)c->xen)->tep, "xen",
 					     "xen_runstate_change");
+	c->tscale = tep_find_event_by_name(tv_reader_domain(c->rd, (size_t)c->xen)->tep, "xen",
+					   "xen_tscale");
+	c->xen_res = xr;
 	for (size_t d = 0; d < c->nr; d++) {
 		const struct tv_domain_info *info = tv_reader_domain(c->rd, d);
 		struct tv_sync_domain *r = result_of(res, info->subdir);
@@ -154,6 +170,40 @@ static int rs_xen_event(struct rs_check *c, const struct tv_event *ev)
 	return 0;
 }
 
+/*
+ * A physical CPU's new time scale: how far apart are the CPUs' system
+ * times at its stamp's TSC, by each other CPU's scale in force?  The TSC
+ * is one counter for all CPUs (Xen's runstate records never overlap in
+ * its order: doc/sync-probes.md), so any difference is Xen's own.
+ */
+static void rs_tscale_event(struct rs_check *c, const struct tv_event *ev)
+{
+	uint64_t tsc0, stime0, mul, shift;
+	struct rs_scale *sc;
+
+	if (ev->cpu < 0 || ev->cpu >= MAX_PCPUS ||
+	    tv_event_field_u64(ev, "stamp_tsc", &tsc0) ||
+	    tv_event_field_u64(ev, "stamp_system_time", &stime0) ||
+	    tv_event_field_u64(ev, "tsc_to_system_mul", &mul) ||
+	    tv_event_field_u64(ev, "tsc_shift", &shift))
+		return;
+	sc = &c->scales[ev->cpu];
+	*sc = (struct rs_scale){ tsc0, stime0, (uint32_t)mul, (int8_t)shift, true };
+	for (int o = 0; o < MAX_PCPUS; o++) {
+		const struct rs_scale *other = &c->scales[o];
+		int64_t diff;
+
+		if (o == ev->cpu || !other->known || tsc0 < other->tsc0)
+			continue;
+		diff = (int64_t)(tv_xen_tsc_to_stime(tsc0, other->tsc0, other->stime0, other->mul,
+						     other->shift) - stime0);
+		if (diff < 0)
+			diff = -diff;
+		if (diff > c->xen_res->pcpu_skew_ns)
+			c->xen_res->pcpu_skew_ns = diff;
+	}
+}
+
 static int rs_guest_event(struct rs_check *c, size_t d, const struct tv_event *ev)
 {
 	struct tv_exit_slot *v = tv_exit_tracker_find(&c->vcpus, rs_key(d, (uint64_t)ev->cpu));
@@ -190,6 +240,8 @@ int tv_sync_check_runstates(const char *dir, struct tv_sync_result *res)
 		ret = 0;
 		if (ev.domain_index == c.xen && ev.format == c.runstate)
 			ret = rs_xen_event(&c, &ev);
+		else if (ev.domain_index == c.xen && ev.format == c.tscale && c.tscale)
+			rs_tscale_event(&c, &ev);
 		else if (ev.domain_index != c.xen && c.g[ev.domain_index].domid >= 0)
 			ret = rs_guest_event(&c, (size_t)ev.domain_index, &ev);
 	}

@@ -57,6 +57,7 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 		struct tv_sync_domain *r = &out->domains[d];
 
 		r->alt_bound_ns = -1;
+		r->pcpu_skew_ns = -1;
 		snprintf(r->domain, sizeof(r->domain), "%s", tv_reader_domain(sc->rd, d)->subdir);
 		if ((int)d == ref) {
 			snprintf(r->method, sizeof(r->method), "reference");

@@ -50,6 +50,9 @@ static void print_checks(const struct tv_sync_domain *d)
 	if (d->message_violations)
 		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
 		       d->domain, d->message_violations);
+	if (d->pcpu_skew_ns > 0 && d->pcpu_skew_ns > d->est.bound_ns)
+		printf("%s: physical CPUs' system times differ by up to %lld ns (Xen's time-scale records): events of a vCPU that moved between CPUs may be off by that much beyond their bound\n",
+		       d->domain, (long long)d->pcpu_skew_ns);
 	if (d->nr_runstate_checked)
 		printf("%s: %zu of %zu guest events outside their vCPU's running intervals in Xen's runstate records (beyond the bound plus Xen's)\n",
 		       d->domain, d->runstate_violations, d->nr_runstate_checked);
@@ -145,6 +148,7 @@ static void print_json(const struct tv_sync_result *res)
 		else
 			printf("null");
 		json_i64_or_null("alt_bound_ns", d->alt_via[0] ? d->alt_bound_ns : -1);
+		json_i64_or_null("pcpu_skew_ns", d->pcpu_skew_ns);
 		printf(",\"message\":");
 		tv_cli_json_str(e->message);
 		printf("}");

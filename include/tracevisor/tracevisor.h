@@ -761,6 +761,15 @@ struct tv_sync_domain {
 	 */
 	size_t message_violations;
 	size_t held_rounds;
+	/*
+	 * Xen only: the largest difference between two physical CPUs' system
+	 * times at one TSC, from Xen's time-scale records (the patched Xen's
+	 * TRC_TRACE_TSCALE); -1: not known.  Xen stamps its records, and a
+	 * domain's pvclock reads, the system time of the CPU that runs it, so
+	 * events of a vCPU that moved between CPUs may be off by up to this
+	 * much beyond their bound.
+	 */
+	int64_t pcpu_skew_ns;
 };
 
 struct tv_sync_result {

@@ -49,6 +49,7 @@
 #define ID_XEN_GUEST 300
 #define ID_WRITE_TSC 120
 #define ID_XEN_RUNSTATE 301
+#define ID_XEN_TSCALE 302
 
 static const char header_page[] =
 	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
@@ -121,6 +122,18 @@ static const char xen_runstate_format[] =
 	"\tfield:u8 old_state;\toffset:20;\tsize:1;\tsigned:0;\n"
 	"\tfield:u8 new_state;\toffset:21;\tsize:1;\tsigned:0;\n\n"
 	"print fmt: \"d%uv%u\", REC->domid, REC->vcpuid\n";
+
+/* The layout of lib/xen_decode.c's xen_tscale (struct xe_tscale). */
+static const char xen_tscale_format[] =
+	"name: xen_tscale\nID: 302\nformat:\n" COMMON_FIELDS
+	"\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:u16 cur_dom;\toffset:12;\tsize:2;\tsigned:0;\n"
+	"\tfield:u16 cur_vcpu;\toffset:14;\tsize:2;\tsigned:0;\n"
+	"\tfield:u64 stamp_tsc;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:u64 stamp_system_time;\toffset:24;\tsize:8;\tsigned:0;\n"
+	"\tfield:u32 tsc_to_system_mul;\toffset:32;\tsize:4;\tsigned:0;\n"
+	"\tfield:s32 tsc_shift;\toffset:36;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"tsc=%llu\", REC->stamp_tsc\n";
 
 struct rec {
 	uint64_t ts;
@@ -308,6 +321,7 @@ static void write_domain(struct domain_gen *d, const char *name)
 	put_format(name, "kvm", "kvm_write_tsc_offset", write_tsc_format);
 	put_format(name, "xen", "xen_guest", xen_guest_format);
 	put_format(name, "xen", "xen_runstate_change", xen_runstate_format);
+	put_format(name, "xen", "xen_tscale", xen_tscale_format);
 	snprintf(path, sizeof(path), "%s/%s/header_page", base, name);
 	put_file(path, header_page);
 	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=%s\nncpus=%d\n"
@@ -522,6 +536,26 @@ static void add_runstate(struct domain_gen *d, uint64_t ts, uint16_t domid, uint
 	r[20] = old_state;
 	r[21] = new_state;
 	add(d, ts, r, 24);
+}
+
+/*
+ * A physical CPU's time scale (TRC_TRACE_TSCALE) at record time @ts: one
+ * ns per TSC tick (mul 2^31, shift 1) from (@tsc0, @stime0).
+ */
+static void add_tscale(struct domain_gen *d, uint64_t ts, uint64_t tsc0, uint64_t stime0)
+{
+	unsigned char r[40] = { 0 };
+	uint16_t id = ID_XEN_TSCALE;
+	uint32_t ev = 0x0001f004u, mul = 1u << 31;
+	int32_t shift = 1;
+
+	memcpy(r, &id, 2);
+	memcpy(r + 8, &ev, 4);
+	memcpy(r + 16, &tsc0, 8);
+	memcpy(r + 24, &stime0, 8);
+	memcpy(r + 32, &mul, 4);
+	memcpy(r + 36, &shift, 4);
+	add(d, ts, r, 40);
 }
 
 /* dom0 (host) brackets each injected Xen record with markers 7 and 8. */
@@ -747,7 +781,11 @@ static void generate_domu_moving(int rounds, int events, int held)
 		uint64_t p = t + 13000000, recv = p + 20 * delay(), back = recv + 500;
 		uint64_t seq = 4 * (uint64_t)i;
 
+		/* each pCPU's scale, stamped at the same TSC: pCPU 1 SKEW ahead */
+		rec_cpu = 0;
+		add_tscale(&xen, xen_clock(t), t, t);
 		rec_cpu = 1;
+		add_tscale(&xen, xen_clock(t + SKEW), t, t + SKEW);
 		add_runstate(&xen, xen_clock(t + SKEW), 1, 0, 1, 0);
 		add_runstate(&xen, xen_clock(t + 10000000 + SKEW), 1, 0, 0, 1);
 		add_xen_probe(&xen, xen_clock(hx + SKEW), seq + 2, 1, 0);
@@ -808,6 +846,11 @@ static void check_domu_moving(int rounds)
 		printf("domU moving between pCPUs %llu ms apart: bound %lld ns, %zu of %zu guest events outside its vCPU's runs\n",
 		       SKEW / 1000000, (long long)g->est.bound_ns, g->runstate_violations,
 		       g->nr_runstate_checked);
+	/* the pCPUs' difference, measured from their time-scale records */
+	TV_CHECK(res.nr == 3 && !strcmp(res.domains[1].domain, "xen") &&
+		 res.domains[1].pcpu_skew_ns == (int64_t)SKEW && res.domains[0].pcpu_skew_ns == -1,
+		 "domu moving: xen's pcpu_skew_ns %lld, expected %llu",
+		 res.nr == 3 ? (long long)res.domains[1].pcpu_skew_ns : -2, SKEW);
 	tv_sync_result_free(&res);
 
 	/*
