@@ -10,11 +10,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
@@ -507,10 +509,10 @@ uint64_t tv_xen_tsc_to_stime(uint64_t tsc, uint64_t tsc0, uint64_t stime0,
 	return stime0 + (uint64_t)(((unsigned __int128)delta * mul) >> 32);
 }
 
-long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
-		      uint32_t data_size, unsigned char *out, uint32_t *new_cons)
+int tv_xen_ring_window(uint32_t cons, uint32_t prod, const unsigned char *data,
+		       uint32_t data_size, struct tv_xen_piece piece[2], uint32_t *new_cons)
 {
-	uint32_t start, end, first;
+	uint32_t start, end;
 
 	/* cons and prod run modulo 2 * data_size (public/trace.h). */
 	if (data_size == 0 || cons >= 2 * data_size || prod >= 2 * data_size ||
@@ -521,15 +523,30 @@ long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
 		return 0;
 	start = cons % data_size;
 	end = prod % data_size;
+	piece[0].data = data + start;
 	if (end > start) {
-		memcpy(out, data + start, end - start);
-		return end - start;
+		piece[0].len = end - start;
+		return 1;
 	}
 	/* Wrapped, or exactly full (start == end with cons != prod). */
-	first = data_size - start;
-	memcpy(out, data + start, first);
-	memcpy(out + first, data, end);
-	return (long)first + end;
+	piece[0].len = data_size - start;
+	piece[1].data = data;
+	piece[1].len = end;
+	return end ? 2 : 1;
+}
+
+long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
+		      uint32_t data_size, unsigned char *out, uint32_t *new_cons)
+{
+	struct tv_xen_piece piece[2];
+	int n = tv_xen_ring_window(cons, prod, data, data_size, piece, new_cons);
+	long len = 0;
+
+	for (int i = 0; i < n; i++) {
+		memcpy(out + len, piece[i].data, piece[i].len);
+		len += piece[i].len;
+	}
+	return n < 0 ? n : len;
 }
 
 int tv_xen_tinfo_cpu(const void *tinfo, size_t size, int cpu, const uint32_t **mfns)
@@ -652,28 +669,6 @@ static void format_text(FILE *f, int id)
 		fixed_format_fields(f, id);
 }
 
-static int write_format(const char *domain_dir, int id)
-{
-	char path[4200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/events/xen/%s", domain_dir, tv_xen_event_name(id));
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	strcat(path, "/format");
-	f = fopen(path, "we");
-	if (!f) {
-		int err = errno;
-
-		tv_err("Cannot write event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
-	format_text(f, id);
-	if (fclose(f))
-		return -EIO;
-	return 0;
-}
-
 char *tv_xen_format_text(int id, size_t *len)
 {
 	char *buf = NULL;
@@ -692,11 +687,50 @@ char *tv_xen_format_text(int id, size_t *len)
 	return buf;
 }
 
+/* events/xen/NAME/format under the directory @dfd (events/xen). */
+static int write_format(int dfd, const char *dir, int id)
+{
+	const char *name = tv_xen_event_name(id);
+	char path[4300];
+	size_t len = 0, off = 0;
+	char *text = tv_xen_format_text(id, &len);
+	int fd, err = 0;
+
+	if (!text)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/format", name);
+	if (mkdirat(dfd, name, 0755) && errno != EEXIST)
+		err = errno;
+	fd = err ? -1 : openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 && !err)
+		err = errno;
+	while (!err && off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n <= 0)
+			err = n < 0 ? errno : EIO;
+		else
+			off += (size_t)n;
+	}
+	if (fd >= 0 && close(fd) && !err)
+		err = errno;
+	free(text);
+	if (err)
+		tv_err("Cannot write event format: path=\"%s/%s\", errno=%d (%s)", dir, path, err,
+		       strerror(err));
+	return -err;
+}
+
+/*
+ * Every format file, written relative to events/xen: a recorder pays this
+ * before it starts draining, and in a PV dom0 each path walk and each
+ * stdio fstat() is a round trip through the hypervisor.
+ */
 int tv_xen_write_formats(const char *domain_dir)
 {
 	char path[4200];
 	FILE *f;
-	int ret = 0;
+	int dfd, ret = 0;
 
 	snprintf(path, sizeof(path), "%s/events", domain_dir);
 	if (mkdir(path, 0755) && errno != EEXIST)
@@ -704,9 +738,13 @@ int tv_xen_write_formats(const char *domain_dir)
 	strcat(path, "/xen");
 	if (mkdir(path, 0755) && errno != EEXIST)
 		return -errno;
+	dfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
 	for (int id = 1; id < tv_xen_event_count() && !ret; id++)
 		if (tv_xen_event_name(id))
-			ret = write_format(domain_dir, id);
+			ret = write_format(dfd, path, id);
+	close(dfd);
 	snprintf(path, sizeof(path), "%s/header_page", domain_dir);
 	f = fopen(path, "we");
 	if (!f)

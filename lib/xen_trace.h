@@ -171,11 +171,26 @@ const char *tv_xen_runstate_name(unsigned int state);
 const char *tv_xen_hypercall_name(unsigned int op);
 const char *tv_xen_hvm_handler_name(uint32_t event);
 
+/* A piece of a ring's data area: where it starts, how long. */
+struct tv_xen_piece {
+	const unsigned char *data;
+	uint32_t len;
+};
+
 /*
  * One ring: its t_buf header (cons, prod) and @data_size bytes of data.
- * Copies what lies between cons and prod (in two pieces when it wraps) to
- * @out (data_size bytes) and returns the byte count; *new_cons is the value
- * to publish.  Return: bytes copied, or -EBADMSG on an impossible cons/prod.
+ * Finds what lies between cons and prod, in place: one piece, or two when it
+ * wraps (the end of the data area, then its start); *new_cons is the value
+ * to publish once they are consumed.
+ * Return: the number of pieces (0: empty), or -EBADMSG on an impossible
+ * cons/prod.
+ */
+int tv_xen_ring_window(uint32_t cons, uint32_t prod, const unsigned char *data,
+		       uint32_t data_size, struct tv_xen_piece piece[2], uint32_t *new_cons);
+
+/*
+ * tv_xen_ring_window()'s window copied to @out (data_size bytes).
+ * Return: bytes copied, or -EBADMSG on an impossible cons/prod.
  */
 long tv_xen_ring_copy(uint32_t cons, uint32_t prod, const unsigned char *data,
 		      uint32_t data_size, unsigned char *out, uint32_t *new_cons);
