@@ -19,6 +19,21 @@ struct tv_xen_cpu_count {
 /* Count the records of one cpuN.xen; a missing file counts as empty. */
 int tv_xen_count_stream(const char *path, struct tv_xen_cpu_count *cnt);
 
+/*
+ * The same count taken as a cpuN.xen's bytes go by, in pieces cut anywhere
+ * (the recorder's drained windows): after the last piece, cnt is what
+ * tv_xen_count_stream() finds in their concatenation (a record cut off at
+ * the end counts in bytes only).  Zero it to start.
+ */
+struct tv_xen_counter {
+	struct tv_xen_cpu_count cnt;
+	uint32_t have;		/* bytes of the current record seen so far */
+	uint32_t size;		/* its size, once its header word is seen */
+	unsigned char head[16];	/* its first bytes: header, TSC, extra[0] */
+};
+
+void tv_xen_count_feed(struct tv_xen_counter *c, const unsigned char *p, size_t len);
+
 struct tv_xen_meta_kv {
 	char key[48];
 	char value[48];
@@ -39,6 +54,8 @@ struct tv_xen_meta_info {
 	char missing[160];	/* what the stock hypervisor lacks */
 	struct tv_xen_meta_kv *extra;	/* per-CPU time scale and the like */
 	size_t nr_extra;
+	/* ncpus counts taken while recording, or NULL: count the cpuN.xen files */
+	const struct tv_xen_cpu_count *counts;
 };
 
 int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info);

@@ -9,7 +9,9 @@
  * (lib/xen_events.c), packed by the generator from Xen's own structures:
  * its expected output pins every field of every class, and every table
  * event must appear in it.  It also checks where a CPU's start state comes
- * from (its first scheduler record, else the session's cpuN.running).
+ * from (its first scheduler record, else the session's cpuN.running), and
+ * that the recorder's record count, taken window by window, is the count
+ * of the file those windows make.
  *
  * TV_XEN_WRITE_EXPECTED=1 rewrites the .expected files from the decoder
  * (after a deliberate decoding change: review the diff).
@@ -19,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <event-parse.h>
 
 #include "tracevisor/tracevisor.h"
 #include "xen_trace.h"
+#include "../../xen/xen_internal.h"
 #include "tv_test.h"
 
 static const char *root(void)
@@ -388,6 +392,139 @@ static void test_ring(void)
 	free(out);
 }
 
+/* The count by tv_xen_rec_parse() over the whole stream, as the meta's was
+ * taken before the recorder counted windows: the reference. */
+static struct tv_xen_cpu_count count_reference(const unsigned char *p, size_t len)
+{
+	struct tv_xen_cpu_count c = { 0 };
+	struct tv_xen_rec rec;
+	unsigned int size;
+	size_t pos = 0;
+
+	while ((size = tv_xen_rec_parse(p + pos, len - pos, &rec)) != 0) {
+		pos += size;
+		c.bytes += size;
+		if (rec.event == XT_WRAP_BUFFER)
+			c.wraps++;
+		else if (rec.event == XT_LOST_RECORDS)
+			c.lost += rec.extra[0];
+		else
+			c.records++;
+	}
+	c.bytes += len - pos;
+	return c;
+}
+
+static int count_equal(const struct tv_xen_cpu_count *a, const struct tv_xen_cpu_count *b)
+{
+	return a->bytes == b->bytes && a->records == b->records && a->lost == b->lost &&
+	       a->wraps == b->wraps;
+}
+
+/* Windows cut anywhere (every piece size 1..48, and pseudo-random cuts)
+ * count as the file they make; so does tv_xen_count_stream(). */
+static void test_count_windows(const char *tmp)
+{
+	char path[4096];
+	size_t len = 0, stream_len;
+	char *ring;
+	uint32_t cons, prod, new_cons, data_size = 2 * 4096 - 8, w;
+	unsigned char *stream = malloc(2 * data_size);
+	struct tv_xen_cpu_count ref, file;
+	struct tv_xen_counter c;
+	unsigned int seed = 12345;
+	long n;
+	FILE *f;
+	int ok = 1;
+
+	snprintf(path, sizeof(path), "%s/tests/samples/xen-ring.bin", root());
+	ring = slurp(path, &len);
+	TV_CHECK(ring && len == 8192 && stream, "ring sample %s", path);
+	if (!ring || len != 8192 || !stream)
+		return;
+	memcpy(&cons, ring, 4);
+	memcpy(&prod, ring + 4, 4);
+	n = tv_xen_ring_copy(cons, prod, (unsigned char *)ring + 8, data_size, stream, &new_cons);
+	stream_len = (size_t)n;
+	/* lost records: with a TSC (extra[0] after it), without, and with no
+	 * extra word at all; then a record cut off at the end */
+	w = XT_LOST_RECORDS | (4u << 28) | (1u << 31);
+	memcpy(stream + stream_len, &w, 4);
+	memset(stream + stream_len + 4, 0xee, 8);
+	w = 7;
+	memcpy(stream + stream_len + 12, &w, 4);
+	memset(stream + stream_len + 16, 0, 12);
+	stream_len += 28;
+	w = XT_LOST_RECORDS | (1u << 28);
+	memcpy(stream + stream_len, &w, 4);
+	w = 5;
+	memcpy(stream + stream_len + 4, &w, 4);
+	stream_len += 8;
+	w = XT_LOST_RECORDS;
+	memcpy(stream + stream_len, &w, 4);
+	stream_len += 4;
+	w = 0x00028004u | (2u << 28) | (1u << 31);	/* 20 bytes, 10 present */
+	memcpy(stream + stream_len, &w, 4);
+	memset(stream + stream_len + 4, 0, 6);
+	stream_len += 10;
+	ref = count_reference(stream, stream_len);
+	TV_CHECK(ref.lost == 12 && ref.wraps == 1 && ref.records == 206 && ref.bytes == stream_len,
+		 "reference count: %llu records, %llu lost, %llu wraps",
+		 (unsigned long long)ref.records, (unsigned long long)ref.lost,
+		 (unsigned long long)ref.wraps);
+	for (size_t piece = 1; piece <= 48; piece++) {
+		memset(&c, 0, sizeof(c));
+		for (size_t off = 0; off < stream_len; off += piece)
+			tv_xen_count_feed(&c, stream + off,
+					  piece < stream_len - off ? piece : stream_len - off);
+		ok &= count_equal(&c.cnt, &ref);
+	}
+	for (int round = 0; round < 200; round++) {
+		memset(&c, 0, sizeof(c));
+		for (size_t off = 0, piece; off < stream_len; off += piece) {
+			seed = seed * 1103515245u + 12345u;
+			piece = 1 + (seed >> 16) % 700;
+			if (piece > stream_len - off)
+				piece = stream_len - off;
+			tv_xen_count_feed(&c, stream + off, piece);
+		}
+		ok &= count_equal(&c.cnt, &ref);
+	}
+	TV_CHECK(ok, "windows cut anywhere count as the whole stream");
+	snprintf(path, sizeof(path), "%s/count.xen", tmp);
+	f = fopen(path, "wb");
+	TV_CHECK(f && fwrite(stream, 1, stream_len, f) == stream_len && !fclose(f), "write %s", path);
+	TV_CHECK(tv_xen_count_stream(path, &file) == 0 && count_equal(&file, &ref),
+		 "tv_xen_count_stream counts the same");
+	unlink(path);
+	free(ring);
+	free(stream);
+}
+
+/* The window in place: one piece, two when it wraps, one when it ends
+ * exactly at the end of the data area. */
+static void test_ring_window(void)
+{
+	static unsigned char data[4096 - 8];
+	uint32_t data_size = sizeof(data), new_cons;
+	struct tv_xen_piece p[2];
+
+	TV_CHECK(tv_xen_ring_window(16, 16, data, data_size, p, &new_cons) == 0 && new_cons == 16,
+		 "empty window");
+	TV_CHECK(tv_xen_ring_window(16, 40, data, data_size, p, &new_cons) == 1 &&
+		 p[0].data == data + 16 && p[0].len == 24 && new_cons == 40, "one piece");
+	TV_CHECK(tv_xen_ring_window(data_size - 8, data_size + 12, data, data_size, p, &new_cons) == 2 &&
+		 p[0].data == data + data_size - 8 && p[0].len == 8 && p[1].data == data &&
+		 p[1].len == 12, "wrapped: two pieces");
+	TV_CHECK(tv_xen_ring_window(data_size - 8, data_size, data, data_size, p, &new_cons) == 1 &&
+		 p[0].len == 8, "ends at the end of the data area: one piece");
+	TV_CHECK(tv_xen_ring_window(0, data_size, data, data_size, p, &new_cons) == 1 &&
+		 p[0].data == data && p[0].len == data_size, "full from 0: one piece");
+	TV_CHECK(tv_xen_ring_window(8, 8 + data_size, data, data_size, p, &new_cons) == 2 &&
+		 p[0].len + p[1].len == data_size, "full from 8: the whole ring");
+	TV_CHECK(tv_xen_ring_window(2, 8, data, data_size, p, &new_cons) == -EBADMSG, "unaligned");
+}
+
 /* t_info: tbuf_size 2, CPU 0 at word 4, CPU 1 without buffer, CPU 2 outside. */
 static void test_tinfo(void)
 {
@@ -444,6 +581,8 @@ int main(void)
 	test_system_time(tmp);
 	test_short_records();
 	test_ring();
+	test_ring_window();
+	test_count_windows(tmp);
 	test_tinfo();
 	test_helpers();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two' '%s/classes'", tmp, tmp);
