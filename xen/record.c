@@ -684,6 +684,8 @@ int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec)
 {
 	if (!rec->started)
 		return -EINVAL;
+	/* info.counts is set at stop only (the drain thread owns the counts
+	 * until the join): a checkpoint counts the files as they are */
 	return tv_xen_write_meta(rec->dir, &rec->info);
 }
 
