@@ -3,10 +3,9 @@
  * Xen analysis of a session, what `xenalyze --summary` gives: per domain and
  * vCPU the time spent in each runstate (every runstate change closes an
  * interval of the old state), HVM exits by reason timed from VMEXIT to the
- * next VMENTRY of the same vCPU, or to its preemption before it (the time
- * waiting for a CPU is not the exit's, as xenalyze counts it), and
- * hypercalls and HVM handler
- * records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
+ * next VMENTRY of the same vCPU, or to the vCPU becoming runnable before it
+ * (the time waiting for a CPU is not the exit's, as xenalyze counts it),
+ * and hypercalls and HVM handler records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
  * Hypercalls (PV: TRC_PV_HYPERCALL; HVM and PVH: TRC_HVM_VMMCALL, by rax)
  * are also counted per domain, in rows whose vcpu is "all"; a
  * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows,
@@ -95,13 +94,14 @@ static int stat_runstate(struct xstat *x, const struct tv_event *ev)
 	if (!s)
 		return -ENOMEM;
 	/*
-	 * A vCPU preempted (running -> runnable, offline) in an exit: the exit
-	 * ends there, the time waiting for a CPU is not its handling.  One that
-	 * blocks (HLT) stays in its exit until the VMENTRY after its wake-up,
-	 * as xenalyze times it.
+	 * A vCPU made runnable in an exit (preempted, or woken from the HLT it
+	 * blocked in): the exit ends there, the time waiting for a CPU is not
+	 * its handling.  Exactly xenalyze's rule (sched_runstate_process():
+	 * any change to runnable closes the open exit); going offline does not
+	 * end it: an exit the vCPU never returns from (a domain shut down in
+	 * it) is not timed.
 	 */
-	if (field(ev, "old_state") == 0 && field(ev, "new_state") != 2 &&
-	    close_exit(x, key, ev->ts))
+	if (field(ev, "new_state") == 1 && close_exit(x, key, ev->ts))
 		return -ENOMEM;
 	if (tv_exit_tracker_close(&x->runstate, s, ev->ts, &ns)) {
 		snprintf(reason, sizeof(reason), "runstate:%s",

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """xen_view_check.py T D1 D2: tests/e2e/xen-domu-view.sh's checks of stat,
-report, CTF and Perfetto output in T (stat.json, xa.txt, r.json, ctf/,
-bt.txt, p.json); D1, D2: the domids of guest:d1 (PVH) and guest:d2."""
+report, CTF and Perfetto output in T (stat.json, xa.txt: xenalyze --summary
+--show-default-domain-summary, r.json, ctf/, bt.txt, p.json); D1, D2: the
+domids of guest:d1 (PVH) and guest:d2."""
 import collections
 import json
 import re
@@ -19,6 +20,16 @@ def bad(msg):
 
 
 from xenalyze_names import NAMES
+from xenalyze_start import StartOfDay
+
+# -- report's events per domain, and the exits xenalyze cannot attribute
+# at the start (xenalyze_start.py)
+rep, sod = collections.Counter(), StartOfDay()
+for line in open(T + "/r.json"):
+    e = json.loads(line)
+    rep[e["domain"]] += 1
+    if e["domain"] == "xen":
+        sod.event(e)
 
 # -- stat per domain, vCPU and reason against xenalyze: timed exits (the
 # sum of a row's histogram) are the ones xenalyze counts
@@ -27,28 +38,37 @@ xen = [r for r in rows if r["mode"] == "xen"]
 timed = collections.Counter()
 for r in xen:
     if r["reason"].startswith("vmexit:"):
-        timed[(r["vm"], r["reason"][7:])] += sum(r["hist_log2"])
+        timed[(r["vm"], r["reason"][7:])] += sum(r.get("hist_log2", []))
 xa, dom = collections.Counter(), None
 for line in open(T + "/xa.txt"):
     m = re.match(r"\|-- Domain (\d+) --\|", line)
     if m:
-        dom = int(m.group(1))
+        dom = "d" + m.group(1)
+    if line.startswith("|-- Default domain --|"):
+        dom = "default"
     m = re.match(r" VMEXIT_(\w+)\s+(\d+) ", line)
     if m:
-        xa[("d%d" % dom, NAMES.get(m.group(1), m.group(1)))] += int(m.group(2))
-# Open: with three domUs under load, stat has counted a few more timed
-# exits than xenalyze (rdtsc 374,310 against 374,284, 1-2 in some other
-# reasons; 0 records lost), cause not found; xen-decode-hvm's one domU
-# agrees exactly (294,590 exits).  Such a difference is shown and allowed
-# up to 1 in 10,000 (at least 2), and no more.
-print("timed exits per domain and reason (tracevisor stat / xenalyze):")
-for k in sorted(set(timed) | set(xa), key=lambda k: (k[0], -max(timed[k], xa[k]))):
-    diff = abs(timed[k] - xa[k])
-    allowed = max(2, xa[k] // 10000)
-    print("  %-4s %-12s %8d %8d%s" % (k[0], k[1], timed[k], xa[k],
-                                    "" if not diff else "  DIFFER by %d (allowed %d)" % (diff, allowed)))
-    if diff > allowed:
-        bad("%s %s: %d exits, xenalyze %d" % (k[0], k[1], timed[k], xa[k]))
+        xa[(dom, NAMES.get(m.group(1), m.group(1)))] += int(m.group(2))
+# exact: stat = xenalyze + what xenalyze cannot attribute at the start
+print("timed exits per domain and reason (tracevisor stat = xenalyze + its default domain"
+      " + open at the CPU's first switch):")
+keys = set(timed) | set(k for k in xa if k[0] != "default")
+for k in sorted(keys, key=lambda k: (k[0], -max(timed[k], xa[k]))):
+    want = xa[k] + sod.closed[k] + sod.open[k]
+    print("  %-4s %-12s %8d = %8d + %d + %d%s" % (k[0], k[1], timed[k], xa[k], sod.closed[k],
+                                               sod.open[k], "" if timed[k] == want else "  DIFFER"))
+    if timed[k] != want:
+        bad("%s %s: %d timed exits, xenalyze %d + %d in its default domain + %d open at the start"
+            % (k[0], k[1], timed[k], xa[k], sod.closed[k], sod.open[k]))
+default = collections.Counter()
+for (d, r), n in sod.closed.items():
+    default[r] += n
+for r in set(default) | set(k[1] for k in xa if k[0] == "default"):
+    if default[r] != xa[("default", r)]:
+        bad("xenalyze's default domain has %d %s exits, the start of the CPUs %d"
+            % (xa[("default", r)], r, default[r]))
+print("xenalyze's default domain: %s (the start of the CPUs: %s), open at the first switch: %s"
+      % (dict((k[1], v) for k, v in xa.items() if k[0] == "default"), dict(default), dict(sod.open)))
 d1_exits = sum(v for k, v in timed.items() if k[0] == "d%d" % d1)
 if d1_exits < 1000:
     bad("only %d timed exits of d1 (PVH)" % d1_exits)
@@ -71,9 +91,6 @@ for d in ("host", "xen", "guest:d1", "guest:d2"):
         bad("no stat row of %s" % d)
 
 # -- report and CTF (babeltrace2): the same events per domain
-rep = collections.Counter()
-for line in open(T + "/r.json"):
-    rep[json.loads(line)["domain"]] += 1
 order = {}
 for line in open(T + "/ctf/metadata"):
     m = re.match(r"\s*domain_(\d+) = \"(.*)\";", line)
