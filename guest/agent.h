@@ -14,7 +14,10 @@
 
 #include "proto.h"
 
-#define AGENT_VERSION "2"	/* 2: filter.N in START, filters in META */
+/* 2: filter.N in START, filters in META; 3: HELLO echoing START's nonce,
+ * a START during a session ends it and starts anew, the host's frames are
+ * searched for after stray bytes */
+#define AGENT_VERSION "3"
 #define MAX_EVENTS 64
 #define MAX_SPECS 64		/* items of the host's event list that may have a filter */
 #define SEND_TIMEOUT_MS 10000
@@ -76,6 +79,9 @@ struct session {
 	char *filters[MAX_SPECS];	/* START's filter.N: item N's, or NULL */
 	int nr_filters;			/* how many filter.N START had */
 	char error[512];		/* why enable_events() failed, for ERROR */
+	uint64_t nonce;			/* START's, echoed in HELLO; 0: none (older host) */
+	unsigned char *restart;		/* a START received during the session, or NULL */
+	size_t restart_len;
 	struct agent_cpu *cpus;
 };
 

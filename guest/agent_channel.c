@@ -126,20 +126,28 @@ static int read_all(int fd, void *buf, size_t len, int timeout_ms)
 	return 0;
 }
 
-/* One command from the host; *payload is malloc'ed (NULL when empty). */
+/*
+ * One command from the host; *payload is malloc'ed (NULL when empty).
+ * A serial channel outlives host sessions, and a host that died may have
+ * left part of a frame in it: bytes that do not start a valid header are
+ * skipped one at a time until one does (counted, said once per frame).
+ */
 int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int timeout_ms)
 {
 	unsigned char raw[TV_PROTO_HDR_SIZE];
+	unsigned long long skipped = 0;
 	int ret = read_all(fd, raw, sizeof(raw), timeout_ms);
 
 	*payload = NULL;
+	while (!ret && (tv_proto_hdr_decode(raw, hdr) || hdr->len > 65536)) {
+		memmove(raw, raw + 1, sizeof(raw) - 1);
+		skipped++;
+		ret = read_all(fd, raw + sizeof(raw) - 1, 1, timeout_ms);
+	}
+	if (skipped)
+		say("Skipped %llu stray bytes from the host channel before a frame", skipped);
 	if (ret)
 		return ret;
-	ret = tv_proto_hdr_decode(raw, hdr);
-	if (ret)
-		return ret;
-	if (hdr->len > 65536)	/* commands are small */
-		return -EMSGSIZE;
 	if (!hdr->len)
 		return 0;
 	*payload = malloc(hdr->len + 1);

@@ -45,6 +45,8 @@ static int start_opt(const char *key, const char *val, void *ctx)
 		snprintf(s->ust_spec, sizeof(s->ust_spec), "%s", val);
 	} else if (!strcmp(key, "guest")) {
 		s->guest = (uint16_t)atoi(val);
+	} else if (!strcmp(key, "nonce")) {
+		s->nonce = strtoull(val, NULL, 16);
 	} else if (!strncmp(key, "filter.", 7)) {
 		char *end;
 		long n = strtol(key + 7, &end, 10);
@@ -108,7 +110,11 @@ static void session_cleanup(struct session *s)
 	free(s->cpus);
 }
 
-/* Commands until STOP or the host goes away. */
+/*
+ * Commands until STOP or the host goes away.  A START means the host that
+ * began this session is gone (its channel, a console, stayed open) and a
+ * new one asks: kept in s->restart, the session ends at once.
+ */
 static void session_serve(struct session *s)
 {
 	for (;;) {
@@ -125,6 +131,11 @@ static void session_serve(struct session *s)
 			pthread_mutex_unlock(&s->send_lock);
 			return;
 		}
+		if (hdr.type == TV_MSG_START) {
+			s->restart = p ? p : (unsigned char *)strdup("");
+			s->restart_len = hdr.len;
+			return;
+		}
 		if (hdr.type == TV_MSG_PING)
 			answer_ping(s, p, hdr.len);
 		else if (hdr.type == TV_MSG_HCALL)
@@ -135,28 +146,43 @@ static void session_serve(struct session *s)
 	}
 }
 
-void run_session(int fd)
+/*
+ * One session: @start is its START payload when the previous session
+ * received it (owned, freed here), else it is read from the channel.
+ * Returns the START of the next session when one came during this one.
+ */
+static unsigned char *one_session(int fd, unsigned char *start, size_t start_len,
+				  size_t *next_len)
 {
 	struct session s = { .fd = fd, .marker_fd = -1, .buffer_kb = 2048 };
-	struct tv_proto_hdr hdr;
-	unsigned char *p = NULL;
+	struct tv_proto_hdr hdr = { .type = TV_MSG_START, .len = (uint32_t)start_len };
+	unsigned char *p = start, hello[TV_PROTO_HELLO_SIZE];
 	char path[320], err[600];
-	int ret;
+	int ret = 0;
 
 	pthread_mutex_init(&s.send_lock, NULL);
 	snprintf(s.clock, sizeof(s.clock), "local");
-	ret = recv_frame(fd, &hdr, &p, 10000);
+	if (!p)
+		ret = recv_frame(fd, &hdr, &p, 10000);
 	if (ret) {
 		/* Nobody to tell: the host went away or never came. */
 		if (verbose)
 			say("No START from the host: errno=%d", -ret);
-		return;
+		return NULL;
 	}
 	if (hdr.type != TV_MSG_START)
 		ret = -EPROTO;
 	if (!ret)
 		ret = session_start(&s, p ? (char *)p : "", hdr.len);
 	free(p);
+	/* first of all, where this session's reply starts (the host skips to it) */
+	if (s.nonce) {
+		tv_proto_hello_encode(hello, s.nonce);
+		pthread_mutex_lock(&s.send_lock);
+		if (write_all(fd, hello, sizeof(hello)))
+			s.dead = 1;
+		pthread_mutex_unlock(&s.send_lock);
+	}
 	if (ret) {
 		if (s.error[0])	/* the reason, with the event it is about */
 			snprintf(err, sizeof(err), "%s", s.error);
@@ -166,7 +192,7 @@ void run_session(int fd)
 		say("%s", err);
 		send_text(&s, TV_MSG_ERROR, err);
 		session_cleanup(&s);
-		return;
+		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/trace_marker_raw", s.inst);
 	s.marker_fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -187,17 +213,38 @@ void run_session(int fd)
 			say("Tracing %d events on %d CPUs", s.nr_events, s.ncpus);
 		session_serve(&s);
 	}
+	if (s.restart) {
+		/* nobody reads this session any more: nothing more is sent */
+		say("A new session was asked for during one: ending the old one unsent");
+		pthread_mutex_lock(&s.send_lock);
+		s.dead = 1;
+		pthread_mutex_unlock(&s.send_lock);
+	}
 	/* their last events while the kernel still traces: one timeline to the end */
 	ust_stop();
 	inst_write(&s, "tracing_on", "0");
 	stop_cpus(&s);
-	snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);
-	send_file(&s, path, "saved_cmdlines");
-	snprintf(path, sizeof(path), "%s/saved_tgids", s.tracing);
-	if (access(path, R_OK) == 0)
-		send_file(&s, path, "saved_tgids");
-	send_end(&s);
+	if (!s.restart) {
+		snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);
+		send_file(&s, path, "saved_cmdlines");
+		snprintf(path, sizeof(path), "%s/saved_tgids", s.tracing);
+		if (access(path, R_OK) == 0)
+			send_file(&s, path, "saved_tgids");
+		send_end(&s);
+	}
 	session_cleanup(&s);
 	if (verbose)
 		say("Session ended");
+	*next_len = s.restart_len;
+	return s.restart;
+}
+
+void run_session(int fd)
+{
+	unsigned char *start = NULL;
+	size_t len = 0;
+
+	do
+		start = one_session(fd, start, len, &len);
+	while (start);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -459,6 +460,7 @@ static void guest_end(struct tv_guest *g, const char *fmt, ...)
 static int guest_connect(struct tv_guest *g)
 {
 	double give_up = now_s() + CONNECT_TIMEOUT_S;
+	uint64_t nonce;
 	char *start;
 	int fd, ret;
 
@@ -484,7 +486,18 @@ static int guest_connect(struct tv_guest *g)
 	}
 	g->fd = fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	if (asprintf(&start, "guest=%u\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s", g->opts.index,
+	/*
+	 * A serial channel (Xen PV console, virtio-serial) outlives sessions:
+	 * it may still hold an earlier session's bytes, from either side.  The
+	 * agent answers with HELLO echoing this nonce; what comes before it is
+	 * counted as stale and never parsed (guest_stream.c).
+	 */
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		nonce = (uint64_t)now_s() * 1000003u ^ (uint64_t)getpid() << 32;
+	nonce |= 1;	/* 0 would mean none */
+	tv_guest_stream_expect_hello(&g->gs, nonce);
+	if (asprintf(&start, "guest=%u\nnonce=%016llx\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s",
+		     g->opts.index, (unsigned long long)nonce,
 		     g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
 		     g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "",
 		     g->filters_start ? g->filters_start : "",
@@ -774,6 +787,7 @@ static void put_counts(struct tv_meta *m, struct tv_guest *g)
 	tv_meta_set(m, "sync_hcalls_asked", "%u", g->hcalls_asked);
 	tv_meta_set(m, "sync_hcalls_done", "%u", g->hcalls_done);
 	tv_meta_set(m, "sync_index", "%u", g->opts.index);
+	tv_meta_set(m, "stale_bytes", "%llu", (unsigned long long)g->gs.stale_bytes);
 }
 
 static int guest_write_meta(struct tv_guest *g)
@@ -838,6 +852,11 @@ int tv_guest_stop(struct tv_guest *g)
 		snprintf(why, sizeof(why), "%s", g->status + 11);
 		snprintf(g->status, sizeof(g->status), "failed: %s", why);
 	}
+	/* an earlier session's bytes left in the channel: said, never taken as data */
+	if (g->gs.stale_bytes)
+		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO%s",
+			g->spec.name, (unsigned long long)g->gs.stale_bytes,
+			g->gs.synced ? "" : " (no HELLO came: an agent older than version 3?)");
 	ret = guest_write_meta(g);
 	if (!ret && strncmp(g->status, "failed", 6)) {
 		const char *ust[TV_PROTO_MAX_UST];

@@ -320,12 +320,46 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 	case TV_MSG_UST_DATA:
 	case TV_MSG_UST_END:
 		return handle_ust(gs, h, p);
+	case TV_MSG_HELLO:
+		return stream_fail(gs, -EBADMSG, "protocol error: a second HELLO");
 	}
 	return stream_fail(gs, -EBADMSG, "protocol error: guest sent a host command (%s)",
 			   tv_proto_type_name(h->type));
 }
 
 /* ---------------------------------------------------------------- feed */
+
+void tv_guest_stream_expect_hello(struct tv_guest_stream *gs, uint64_t nonce)
+{
+	gs->nonce = nonce;
+	gs->synced = !nonce;
+}
+
+/*
+ * Before this session's HELLO: search the bytes for it.  gs->buf holds the
+ * longest tail that is a prefix of the expected 24 bytes; a byte that
+ * breaks the match drops the oldest held bytes until the rest is a prefix
+ * again, and every byte dropped is stale.  Returns the bytes consumed.
+ */
+static size_t stream_sync(struct tv_guest_stream *gs, const unsigned char *in, size_t len)
+{
+	unsigned char want[TV_PROTO_HELLO_SIZE];
+	size_t used = 0;
+
+	tv_proto_hello_encode(want, gs->nonce);
+	while (used < len && !gs->synced) {
+		gs->buf[gs->len++] = in[used++];
+		while (gs->len && memcmp(gs->buf, want, gs->len)) {
+			memmove(gs->buf, gs->buf + 1, --gs->len);
+			gs->stale_bytes++;
+		}
+		if (gs->len == TV_PROTO_HELLO_SIZE) {
+			gs->synced = 1;
+			gs->len = 0;
+		}
+	}
+	return used;
+}
 
 static int stream_reserve(struct tv_guest_stream *gs, size_t need)
 {
@@ -354,6 +388,15 @@ int tv_guest_stream_feed(struct tv_guest_stream *gs, const void *data, size_t le
 	if (gs->total > gs->limit)
 		return stream_fail(gs, -EFBIG, "size limit reached (%llu bytes)",
 				   (unsigned long long)gs->limit);
+	if (!gs->synced && gs->nonce) {
+		size_t n;
+
+		if (stream_reserve(gs, TV_PROTO_HELLO_SIZE))
+			return gs->failed;
+		n = stream_sync(gs, in, len);
+		in += n;
+		len -= n;
+	}
 	while (len > 0) {
 		size_t want = TV_PROTO_HDR_SIZE, n;
 		int ret;

@@ -31,6 +31,14 @@ struct tv_guest_stream {
 	int failed;			/* -errno: the stream is dead */
 	char error[320];
 	unsigned filters_sent;		/* filter.N in START: META must say it took them */
+	/*
+	 * START's nonce (0: none sent).  Until the agent's HELLO echoing it,
+	 * every byte is an earlier session's (a channel that outlives its
+	 * sessions): searched through and counted in stale_bytes, never parsed.
+	 */
+	uint64_t nonce;
+	int synced;			/* HELLO seen (or no nonce) */
+	uint64_t stale_bytes;
 	struct tv_guest_ust *ust[256];	/* TV_PROTO_MAX_UST traced processes (host/guest_ust.c) */
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
@@ -44,6 +52,8 @@ int tv_guest_stream_init(struct tv_guest_stream *gs, const char *dir, uint64_t l
  * every later call fails the same way).
  */
 int tv_guest_stream_feed(struct tv_guest_stream *gs, const void *data, size_t len);
+/* Expect the agent's HELLO with @nonce before anything else (call before feeding). */
+void tv_guest_stream_expect_hello(struct tv_guest_stream *gs, uint64_t nonce);
 /* Close the CPU files (their sub-buffers stay whole); the meta stays. */
 void tv_guest_stream_close_files(struct tv_guest_stream *gs);
 void tv_guest_stream_fini(struct tv_guest_stream *gs);

@@ -46,6 +46,12 @@ void tv_proto_hdr_encode(unsigned char out[TV_PROTO_HDR_SIZE], uint16_t type, ui
 	tv_proto_put_u32(out + 12, len);
 }
 
+void tv_proto_hello_encode(unsigned char out[TV_PROTO_HELLO_SIZE], uint64_t nonce)
+{
+	tv_proto_hdr_encode(out, TV_MSG_HELLO, 0, 8);
+	tv_proto_put_u64(out + TV_PROTO_HDR_SIZE, nonce);
+}
+
 const char *tv_proto_type_name(uint16_t type)
 {
 	switch (type) {
@@ -65,6 +71,7 @@ const char *tv_proto_type_name(uint16_t type)
 	case TV_MSG_UST_META: return "UST_META";
 	case TV_MSG_UST_DATA: return "UST_DATA";
 	case TV_MSG_UST_END: return "UST_END";
+	case TV_MSG_HELLO: return "HELLO";
 	}
 	return NULL;
 }

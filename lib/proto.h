@@ -41,7 +41,18 @@ enum tv_proto_type {
 	TV_MSG_UST_META = 0x19,	/* arg = process index; metadata appended (lib/ust_abi.h) */
 	TV_MSG_UST_DATA = 0x1a,	/* arg = index << 16 | buffer; whole sub-buffers */
 	TV_MSG_UST_END = 0x1b,	/* arg = process index; text: status, cpuN.lost */
+	/* guest -> host: the first reply to a START with a nonce, before all else */
+	TV_MSG_HELLO = 0x1c,	/* u64 nonce, START's echoed */
 };
+
+/*
+ * The HELLO frame an agent answers START "nonce=N" with: a fixed 24 bytes,
+ * so a host reading a channel that may still hold an earlier session's
+ * bytes (a Xen PV console, a virtio-serial port) can find where this
+ * session starts by searching for them.
+ */
+#define TV_PROTO_HELLO_SIZE	(TV_PROTO_HDR_SIZE + 8)
+void tv_proto_hello_encode(unsigned char out[TV_PROTO_HELLO_SIZE], uint64_t nonce);
 
 /* Traced processes one guest may describe (UST_PROC indexes 0 .. max - 1). */
 #define TV_PROTO_MAX_UST	256

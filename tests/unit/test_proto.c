@@ -188,6 +188,82 @@ static void test_stream_good(void)
 	tv_guest_stream_fini(&gs);
 }
 
+/*
+ * A channel that outlived an earlier session (Xen PV console, virtio-serial):
+ * the host reads that session's leftovers before its own.  Stale bytes,
+ * including whole valid frames (META, DATA, END) and an old session's HELLO
+ * with another nonce, and a HELLO cut short, come before this session's
+ * HELLO: all counted, none parsed; what follows is this session, whole.
+ */
+static void test_stream_resync(void)
+{
+	static unsigned char buf[8 * SUBBUF], page[SUBBUF];
+	unsigned char hello[TV_PROTO_HELLO_SIZE];
+	const uint64_t nonce = 0x1234567890abcdefull;
+	struct tv_guest_stream gs;
+	size_t n = 0, stale, step;
+	int ret = 0;
+
+	memset(page, 0xcd, sizeof(page));
+	/* garbage: the tail of a DATA frame cut mid-payload */
+	memset(buf, 0xab, 1000);
+	n = 1000;
+	/* an old session's whole frames */
+	n += frame(buf + n, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	n += frame(buf + n, TV_MSG_DATA, 0, page, sizeof(page));
+	tv_proto_hello_encode(hello, nonce ^ 1);	/* another session's HELLO */
+	memcpy(buf + n, hello, sizeof(hello));
+	n += sizeof(hello);
+	tv_proto_hello_encode(hello, nonce);
+	memcpy(buf + n, hello, 20);		/* ours, cut short, then more stale bytes */
+	n += 20;
+	n += frame(buf + n, TV_MSG_END, 0, "lost_total=9\n", 13);
+	memcpy(buf + n, hello, 7);		/* a prefix that fails late */
+	n += 7;
+	stale = n;
+	memcpy(buf + n, hello, sizeof(hello));
+	n += sizeof(hello);
+	n += frame(buf + n, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	n += file_frame(buf + n, "header_page", "hp");
+	n += frame(buf + n, TV_MSG_READY, 0, "", 0);
+	n += frame(buf + n, TV_MSG_DATA, 1, page, sizeof(page));
+	n += frame(buf + n, TV_MSG_END, 0, "lost_total=2\n", 13);
+	/* in one piece, one byte at a time, and in 7-byte pieces */
+	for (step = 1; step <= n; step = step == 1 ? 7 : step == 7 ? n : n + 1) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "resync%zu", step);
+		new_stream(&gs, name, 1 << 20);
+		tv_guest_stream_expect_hello(&gs, nonce);
+		ret = 0;
+		for (size_t i = 0; i < n && !ret; i += step)
+			ret = tv_guest_stream_feed(&gs, buf + i, i + step <= n ? step : n - i);
+		TV_CHECK(ret == 0, "resync (pieces of %zu): %s", step, gs.error);
+		TV_CHECK(gs.synced && gs.stale_bytes == stale, "resync (pieces of %zu): %llu stale bytes, want %zu",
+			 step, (unsigned long long)gs.stale_bytes, stale);
+		TV_CHECK(gs.ended && gs.ncpus == 2 && file_size(gs.dir, "cpu1.raw") == SUBBUF &&
+			 file_size(gs.dir, "cpu0.raw") == 0 &&
+			 tv_meta_get_ll(gs.guest_meta, "lost_total", -1) == 2,
+			 "resync (pieces of %zu): this session's frames not as sent", step);
+		tv_guest_stream_fini(&gs);
+	}
+	/* no HELLO at all: nothing is taken, everything is stale */
+	new_stream(&gs, "nohello", 1 << 20);
+	tv_guest_stream_expect_hello(&gs, nonce);
+	TV_CHECK(tv_guest_stream_feed(&gs, buf, stale) == 0 && !gs.synced && !gs.ncpus &&
+		 gs.stale_bytes + gs.len == stale, "a stream without our HELLO was parsed");
+	tv_guest_stream_fini(&gs);
+	/* a second HELLO once in session is a protocol error */
+	new_stream(&gs, "hello2", 1 << 20);
+	tv_guest_stream_expect_hello(&gs, nonce);
+	ret = tv_guest_stream_feed(&gs, hello, sizeof(hello));
+	if (!ret)
+		ret = tv_guest_stream_feed(&gs, hello, sizeof(hello));
+	TV_CHECK(ret == -EBADMSG && strstr(gs.error, "second HELLO"), "a second HELLO: %d %s", ret,
+		 gs.error);
+	tv_guest_stream_fini(&gs);
+}
+
 /* Feed META then @bad; expect @err and @what in the message. */
 static void expect_reject(const char *name, const unsigned char *bad, size_t len, int err,
 			  const char *what)
@@ -415,6 +491,7 @@ int main(void)
 	test_kv();
 	test_stream_good();
 	test_stream_hostile();
+	test_stream_resync();
 	test_specs();
 	test_libvirt_xml();
 	test_qmp_cpus();
