@@ -132,7 +132,9 @@ static void record_usage(FILE *out)
 		"                          dynamic probes as for -e (repeatable: the lists add up;\n"
 		"                          a -f after one filters each of its events in the guest;\n"
 		"                          default: sched_switch, sched_wakeup, irq handlers,\n"
-		"                          softirqs, raw_syscalls enter/exit)\n"
+		"                          softirqs, raw_syscalls enter/exit; for xen: guests\n"
+		"                          sched_switch and sched_wakeup only, as their PV console\n"
+		"                          carries tens of KB/s)\n"
 		"      --guest-buffer KB   guest ring buffer per CPU (default: 2048)\n"
 		"      --guest-limit MB    most data accepted per guest (default: %d)\n"
 		"      --sync-interval S   seconds between clock-sync probe rounds (default: 1)\n",

@@ -13,6 +13,10 @@
 # dom0 first records a 3 s session of Xen, dom0 and d1 (kept as the
 # source of tests/samples/xen-domu), then `record --xen --guest xen:d1
 # --guest xen:d2 --guest xen:d3` for about 40 s, ended by SIGINT.
+# Then the agents are reused: d2's continued, d1's after a recorder killed
+# by SIGKILL, and `record --guest xen:d1 --guest xen:d2` again: both
+# complete, the stale bytes of the earlier sessions discarded, counted
+# (stale_bytes) and said in one line each, never taken as frames.
 # Checks: record ends within 30 s of SIGINT with status 0; d1 complete,
 # d2 truncated, d3 failed or truncated, each of d2/d3 with one line on
 # record's stderr; Xen, dom0 and d1 recorded to the end; stat's exit
@@ -36,6 +40,7 @@ printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
 	"if [ \"\$STALL\" = 1 ]; then until [ -e /out/go ]; do sleep 0.2; done; kill -STOP \$A; date +%s > /out/agent-stopped; fi" \
+	"if [ \"\$STALL\" = 1 ]; then until [ -e /out/cont ]; do sleep 0.2; done; kill -CONT \$A; date +%s > /out/agent-continued; fi" \
 	"until [ -e /out/end ]; do sleep 0.5; done; kill -CONT \$A; kill \$A \$W; exit 0" >/tmp/agent.sh
 { echo STALL=1; cat /tmp/agent.sh; } >/tmp/agent-stall.sh
 # the hostile domU: a frame header that lies about its length, then noise
@@ -67,6 +72,19 @@ touch /out/d2/go /out/d3/go; date +%s > /out/go-time
 sleep 28
 s=$(date +%s); kill -INT $P; wait $P; echo $? > /out/record-rc
 echo "$(( $(date +%s) - s ))" > /out/record-end-seconds
+# agents reused after a truncated session: d2 continued after its stall
+# (it then ends that session: STOP is waiting in its console), d1 after a
+# recorder SIGKILLed in mid-session (its agent still streams for nobody);
+# then one more recording of both, whose START each agent must find and
+# whose replies the host must find after the stale bytes
+touch /out/d2/cont
+$TV record -e sched:sched_switch --guest xen:d1 -o /tmp/killed >/out/killed.out 2>&1 & K=$!
+sleep 8; kill -KILL $K; wait $K; echo $? > /out/killed-rc
+n=0; until grep -q "Session ended" /out/d2/agent.err || [ $n -ge 180 ]; do sleep 1; n=$((n+1)); done
+echo $n > /out/d2-drain-seconds
+$TV record -e sched:sched_switch --guest xen:d1 --guest xen:d2 --duration 8 -o /tmp/again >/out/again.out 2>/out/again.err
+echo $? > /out/again-rc
+cp -a /tmp/again /out/again
 touch /out/d1/end /out/d2/end /out/d3/end
 for d in d1 d2 d3; do lab-domu --wait $d; echo $? > /out/$d-rc; done
 cp -a /tmp/tv /out/tv && cp -a /tmp/small /out/small || exit 24
@@ -92,6 +110,25 @@ case $(gm d2 status) in truncated*) ;; *) fail "d2 (agent stopped) status: $(gm 
 grep -q "^domains=.*guest-d3" "$S/session.meta" && fail "the hostile d3 is listed in the session"
 grep -q "^domains=host,guest-d1,guest-d2,xen$" "$S/session.meta" || fail "domains: $(grep ^domains= "$S/session.meta")"
 d1=$(gm d1 xen_domid) d2=$(gm d2 xen_domid)
+
+# -- the same agents recorded again after those truncated sessions
+[ "$(cat "$OUT/killed-rc")" = 137 ] || fail "the recorder to kill exited $(cat "$OUT/killed-rc")"
+[ "$(cat "$OUT/again-rc")" = 0 ] || fail "record after truncated sessions exited $(cat "$OUT/again-rc"): $(tail -n 5 "$OUT/again.err")"
+grep -q "bad frame header" "$OUT/again.err" && fail "stale bytes taken as frames: $(cat "$OUT/again.err")"
+grep -q "A new session was asked for during one" "$OUT/d1/agent.err" ||
+	fail "d1's agent did not end the killed recorder's session on the new START: $(tail -n 5 "$OUT/d1/agent.err")"
+for g in d1 d2; do
+	st=$(sed -n 's/^status=//p' "$OUT/again/guest-$g/meta")
+	stale=$(sed -n 's/^stale_bytes=//p' "$OUT/again/guest-$g/meta")
+	ev=$(sed -n 's/^events_total=//p' "$OUT/again/guest-$g/meta")
+	[ "$st" = complete ] || fail "$g recorded again: status $st: $(cat "$OUT/again.err")"
+	[ "${ev:-0}" -gt 0 ] || fail "$g recorded again: no events"
+	lines=$(grep -c "Guest $g: [0-9]* stale bytes of an earlier session discarded" "$OUT/again.err")
+	if [ "${stale:-x}" = 0 ]; then want=0; else want=1; fi
+	[ "$lines" = "$want" ] || fail "$g: stale_bytes=$stale but $lines lines: $(cat "$OUT/again.err")"
+	echo "$g recorded again after a truncated session: complete, $ev events, $stale stale bytes discarded" >&2
+done
+echo "d2's agent drained its stalled session in $(cat "$OUT/d2-drain-seconds") s after SIGCONT" >&2
 
 "$TV" sync "$S" >"$T/sync.txt" 2>&1 || fail "sync failed: $(tail -n 5 "$T/sync.txt")"
 t0=$(date +%s%N)

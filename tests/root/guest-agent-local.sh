@@ -154,4 +154,38 @@ grep -q " sched:sched_switch " "$TV_TMP/r5" || fail "the host's events of that s
 [ -e "/sys/kernel/tracing/instances/tracevisor-agent-$A4" ] && fail "the refusing agent left its instance"
 grep -q "tvprobe_$A4/" /sys/kernel/tracing/dynamic_events && fail "the refusing agent left its probe"
 
+# 5. An agent reused after a truncated session: the recorder is SIGKILLed
+# mid-session, its channel (the pty pair, as a console: it stays open in the
+# guest) fills with that session's frames; the next record against the same
+# agent ends the old session in the agent (START during a session), finds
+# its reply after the stale bytes (HELLO echoing its nonce), says how many
+# bytes it discarded in one line and records the guest complete.
+start_relay
+"$AGENT" -p 0 -s "$GPTY" -H -v 2>"$TV_TMP/agent5.log" &
+A5=$!
+"$TV" record -o "$TV_TMP/s6" -e sched:sched_switch --guest "serial:$HPTY,name:reuse" \
+	--guest-events sched:sched_switch,sched:sched_wakeup 2>/dev/null &
+R5=$!
+sleep 3
+kill -KILL $R5
+wait $R5 2>/dev/null
+sleep 4	# the agent goes on streaming into the channel for nobody
+S7=$TV_TMP/s7
+"$TV" record -o "$S7" -e sched:sched_switch --guest "serial:$HPTY,name:reuse" \
+	--guest-events sched:sched_switch,sched:sched_wakeup --duration 2 2>"$TV_TMP/record7.log" ||
+	{ cat "$TV_TMP/record7.log" "$TV_TMP/agent5.log" >&2; fail "record after a killed recorder failed"; }
+kill $A5 $RELAY
+wait $A5 2>/dev/null
+cat "$TV_TMP/record7.log" >&2
+grep -q "^status=complete$" "$S7/guest-reuse/meta" ||
+	fail "the reused agent's guest: $(grep status= "$S7/guest-reuse/meta"); agent: $(cat "$TV_TMP/agent5.log")"
+stale=$(sed -n 's/^stale_bytes=//p' "$S7/guest-reuse/meta")
+[ "${stale:-0}" -gt 0 ] || fail "no stale bytes counted: the channel held the killed session's frames"
+[ "$(grep -c "^tracevisor record: warning: Guest reuse: $stale stale bytes of an earlier session discarded before the agent's HELLO$" "$TV_TMP/record7.log")" = 1 ] ||
+	fail "the stale bytes are not said in one line"
+grep -q "A new session was asked for during one" "$TV_TMP/agent5.log" ||
+	fail "the agent did not end the killed recorder's session: $(cat "$TV_TMP/agent5.log")"
+[ -e "/sys/kernel/tracing/instances/tracevisor-agent-$A5" ] && fail "the reused agent left its instance"
+
+echo "PASS: reused agent after a killed recorder: complete, $stale stale bytes discarded" >&2
 echo "PASS: local agent over a pty pair: $(grep -c guest:loc <("$TV" report "$S")) guest events; dead agent -> $(grep status= "$S2/guest-dies/meta"); other guest: $fig; guest filters exact ($enter sys_enter, $gsc uprobe hits); refused filter: one line, exit 1, nothing left" >&2
