@@ -113,7 +113,7 @@ int send_meta(struct session *s);
 /* agent_cpus.c */
 int start_cpus(struct session *s);
 void stop_cpus(struct session *s);
-int send_end(struct session *s);
+int send_counts(struct session *s, uint16_t type);
 
 /* agent_probes.c */
 void answer_hcall(struct session *s, const unsigned char *p, size_t len);

@@ -268,7 +268,13 @@ static unsigned long long stat_value(const char *stats, const char *key)
 	return 0;
 }
 
-int send_end(struct session *s)
+/*
+ * The kernel's loss counts (overrun + commit overrun + dropped events) and
+ * the events read per CPU: END (@type TV_MSG_END), or LOSS with the losses
+ * only, sent once tracing is off and before the drain, which a slow channel
+ * may not finish before the host stops waiting.
+ */
+int send_counts(struct session *s, uint16_t type)
 {
 	char *text = malloc(256 + (size_t)s->ncpus * 96), path[400];
 	unsigned long long lost_total = 0, events_total = 0;
@@ -292,11 +298,17 @@ int send_end(struct session *s)
 		free(st);
 		lost_total += lost;
 		events_total += events;
-		off += (size_t)sprintf(text + off, "cpu%d.lost=%llu\ncpu%d.events=%llu\n", cpu, lost,
-				       cpu, events);
+		if (type == TV_MSG_END)
+			off += (size_t)sprintf(text + off, "cpu%d.lost=%llu\ncpu%d.events=%llu\n", cpu,
+					       lost, cpu, events);
+		else
+			off += (size_t)sprintf(text + off, "cpu%d.lost=%llu\n", cpu, lost);
 	}
-	sprintf(text + off, "lost_total=%llu\nevents_total=%llu\n", lost_total, events_total);
-	ret = send_text(s, TV_MSG_END, text);
+	if (type == TV_MSG_END)
+		sprintf(text + off, "lost_total=%llu\nevents_total=%llu\n", lost_total, events_total);
+	else
+		sprintf(text + off, "lost_total=%llu\n", lost_total);
+	ret = send_text(s, type, text);
 	free(text);
 	return ret;
 }

@@ -223,6 +223,9 @@ static unsigned char *one_session(int fd, unsigned char *start, size_t start_len
 	/* their last events while the kernel still traces: one timeline to the end */
 	ust_stop();
 	inst_write(&s, "tracing_on", "0");
+	/* the losses are final now: said before a drain that may not finish */
+	if (!s.restart && s.nonce)
+		send_counts(&s, TV_MSG_LOSS);
 	stop_cpus(&s);
 	if (!s.restart) {
 		snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);
@@ -230,7 +233,7 @@ static unsigned char *one_session(int fd, unsigned char *start, size_t start_len
 		snprintf(path, sizeof(path), "%s/saved_tgids", s.tracing);
 		if (access(path, R_OK) == 0)
 			send_file(&s, path, "saved_tgids");
-		send_end(&s);
+		send_counts(&s, TV_MSG_END);
 	}
 	session_cleanup(&s);
 	if (verbose)

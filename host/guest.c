@@ -557,6 +557,10 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 		guest_end(g, "truncated: cannot send to the agent: errno=%d", g->send_err);
 	else if (g->phase == PHASE_STOPPED && g->gs.ended)
 		guest_end(g, "complete");
+	else if (g->phase == PHASE_STOPPED && now > g->deadline && !g->gs.synced)
+		/* nothing it sent was this session's: no agent, or not one of ours */
+		guest_end(g, "failed: no reply to START from the agent (no HELLO echoing its nonce in %llu bytes received)",
+			  (unsigned long long)g->gs.stale_bytes + g->gs.len);
 	else if (g->phase == PHASE_STOPPED && now > g->deadline)
 		guest_end(g, "truncated: no END from the agent within %.0f s of its last data (%.0f s at most after STOP)",
 			  END_TIMEOUT_S, END_MAX_S);
@@ -865,10 +869,9 @@ int tv_guest_stop(struct tv_guest *g)
 		snprintf(g->status, sizeof(g->status), "failed: %s", why);
 	}
 	/* an earlier session's bytes left in the channel: said, never taken as data */
-	if (g->gs.stale_bytes)
-		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO%s",
-			g->spec.name, (unsigned long long)g->gs.stale_bytes,
-			g->gs.synced ? "" : " (no HELLO came: an agent older than version 3?)");
+	if (g->gs.stale_bytes && g->gs.synced)
+		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO",
+			g->spec.name, (unsigned long long)g->gs.stale_bytes);
 	ret = guest_write_meta(g);
 	if (!ret && strncmp(g->status, "failed", 6)) {
 		const char *ust[TV_PROTO_MAX_UST];
@@ -892,7 +895,8 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	for (int cpu = 0; g->gs.cpu_bytes && cpu < g->gs.ncpus; cpu++)
 		st->bytes += g->gs.cpu_bytes[cpu];
 	if (g->gs.guest_meta) {
-		st->counts_known = tv_meta_get(g->gs.guest_meta, "events_total") != NULL;
+		st->counts_known = tv_meta_get(g->gs.guest_meta, "events_total") ? 1
+				 : tv_meta_get(g->gs.guest_meta, "lost_total") ? 2 : 0;
 		st->events = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "events_total", 0);
 		st->lost = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "lost_total", 0);
 	}

@@ -313,6 +313,12 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 		return 0;
 	case TV_MSG_END:
 		return handle_end(gs, p, h->len);
+	case TV_MSG_LOSS:
+		if (!gs->ncpus)
+			return stream_fail(gs, -EBADMSG, "protocol error: LOSS before META");
+		if (tv_proto_kv_parse((const char *)p, h->len, end_key, gs))
+			return stream_fail(gs, -EBADMSG, "protocol error: malformed LOSS text");
+		return 0;
 	case TV_MSG_ERROR:
 		return handle_error(gs, p, h->len);
 	case TV_MSG_UST_PROC:

@@ -72,6 +72,7 @@ const char *tv_proto_type_name(uint16_t type)
 	case TV_MSG_UST_DATA: return "UST_DATA";
 	case TV_MSG_UST_END: return "UST_END";
 	case TV_MSG_HELLO: return "HELLO";
+	case TV_MSG_LOSS: return "LOSS";
 	}
 	return NULL;
 }

@@ -43,6 +43,9 @@ enum tv_proto_type {
 	TV_MSG_UST_END = 0x1b,	/* arg = process index; text: status, cpuN.lost */
 	/* guest -> host: the first reply to a START with a nonce, before all else */
 	TV_MSG_HELLO = 0x1c,	/* u64 nonce, START's echoed */
+	/* guest -> host, to a host that sent a nonce: the loss counts, final
+	 * once tracing is off, sent before the last drain (END may not come) */
+	TV_MSG_LOSS = 0x1d,	/* text: cpuN.lost, lost_total */
 };
 
 /*

@@ -739,9 +739,12 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 		tv_guest_get_stats(g, &st);
 		char counts[64] = "event and loss counts unknown (no END)";
 
-		if (st.counts_known)
+		if (st.counts_known == 1)
 			snprintf(counts, sizeof(counts), "%llu events, %llu lost",
 				 (unsigned long long)st.events, (unsigned long long)st.lost);
+		else if (st.counts_known == 2)
+			snprintf(counts, sizeof(counts), "events unknown (no END), %llu lost",
+				 (unsigned long long)st.lost);
 		fprintf(stderr, "tracevisor record: guest %s: %s, %.1f MB, %u/%u pings, %u/%u hypercall probes: %s%s\n",
 			tv_guest_name(g), counts,
 			(double)st.bytes / 1e6, st.pongs, st.pings,

@@ -417,7 +417,9 @@ struct tv_guest_stats {
 	uint64_t bytes, events, lost;
 	unsigned int pings, pongs, hcalls_asked, hcalls_done;
 	int listed;		/* the guest's domain is in the session */
-	int counts_known;	/* events/lost came with the agent's END */
+	/* 1: events and lost came with the agent's END; 2: lost only, from the
+	 * LOSS frame the agent sends before its last drain (no END came) */
+	int counts_known;
 	char status[300];	/* "complete", "truncated: ...", "failed: ..." */
 	/* --ust: the guest's traced processes, their events and the events
 	 * they discarded; known once the guest is stopped (0 before) */

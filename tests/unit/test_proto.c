@@ -262,6 +262,15 @@ static void test_stream_resync(void)
 	TV_CHECK(ret == -EBADMSG && strstr(gs.error, "second HELLO"), "a second HELLO: %d %s", ret,
 		 gs.error);
 	tv_guest_stream_fini(&gs);
+	/* LOSS (before the agent's last drain): the losses known without END */
+	new_stream(&gs, "loss", 1 << 20);
+	n = frame(buf, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	n += frame(buf + n, TV_MSG_LOSS, 0, "cpu1.lost=4\nlost_total=4\n", 25);
+	n += frame(buf + n, TV_MSG_DATA, 1, page, sizeof(page));
+	TV_CHECK(tv_guest_stream_feed(&gs, buf, n) == 0 && !gs.ended &&
+		 tv_meta_get_ll(gs.guest_meta, "lost_total", -1) == 4 &&
+		 !tv_meta_get(gs.guest_meta, "events_total"), "LOSS: %s", gs.error);
+	tv_guest_stream_fini(&gs);
 }
 
 /* Feed META then @bad; expect @err and @what in the message. */
