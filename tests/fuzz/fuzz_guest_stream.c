@@ -4,6 +4,9 @@
  * (host/guest_stream.c), which takes untrusted bytes from a guest.
  * Input byte 0: bit 0 prepends a valid META frame (to reach the DATA and
  * FILE paths quickly), bits 1-7 pick the piece size the rest is fed in.
+ * Without META the stream expects a HELLO (a nonce was sent): the first
+ * half of the rest is searched through as stale bytes, then a valid HELLO
+ * is fed, then the second half is parsed.
  * Each input gets a fresh directory; after it, nothing may exist outside
  * that directory (checked: the parent must hold only it and the domains of
  * the guest's traced processes, ust-g-PID, whose names the host makes).
@@ -102,6 +105,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tv_guest_stream_feed(&gs, meta, sizeof(meta) - 1);
 	}
 	piece = (size_t)(data[0] >> 1) + 1;
+	if (!(data[0] & 1)) {
+		size_t mid = 1 + (size - 1) / 2;
+		unsigned char hello[TV_PROTO_HELLO_SIZE];
+
+		tv_guest_stream_expect_hello(&gs, 0x0123456789abcdefull);
+		for (size_t off = 1; off < mid; off += piece)
+			tv_guest_stream_feed(&gs, data + off, mid - off < piece ? mid - off : piece);
+		tv_proto_hello_encode(hello, 0x0123456789abcdefull);
+		tv_guest_stream_feed(&gs, hello, sizeof(hello));
+		data += mid - 1;
+		size -= mid - 1;
+	}
 	for (size_t off = 1; off < size; off += piece)
 		tv_guest_stream_feed(&gs, data + off, size - off < piece ? size - off : piece);
 	tv_guest_stream_fini(&gs);
