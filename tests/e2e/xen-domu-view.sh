@@ -79,8 +79,11 @@ echo "$(( $(date +%s) - s ))" > /out/record-end-seconds
 # then one more recording of both, whose START each agent must find and
 # whose replies the host must find after the stale bytes
 touch /out/d2/cont
+t=$(grep -c Tracing /out/d1/agent.err)
 $TV record -e sched:sched_switch --guest xen:d1 -o /tmp/killed >/out/killed.out 2>&1 & K=$!
-sleep 8; kill -KILL $K; wait $K; echo $? > /out/killed-rc
+# killed once the agent of d1 serves its session (record starts slowly under load)
+n=0; until [ "$(grep -c Tracing /out/d1/agent.err)" -gt "$t" ] || [ $n -ge 240 ]; do sleep 0.5; n=$((n+1)); done
+sleep 3; kill -KILL $K; wait $K; echo $? > /out/killed-rc
 n=0; until grep -q "Session ended" /out/d2/agent.err || [ $n -ge 180 ]; do sleep 1; n=$((n+1)); done
 echo $n > /out/d2-drain-seconds
 $TV record -e sched:sched_switch --guest xen:d1 --guest xen:d2 --duration 8 -o /tmp/again >/out/again.out 2>/out/again.err
