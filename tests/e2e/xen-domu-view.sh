@@ -68,7 +68,10 @@ xl list > /out/xl-list.txt
 $TV record --xen --xen-pages 512 --guest xen:d1 --duration 3 -o /tmp/small >/out/small.out 2>/out/small.err
 echo $? > /out/small-rc
 $TV record --xen --guest xen:d1 --guest xen:d2 --guest xen:d3 -o /tmp/tv >/out/record.out 2>/out/record.err & P=$!
-sleep 12
+# the stall and the noise once d1 and d2 have sent data (their consoles
+# are slow under load: once, d2 had sent nothing 12 s in), 12 s at least
+sleep 12; n=0
+until [ -s /tmp/tv/guest-d1/cpu0.raw ] && [ -s /tmp/tv/guest-d2/cpu0.raw ] || [ $n -ge 120 ]; do sleep 0.5; n=$((n+1)); done
 touch /out/d2/go /out/d3/go; date +%s > /out/go-time
 sleep 28
 s=$(date +%s); kill -INT $P; wait $P; echo $? > /out/record-rc
