@@ -5,7 +5,8 @@
  * interval of the old state), HVM exits by reason timed from VMEXIT to the
  * next VMENTRY of the same vCPU, or to the vCPU becoming runnable before it
  * (the time waiting for a CPU is not the exit's, as xenalyze counts it),
- * and hypercalls and HVM handler records counted.  Rows use the KVM stat's keys (vm, vcpu, reason).
+ * and hypercalls and HVM handler records counted.  Rows use the KVM stat's
+ * keys (vm, vcpu, reason).
  * Hypercalls (PV: TRC_PV_HYPERCALL; HVM and PVH: TRC_HVM_VMMCALL, by rax)
  * are also counted per domain, in rows whose vcpu is "all"; a
  * multicall's entries (TRC_PV_HYPERCALL_SUBCALL) are "subcall:NAME" rows,
