@@ -92,23 +92,10 @@ struct top_xen {
 	size_t nr_names, cap_names;
 };
 
-static uint64_t rdtsc_now(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	/* lfence: the TSC is read after what comes before it */
-	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
-	return (uint64_t)hi << 32 | lo;
-#else
-	return 0;
-#endif
-}
-
 /* Now in the session's clock: what every CPU stamps from now on is later. */
 static uint64_t xen_now(const struct top_xen *tx)
 {
-	uint64_t tsc = rdtsc_now(), now = UINT64_MAX;
+	uint64_t tsc = tv_tsc_read(), now = UINT64_MAX;
 
 	if (!tx->system_time)
 		return tv_xen_tsc_to_ns(tsc, tx->khz);
@@ -318,17 +305,6 @@ static int hook_event(void *ctx, const struct tv_event *ev)
 	return ret ? ret : 1;	/* none for the VM exit analysis */
 }
 
-/* stat's label of a domid (xen/stat.c). */
-static void stat_label(unsigned int dom, char *buf, size_t size)
-{
-	if (dom == XT_DOMID_IDLE)
-		snprintf(buf, size, "idle");
-	else if (dom == 0xffff)
-		snprintf(buf, size, "unknown");
-	else
-		snprintf(buf, size, "d%u", dom);
-}
-
 /* The row of runstate @state of @v in @out, added empty if the interval has none. */
 static struct tv_kvm_stat_row *share_row(struct tv_kvm_stat *out, const struct vcpu_share *v,
 					 int state)
@@ -336,7 +312,7 @@ static struct tv_kvm_stat_row *share_row(struct tv_kvm_stat *out, const struct v
 	char vm[80], vcpu[24], reason[48];
 	struct tv_kvm_stat_row *r;
 
-	stat_label(v->dom, vm, sizeof(vm));
+	tv_xen_stat_dom_label(v->dom, vm, sizeof(vm));
 	snprintf(vcpu, sizeof(vcpu), "%u", v->vcpu);
 	snprintf(reason, sizeof(reason), "runstate:%s", tv_xen_runstate_name((unsigned int)state));
 	for (size_t i = 0; i < out->nr_rows; i++) {

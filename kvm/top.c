@@ -95,24 +95,10 @@ static uint64_t mono_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* The x86-tsc trace clock, read in user space (hooks.tsc_clock). */
-static uint64_t tsc_now(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	/* lfence: the TSC is read after what comes before it */
-	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
-	return (uint64_t)hi << 32 | lo;
-#else
-	return 0;
-#endif
-}
-
 /* Now in the trace clock, and the limit of what may be read (the lag). */
 static uint64_t trace_now(const struct tv_top *top)
 {
-	return top->hooks.tsc_clock ? tsc_now() : mono_now();
+	return top->hooks.tsc_clock ? tv_tsc_read() : mono_now();
 }
 
 /* TSC cycles per ns since the start (1 when the trace clock is in ns). */
@@ -120,7 +106,7 @@ static double trace_per_ns(const struct tv_top *top)
 {
 	if (!top->hooks.tsc_clock || top->mono_end <= top->mono0)
 		return 1.0;
-	return (double)(tsc_now() - top->tsc0) / (double)(mono_now() - top->mono0);
+	return (double)(tv_tsc_read() - top->tsc0) / (double)(mono_now() - top->mono0);
 }
 
 /*
@@ -166,7 +152,7 @@ static int top_start_live(struct tv_top *top)
 	};
 	int ret;
 
-	if (top->hooks.tsc_clock && !tsc_now()) {
+	if (top->hooks.tsc_clock && !tv_tsc_read()) {
 		tv_err("The live view with guests needs the x86-tsc trace clock: not on this machine");
 		return -EOPNOTSUPP;
 	}
@@ -192,7 +178,7 @@ static int top_start_live(struct tv_top *top)
 		return ret;
 	}
 	/* the first interval starts with the recording (guests start after it) */
-	top->tsc0 = tsc_now();
+	top->tsc0 = tv_tsc_read();
 	top->mono0 = top->mono_end = mono_now();
 	top->t_start = trace_now(top);
 	top->t_end = top->t_start;

@@ -32,6 +32,20 @@ void tv_log(enum tv_log_level level, const char *fmt, ...)
 
 /* --------------------------------------------------------------- arrays */
 
+/* The TSC now, as the x86-tsc trace clock reads it (0 off x86). */
+static inline uint64_t tv_tsc_read(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	/* lfence: the TSC is read after what comes before it */
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
+	return (uint64_t)hi << 32 | lo;
+#else
+	return 0;
+#endif
+}
+
 /*
  * Room for one more element in the array whose address is @arrp (a T **
  * holding @n of @cap elements of @size bytes), doubling from @first.

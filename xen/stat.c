@@ -37,7 +37,7 @@ struct xstat {
 	struct tv_kvm_stat *out;
 };
 
-static void dom_label(unsigned int dom, char *buf, size_t size)
+void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size)
 {
 	if (dom == XT_DOMID_IDLE)
 		snprintf(buf, size, "idle");
@@ -52,7 +52,7 @@ static struct tv_latency_acc *xrow_get(struct xstat *x, unsigned int dom, unsign
 {
 	char vm[80], vc[24];
 
-	dom_label(dom, vm, sizeof(vm));
+	tv_xen_stat_dom_label(dom, vm, sizeof(vm));
 	/* 0xfffe: the domain's row over all its vCPUs */
 	snprintf(vc, sizeof(vc), vcpu == 0xffff ? "-" : vcpu == 0xfffe ? "all" : "%u", vcpu);
 	return tv_latency_row(&x->rows, vm, vc, reason);

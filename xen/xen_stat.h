@@ -31,6 +31,8 @@ int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p);
  * tv_xen_stat_pass_finish().  0 or -ENOMEM.
  */
 int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *out);
+/* stat's row label of Xen domid @dom: "d1", "idle" or "unknown". */
+void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size);
 void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p);
 
 #endif
