@@ -243,15 +243,8 @@ static struct vcpu_share *share_slot(struct top_xen *tx, unsigned int dom, unsig
 	for (size_t i = 0; i < tx->nr_vcpus; i++)
 		if (tx->vcpus[i].dom == dom && tx->vcpus[i].vcpu == vcpu)
 			return &tx->vcpus[i];
-	if (tx->nr_vcpus == tx->cap_vcpus) {
-		size_t cap = tx->cap_vcpus ? 2 * tx->cap_vcpus : 16;
-
-		v = realloc(tx->vcpus, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		tx->vcpus = v;
-		tx->cap_vcpus = cap;
-	}
+	if (tv_array_grow(&tx->vcpus, &tx->cap_vcpus, tx->nr_vcpus, sizeof(*v), 16))
+		return NULL;
 	v = &tx->vcpus[tx->nr_vcpus++];
 	memset(v, 0, sizeof(*v));
 	v->dom = dom;
@@ -376,15 +369,8 @@ static const char *dom_name(struct top_xen *tx, unsigned int domid)
 		return "Domain-0";
 	if (!tx->live)
 		return NULL;
-	if (tx->nr_names == tx->cap_names) {
-		size_t cap = tx->cap_names ? 2 * tx->cap_names : 8;
-
-		n = realloc(tx->names, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		tx->names = n;
-		tx->cap_names = cap;
-	}
+	if (tv_array_grow(&tx->names, &tx->cap_names, tx->nr_names, sizeof(*n), 8))
+		return NULL;
 	n = &tx->names[tx->nr_names];
 	n->domid = domid;
 	if (tv_xen_domain_name(domid, n->name, sizeof(n->name)))
