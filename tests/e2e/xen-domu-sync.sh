@@ -27,6 +27,7 @@
 # have moved (doc/sync-probes.md, "Xen domUs in the lab").
 # On stock Xen: the same session records, and sync says the Xen records
 # carry no TSC and aligns the domUs by message probes.
+# tv-timeout: 2400 (tests/run-tests: three lab runs, each booted again when a PVH domU triple-faults)
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
