@@ -643,11 +643,30 @@ static uint64_t domu_clock(uint64_t dom0)
  * running interval ended.  Another domain (domid 5) forges d1's and
  * dom0's probe records 30 ms off: they must not count.
  */
+/* The domU session in domu_root: dom0 (the reference), Xen and d1 (domid 1); frees their records. */
+static void write_domu_session(struct domain_gen *dom0, struct domain_gen *xen, struct domain_gen *d1)
+{
+	char path[512];
+
+	base = domu_root;
+	write_domain(dom0, "host");
+	write_domain(xen, "xen");
+	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
+	write_domain(d1, "guest-d1");
+	extra_meta = "";
+	base = root;
+	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	free(dom0->recs);
+	free(xen->recs);
+	free(d1->recs);
+}
+
 static void generate_domu(int rounds, int has_tsc, int planted)
 {
 	struct domain_gen dom0 = { 0 }, xen = { 0 }, d1 = { 0 };
 	uint64_t t0 = 5000000000ULL, step = 50000000ULL;
-	char path[512];
 
 	for (int i = 0; i < rounds; i++) {
 		uint64_t t = t0 + step * (uint64_t)i, x = t + 1000000 + delay();
@@ -672,19 +691,7 @@ static void generate_domu(int rounds, int has_tsc, int planted)
 		if (i >= 1 && i <= planted)	/* a guest event while its vCPU was blocked */
 			add_marker(&d1, domu_clock(t + 35000000), 16, 9);
 	}
-	base = domu_root;
-	write_domain(&dom0, "host");
-	write_domain(&xen, "xen");
-	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
-	write_domain(&d1, "guest-d1");
-	extra_meta = "";
-	base = root;
-	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,xen,guest-d1\nreference_domain=host\n");
-	free(dom0.recs);
-	free(xen.recs);
-	free(d1.recs);
+	write_domu_session(&dom0, &xen, &d1);
 }
 
 static const struct tv_sync_domain *domu_result(const struct tv_sync_result *res)
@@ -773,7 +780,6 @@ static void generate_domu_moving(int rounds, int events, int held)
 {
 	struct domain_gen dom0 = { 0 }, xen = { 0 }, d1 = { 0 };
 	uint64_t t0 = 5000000000ULL, step = 50000000ULL;
-	char path[512];
 
 	for (int i = 0; i < rounds; i++) {
 		uint64_t t = t0 + step * (uint64_t)i, x = t + 1000000 + delay();
@@ -812,19 +818,7 @@ static void generate_domu_moving(int rounds, int events, int held)
 			add_marker(&d1, last + (uint64_t)(i % 2) * 4, 6, seq + 3);
 		}
 	}
-	base = domu_root;
-	write_domain(&dom0, "host");
-	write_domain(&xen, "xen");
-	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
-	write_domain(&d1, "guest-d1");
-	extra_meta = "";
-	base = root;
-	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,xen,guest-d1\nreference_domain=host\n");
-	free(dom0.recs);
-	free(xen.recs);
-	free(d1.recs);
+	write_domu_session(&dom0, &xen, &d1);
 }
 
 static void check_domu_moving(int rounds)
