@@ -287,6 +287,28 @@ static int xen_stream_parse(struct tv_cpu_stream *st, struct tv_xen_rec *rec)
 	return 1;
 }
 
+/*
+ * A record without a TSC (an HVM handler's) happened at the previous
+ * record's; before the file's first TSC there is none, so it takes the
+ * first one read after it (in the buffer: a followed file may not have it
+ * yet, and then it stays 0).
+ */
+static void xen_stream_first_tsc(struct tv_xen_stream *xs)
+{
+	struct tv_xen_rec next;
+	size_t pos = xs->pos;
+	unsigned int size;
+
+	while ((size = tv_xen_rec_parse(xs->buf + pos, xs->len - pos, &next))) {
+		if (next.has_tsc) {
+			xs->cs.last_tsc = next.tsc;
+			xs->cs.have_tsc = true;
+			return;
+		}
+		pos += size;
+	}
+}
+
 int tv_xen_stream_next(struct tv_cpu_stream *st)
 {
 	struct tv_xen_stream *xs = st->xen;
@@ -304,6 +326,8 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 			st->done = 1;
 			return ret;
 		}
+		if (!rec.has_tsc && !xs->cs.have_tsc)
+			xen_stream_first_tsc(xs);
 		size = tv_xen_rec_to_event(&xs->cs, &rec, xs->ev, &tsc);
 	}
 	offset = st->rec.offset;
@@ -353,10 +377,17 @@ static int tv_xen_stream_refresh(struct tv_cpu_stream *st)
 	return 0;
 }
 
+/* Everything before the buffer: the start-state scan ran at open. */
+static uint64_t tv_xen_stream_done_bytes(const struct tv_cpu_stream *st)
+{
+	return st->zs || !st->xen ? 0 : st->xen->buf_off;
+}
+
 const struct tv_stream_source tv_xen_source = {
 	.kind = "xen-trace",
 	.open = tv_xen_stream_open,
 	.next = tv_xen_stream_next,
 	.close = tv_xen_stream_close,
 	.refresh = tv_xen_stream_refresh,
+	.done_bytes = tv_xen_stream_done_bytes,
 };
