@@ -287,37 +287,6 @@ static int top_count(struct tv_top *top, const struct tv_event *ev)
 	return tv_kvm_stat_pass_event(top->pass, ev);
 }
 
-/*
- * A temporary session is only read once: give back the space of what the
- * reader is done with (the files keep their size; the reader reads on at
- * its offsets), so a live view running for hours takes no more disk than
- * an interval's worth.  Best effort: a file system without hole punching
- * keeps the data until tv_top_close() removes the session.
- */
-static void top_free_read_space(struct tv_top *top)
-{
-	char path[sizeof(top->outdir) + 32];
-
-	for (int cpu = 0; cpu < tv_recorder_nr_cpus(top->rec); cpu++) {
-		uint64_t done = tv_reader_follow_done_bytes(top->rd, "host", cpu);
-		int fd;
-
-		if (!done)
-			continue;
-		snprintf(path, sizeof(path), "%s/host/cpu%d.raw", top->outdir, cpu);
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)done)) {
-			int err = errno;
-
-			tv_debug("Cannot free read space: path=\"%s\", errno=%d (%s)", path, err,
-				 strerror(err));
-		}
-		close(fd);
-	}
-}
-
 /* Live: everything traced before now, then the interval's table. */
 static int top_read_live(struct tv_top *top)
 {
@@ -342,8 +311,8 @@ static int top_read_live(struct tv_top *top)
 	while (!ret && (ret = tv_reader_next_before(top->rd, limit, &ev)) > 0)
 		ret = top_count(top, &ev);
 	top->t_end = limit;
-	if (!ret && top->remove_outdir)
-		top_free_read_space(top);
+	if (!ret && top->remove_outdir)	/* read once: give its space back */
+		tv_reader_follow_release_read(top->rd);
 	return ret ? ret : 1;
 }
 
@@ -374,6 +343,8 @@ static int top_read_source(struct tv_top *top)
 		ret = top_count(top, &ev);
 	if (limit > top->t_end)
 		top->t_end = limit;
+	if (!ret && top->remove_outdir)
+		tv_reader_follow_release_read(top->rd);
 	if (last)
 		__atomic_store_n(&top->ended, 1, __ATOMIC_RELAXED);	/* tv_top_running() */
 	return ret ? ret : 1;

@@ -433,10 +433,17 @@ int tv_cpu_stream_refresh(struct tv_cpu_stream *st)
 	return 0;
 }
 
+uint64_t tv_cpu_stream_done_bytes(const struct tv_cpu_stream *st)
+{
+	/* the loaded sub-buffer is still in use, those before it are done */
+	return st->page_off == (uint64_t)-1 ? 0 : st->page_off;
+}
+
 const struct tv_stream_source tv_ftrace_source = {
 	.kind = "linux-ftrace",
 	.open = tv_cpu_stream_open,
 	.next = tv_cpu_stream_next,
 	.close = tv_cpu_stream_close,
 	.refresh = tv_cpu_stream_refresh,
+	.done_bytes = tv_cpu_stream_done_bytes,
 };

@@ -55,6 +55,11 @@ struct tv_stream_source {
 	 * past the end it returned 0 at.  0 or -errno (logged).
 	 */
 	int (*refresh)(struct tv_cpu_stream *st);
+	/*
+	 * Following: the bytes at the head of the stream's file that next()
+	 * will never read again (NULL: unknown, nothing is released).
+	 */
+	uint64_t (*done_bytes)(const struct tv_cpu_stream *st);
 };
 
 /* linux-ftrace: cpuN.raw ring-buffer sub-buffers, or cpuN.raw.zst (cpu_stream.c). */
@@ -174,6 +179,8 @@ int tv_cpu_stream_next(struct tv_cpu_stream *st);
 void tv_cpu_stream_close(struct tv_cpu_stream *st);
 /* The file's whole sub-buffers written so far (following a recording). */
 int tv_cpu_stream_refresh(struct tv_cpu_stream *st);
+/* Following: the whole sub-buffers before the loaded one. */
+uint64_t tv_cpu_stream_done_bytes(const struct tv_cpu_stream *st);
 
 /* The same three for a domain of kind xen-trace (lib/xen_stream.c). */
 struct tv_xen_stream;

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -522,17 +523,30 @@ int tv_reader_follow_refresh(struct tv_reader *rd)
 	return ret;
 }
 
-uint64_t tv_reader_follow_done_bytes(const struct tv_reader *rd, const char *domain, int cpu)
+static void stream_release_read(const struct tv_cpu_stream *st)
 {
-	for (size_t i = 0; rd->follow && i < rd->nr_streams; i++) {
-		const struct tv_cpu_stream *st = &rd->streams[i];
+	uint64_t done = st->dom->source->done_bytes ? st->dom->source->done_bytes(st) : 0;
+	int fd;
 
-		/* a followed session is read raw: one cursor per CPU file; the
-		 * loaded sub-buffer is still in use, those before it are done */
-		if (st->cpu == cpu && !strcmp(st->dom->subdir, domain))
-			return st->page_off == (uint64_t)-1 ? 0 : st->page_off;
+	if (!done)
+		return;
+	fd = open(st->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;		/* not ours to write: keep it */
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)done)) {
+		int err = errno;
+
+		tv_debug("Cannot free read space: path=\"%s\", errno=%d (%s)", st->path, err,
+			 strerror(err));
+		errno = err;
 	}
-	return 0;
+	close(fd);
+}
+
+void tv_reader_follow_release_read(const struct tv_reader *rd)
+{
+	for (size_t i = 0; rd->follow && i < rd->nr_streams; i++)
+		stream_release_read(&rd->streams[i]);
 }
 
 void tv_reader_close(struct tv_reader *rd)

@@ -87,11 +87,14 @@ struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
 int tv_session_remove_tree(const char *path);
 
 /*
- * Following a session (tv_reader_open_follow()): how many bytes of CPU
- * @cpu's stream file of domain @domain (its subdirectory) the reader is
- * done with; a live view may free them (lib/reader.c).  0 if unknown.
+ * Following a temporary session (tv_reader_open_follow()): give back the
+ * disk space of what the reader is done with in every stream file, so that
+ * a live view running for hours takes no more disk than an interval's
+ * worth (lib/reader.c).  The files keep their size; the reader reads on at
+ * its offsets.  Best effort: a file system without hole punching keeps the
+ * data (said at debug level).
  */
-uint64_t tv_reader_follow_done_bytes(const struct tv_reader *rd, const char *domain, int cpu);
+void tv_reader_follow_release_read(const struct tv_reader *rd);
 /*
  * A reader of domain @subdir of the session alone, in the reference clock
  * when synchronised (a second look at one domain, e.g. where its trace

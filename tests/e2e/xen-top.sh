@@ -8,7 +8,9 @@
 # for Domain-0 and d1 with real SVM exit reasons (d1 is PVH) and
 # latencies, runstates with shares; summed over the intervals, every
 # (domain, vcpu, reason) count and total equals `stat` of the kept
-# session (tests/top_check.py), and so does `top --replay` of it; no
+# session (tests/top_check.py), and so does `top --replay` of it; without
+# -o, the temporary session's Xen streams give back what was read (their
+# disk use stays under a quarter of their size) and are removed; no
 # record lost, or the loss is in the intervals; SIGINT ends top at once
 # with exit 0, and xentrace can start after it (Xen's tracing and buffers
 # released).  One-line errors: --vm of no domain, Xen's tracing taken by
@@ -40,6 +42,13 @@ $TV stat --json /tmp/top >/out/top-stat.json 2>/out/top-stat.err || exit 30
 $TV stat /tmp/top >/out/top-stat.txt 2>>/out/top-stat.err || exit 30
 $TV top --replay /tmp/top --speed 0 --interval 0.5 --json >/out/top-replay.jsonl 2>/out/top-replay.err || exit 31
 $TV top --replay /tmp/top --speed 0 --interval 1000 --batch >/out/top-replay.txt 2>&1 || exit 32
+# without -o: the temporary session gives back what was read
+mkdir -p /tmp/tt
+TMPDIR=/tmp/tt $TV top --xen --json --interval 1 --count 9 >/out/top3.jsonl 2>/out/top3.err & P=$!
+sleep 7
+stat -c "%n %s %b %B" /tmp/tt/tracevisor-top.*/xen/cpu*.xen >/out/top3.sizes 2>&1
+wait $P; echo $? >/out/top3.rc
+ls /tmp/tt >/out/top3.left
 # until SIGINT
 TRACEVISOR_DEBUG=1 $TV top --xen --json --interval 1 -o /tmp/top2 >/out/top2.jsonl 2>/out/top2.err & P=$!
 for i in $(seq 100); do [ -s /out/top2.jsonl ] && break; sleep 0.1; done
@@ -67,6 +76,14 @@ grep -q 'another trace consumer running' "$OUT/busy.err" || fail "xentrace runni
 [ "$(cat "$OUT/top2.rc")" = 0 ] || fail "top --xen (SIGINT) exited $(cat "$OUT/top2.rc"): $(tail -n 5 "$OUT/top2.err")"
 [ "$(cat "$OUT/xt-after.rc")" = 0 ] && [ "$(cat "$OUT/xt-after.size" 2>/dev/null || echo 0)" -gt 0 ] ||
 	fail "xentrace after top: rc $(cat "$OUT/xt-after.rc"), $(cat "$OUT/xt-after.size" 2>/dev/null) bytes: $(tail -n 3 "$OUT/xt-after.out")"
+[ "$(cat "$OUT/top3.rc")" = 0 ] || fail "top --xen without -o exited $(cat "$OUT/top3.rc"): $(tail -n 5 "$OUT/top3.err")"
+[ ! -s "$OUT/top3.left" ] || fail "top --xen without -o left its temporary session: $(cat "$OUT/top3.left")"
+# the Xen streams read so far take (almost) no disk: one read buffer each
+awk '{ size += $2; disk += $3 * $4; n++ }
+END {
+	printf "top --xen without -o, after 7 s: %d Xen stream files of %d bytes take %d bytes on disk\n", n, size, disk
+	exit !(n >= 1 && size > 1048576 && disk < size / 4)
+}' "$OUT/top3.sizes" >&2 || fail "top --xen without -o keeps what it read: $(cat "$OUT/top3.sizes")"
 read -r a b <"$OUT/top2.stop"
 awk -v a="$a" -v b="$b" 'BEGIN { printf "top --xen ended %.1f s after SIGINT\n", b - a }' >&2
 
