@@ -534,7 +534,6 @@ static int xen_setup(struct tv_xen_recorder *rec)
 		tv_err("Cannot bind VIRQ_TBUF: errno=%d (%s) (another trace consumer running?)", err, strerror(err));
 		return -err;
 	}
-	xen_read_time_scale(rec);
 	return xen_open_files(rec);
 }
 
@@ -603,6 +602,16 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 			tv_err("Cannot enable trace buffers: errno=%d (%s)", -ret, strerror(-ret));
 		}
 	}
+	/*
+	 * The scales in force once tracing is on: Xen traces each later
+	 * recalibration (TRC_TRACE_TSCALE), but not one between here and
+	 * create, which under TCG may be a second before (the host recorder
+	 * starts in between); a scale read then was 1 s stale and off by
+	 * 10-20 ms on a pCPU whose time Xen had warped forward meanwhile
+	 * (lab free run of 2026-11-26, doc/sync-probes.md).
+	 */
+	if (!ret)
+		xen_read_time_scale(rec);
 	if (!ret)
 		xen_snapshot_running(rec);
 	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
