@@ -97,6 +97,16 @@ struct tv_domain {
 	int incomplete;		/* its recorder never finished: no meta, maybe a short tail */
 	int follow;		/* being recorded: its streams' ends are not final */
 	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+	/*
+	 * Xen's common time line (lib/xen_line.c), the reader's: the xen/
+	 * domain stamps its records on it; a pvclock domain (dom0, a domU)
+	 * with @line_moved has its events moved to it, its vCPU N being Xen's
+	 * @line_domid.N and its clock @pvclock_ns behind its pCPU's system time.
+	 */
+	const struct tv_xen_line *line;
+	int line_moved;
+	uint32_t line_domid;
+	int64_t pvclock_ns;
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
 
@@ -141,6 +151,13 @@ int tv_append_userspace_exit(struct tv_strbuf *sb, uint64_t reason, uint64_t err
 int tv_domain_print_userspace_exit(struct trace_seq *s, struct tep_record *record,
 				   struct tep_event *event, void *context);
 
+/* Where a stream is in its vCPU's runs (lib/xen_line.c). */
+struct tv_xen_line_cursor {
+	int valid;
+	uint32_t key;		/* domid << 16 | vcpu */
+	size_t lo, hi, i;	/* its runs, and the current one */
+};
+
 struct tv_cpu_stream {
 	struct tv_domain *dom;
 	int cpu;
@@ -158,6 +175,7 @@ struct tv_cpu_stream {
 	uint64_t raw_ts;	/* its ts in the domain's own clock */
 	uint64_t raw_from, raw_to;	/* events outside [raw_from, raw_to) are another cursor's */
 	struct tv_tsc_cursor tsc_cursor;	/* where the TSC relation's offsets are */
+	struct tv_xen_line_cursor line_cursor;	/* which run of its vCPU (xen_line.c) */
 	long long missed;	/* events lost before the current one */
 	int done;
 	struct tv_xen_stream *xen;	/* kind xen-trace only */
@@ -187,5 +205,23 @@ struct tv_xen_stream;
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 int tv_xen_stream_next(struct tv_cpu_stream *st);
 void tv_xen_stream_close(struct tv_cpu_stream *st);
+struct tv_xen_rec;
+/* The Xen record behind the stream's current event. */
+const struct tv_xen_rec *tv_xen_stream_last(const struct tv_cpu_stream *st);
+
+/*
+ * Xen's common time line (lib/xen_line.c).  tv_xen_line_load() reads it from
+ * the xen/ domain @xen: 0 with *out NULL when there is nothing to correct
+ * (stock Xen, one pCPU, no time-scale record), else the caller frees *out
+ * with tv_xen_line_free().  tv_xen_line_common() is pCPU 0's system time at
+ * @tsc; tv_xen_line_move() moves time stamp @ts of vCPU @key (domid << 16 |
+ * vcpu), whose clock is @pvclock_ns behind the system time of its pCPU, to
+ * the line, @cur walking the vCPU's runs in the order of its stream.
+ */
+int tv_xen_line_load(struct tv_domain *xen, struct tv_xen_line **out);
+void tv_xen_line_free(struct tv_xen_line *l);
+uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc);
+uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvclock_ns,
+			  uint64_t ts, struct tv_xen_line_cursor *cur);
 
 #endif

@@ -40,6 +40,7 @@ struct tv_reader {
 	struct tv_cpu_stream **waiting;
 	size_t nr_waiting;
 	const char *only;	/* read this domain alone (tv_reader_open_domain()) */
+	struct tv_xen_line *line;	/* Xen's common time line (xen_line.c), or NULL */
 };
 
 static int stream_before(const struct tv_cpu_stream *a, const struct tv_cpu_stream *b)
@@ -230,6 +231,11 @@ static int stream_advance(struct tv_cpu_stream *st)
 
 	do {
 		ret = stream_next(st);
+		if (ret > 0 && st->dom->line_moved)
+			st->rec.ts = tv_xen_line_move(st->dom->line,
+						      st->dom->line_domid << 16 | (uint32_t)st->cpu,
+						      st->dom->pvclock_ns, st->rec.ts,
+						      &st->line_cursor);
 		st->raw_ts = st->rec.ts;
 	} while (ret > 0 && (st->raw_ts < st->raw_from || st->raw_ts >= st->raw_to));
 	if (ret > 0 && st->dom->mapped)
@@ -287,8 +293,11 @@ static int ust_clock_matches(const struct tv_reader *rd, const struct tv_domain 
 	return 1;	/* its parent is not read (a domain read alone): its own map, if any */
 }
 
+static void reader_use_line(struct tv_reader *rd, const struct tv_sync_result *res);
+
 static void reader_use_sync(struct tv_reader *rd, const struct tv_sync_result *res, int warn)
 {
+	reader_use_line(rd, res);
 	for (size_t d = 0; d < rd->nr_domains; d++) {
 		struct tv_domain *dom = &rd->domains[d];
 
@@ -368,6 +377,52 @@ static int reader_open_streams(struct tv_reader *rd)
 	return ret;
 }
 
+/*
+ * Xen's common time line: read from the xen/ domain's records, its
+ * records stamped on it.  Not when following a recording (what the
+ * scales and runs will be is not known yet): then each pCPU's own time.
+ */
+static int reader_load_line(struct tv_reader *rd)
+{
+	struct tv_domain *xen = NULL;
+	int ret;
+
+	for (size_t d = 0; d < rd->nr_domains; d++)
+		if (!strcmp(rd->domains[d].source->kind, "xen-trace"))
+			xen = &rd->domains[d];
+	if (!xen || rd->follow)
+		return 0;
+	ret = tv_xen_line_load(xen, &rd->line);
+	xen->line = rd->line;
+	return ret;
+}
+
+/*
+ * A pvclock domain that sync put on Xen's line: its events are moved to it
+ * by its constant (@res), whatever its map (the reference's included).
+ */
+static void reader_use_line(struct tv_reader *rd, const struct tv_sync_result *res)
+{
+	for (size_t d = 0; rd->line && d < rd->nr_domains; d++) {
+		struct tv_domain *dom = &rd->domains[d];
+		long long domid = tv_meta_get_ll(dom->meta, "xen_domid", -1);
+
+		for (size_t i = 0; i < res->nr; i++) {
+			if (strcmp(res->domains[i].domain, dom->subdir) || !res->domains[i].xen_line)
+				continue;
+			dom->line = rd->line;
+			dom->line_moved = 1;
+			dom->line_domid = domid < 0 ? 0 : (uint32_t)domid;	/* dom0: host */
+			dom->pvclock_ns = res->domains[i].pvclock_ns;
+		}
+	}
+}
+
+const struct tv_xen_line *tv_reader_xen_line(const struct tv_reader *rd)
+{
+	return rd->line;
+}
+
 /* Every domain of a followed session must be of a kind that can be followed. */
 static int reader_set_follow(struct tv_reader *rd, const char *dir)
 {
@@ -388,6 +443,7 @@ struct open_how {
 	int follow;			/* being recorded (raw too) */
 	const struct tv_sync_result *res;	/* transforms to use; NULL: DIR/sync/transforms unless raw */
 	const char *only;		/* this domain alone; NULL: all */
+	const struct tv_sync_result *line;	/* raw, pvclock domains moved to Xen's line */
 };
 
 static int reader_open(const char *dir, const struct open_how *how, struct tv_reader **out)
@@ -406,6 +462,10 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 	}
 	if (!ret && how->follow)
 		ret = reader_set_follow(rd, dir);
+	if (!ret)
+		ret = reader_load_line(rd);
+	if (!ret && how->line)
+		reader_use_line(rd, how->line);
 	else if (!ret && how->res)
 		reader_use_sync(rd, how->res, 0);
 	else if (!ret && !how->raw)
@@ -433,6 +493,12 @@ int tv_reader_open_raw(const char *dir, struct tv_reader **out)
 int tv_reader_open_domain(const char *dir, const char *subdir, struct tv_reader **out)
 {
 	return reader_open(dir, &(struct open_how){ .only = subdir }, out);
+}
+
+int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
+			   struct tv_reader **out)
+{
+	return reader_open(dir, &(struct open_how){ .raw = 1, .line = res }, out);
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)
@@ -561,6 +627,7 @@ void tv_reader_close(struct tv_reader *rd)
 	free(rd->heap);
 	free(rd->waiting);
 	free(rd->domains);
+	tv_xen_line_free(rd->line);
 	tv_meta_free(rd->session_meta);
 	free(rd);
 }

@@ -168,6 +168,8 @@ static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 		ret = ret ?: put(m, d->domain, "alt_via", "%s", d->alt_via);
 		ret = ret ?: put(m, d->domain, "alt_bound_ns", "%lld", (long long)d->alt_bound_ns);
 	}
+	if (d->xen_line)
+		ret = ret ?: put(m, d->domain, "xen_line_pvclock_ns", "%lld", (long long)d->pvclock_ns);
 	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
 	if (!ret && !strcmp(d->method, "tsc"))
 		ret = put_tsc(m, d);
@@ -323,6 +325,8 @@ static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	snprintf(d->alt_via, sizeof(d->alt_via), "%s", get(m, d->domain, "alt_via"));
 	d->alt_bound_ns = *d->alt_via ? get_ll(m, d->domain, "alt_bound_ns") : -1;
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
+	d->xen_line = *get(m, d->domain, "xen_line_pvclock_ns") != 0;
+	d->pvclock_ns = get_ll(m, d->domain, "xen_line_pvclock_ns");
 	if (!strcmp(d->method, "hull"))
 		return get_pieces(m, d);
 	return strcmp(d->method, "tsc") ? 0 : get_tsc(m, d);

@@ -142,4 +142,21 @@ int tv_ust_domain_finish(struct tv_ust_domain *d, const struct tv_ust_consumer *
 const char *tv_ust_domain_subdir(const struct tv_ust_domain *d);
 void tv_ust_domain_free(struct tv_ust_domain *d);
 
+/*
+ * Xen's common time line (lib/xen_line.c, doc/sync-probes.md): a reader of
+ * a Xen session whose pCPUs' system times differ stamps Xen's records with
+ * pCPU 0's system time at their TSC.  tv_reader_xen_line() is that line
+ * (NULL: none, nothing moved; owned by the reader);
+ * tv_xen_line_pcpu_offset() is pCPU @cpu's system time minus the line's at
+ * the TSC where the line reads @common_ns (0 for pCPU 0 or an unknown one).
+ * tv_reader_open_on_line() opens @dir raw (no clock maps) but with each
+ * pvclock domain of @res that has xen_line set moved to the line by its
+ * pvclock_ns; the caller closes it.
+ */
+struct tv_xen_line;
+const struct tv_xen_line *tv_reader_xen_line(const struct tv_reader *rd);
+int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t common_ns);
+int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
+			   struct tv_reader **out);
+
 #endif

@@ -38,6 +38,8 @@ struct tv_xen_stream {
 	uint64_t tsc0, stime0;
 	uint32_t mul;
 	int8_t shift;
+	const struct tv_xen_line *line;	/* Xen's common line, or NULL */
+	struct tv_xen_rec last;		/* behind the current event */
 };
 
 static void xen_stream_clock(struct tv_xen_stream *xs, const struct tv_domain *dom, int cpu)
@@ -213,6 +215,7 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 		return -ENOMEM;
 	tv_xen_cpu_state_init(&st->xen->cs);
 	xen_stream_clock(st->xen, dom, cpu);
+	st->xen->line = dom->line;
 	xen_stream_start_state(st, cpu);
 	return 0;
 }
@@ -256,6 +259,8 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 
 static uint64_t xen_stream_ns(const struct tv_xen_stream *xs, uint64_t tsc)
 {
+	if (xs->line)
+		return tv_xen_line_common(xs->line, tsc);
 	if (xs->system_time)
 		return tv_xen_tsc_to_stime(tsc, xs->tsc0, xs->stime0, xs->mul, xs->shift);
 	return tv_xen_tsc_to_ns(tsc, xs->khz);
@@ -338,6 +343,8 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 	st->rec.record_size = (int)size;
 	st->rec.data = xs->ev;
 	st->rec.cpu = st->cpu;
+	xs->last = rec;
+	xs->last.tsc = tsc;
 	if (rec.event == XT_TSCALE)
 		xen_stream_rescale(xs, &rec);
 	if (rec.event == XT_LOST_RECORDS)
@@ -350,6 +357,11 @@ int tv_xen_stream_next(struct tv_cpu_stream *st)
 		return -EBADMSG;
 	}
 	return 1;
+}
+
+const struct tv_xen_rec *tv_xen_stream_last(const struct tv_cpu_stream *st)
+{
+	return &st->xen->last;
 }
 
 void tv_xen_stream_close(struct tv_cpu_stream *st)

@@ -270,12 +270,12 @@ static int scan_event(struct scan *sc, const struct tv_event *ev)
 	return 0;
 }
 
-int sync_scan_session(struct scan *sc, const char *dir)
+int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_result *line)
 {
 	struct tv_event ev;
 	int ret;
 
-	ret = tv_reader_open_raw(dir, &sc->rd);
+	ret = line ? tv_reader_open_on_line(dir, line, &sc->rd) : tv_reader_open_raw(dir, &sc->rd);
 	if (ret)
 		return ret;
 	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS)

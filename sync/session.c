@@ -134,6 +134,9 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			copy.runstate_violations = 0;
 			copy.message_violations = 0;
 			copy.held_rounds = 0;
+			/* its streams are not its parent's vCPUs: not moved (not done yet) */
+			copy.xen_line = 0;
+			copy.pvclock_ns = 0;
 			*r = copy;
 			break;
 		}
@@ -141,17 +144,51 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 	return 0;
 }
 
+static void scan_release(struct scan *sc)
+{
+	tv_reader_close(sc->rd);
+	for (size_t d = 0; d < MAX_DOMAINS; d++)
+		tv_tsc_segments_free(&sc->tsc[d]);
+	free(sc->probes);
+	free(sc->streams);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/*
+ * Xen's pCPUs differ (lib/xen_line.c): the pvclock domains' constants
+ * from a first scan, then the probes scanned again with those domains on
+ * Xen's line; the estimates are made on that scan.  @line: what was moved.
+ */
+static int sync_scan_on_line(struct scan *sc, const char *dir, struct tv_sync_result *line)
+{
+	int ret = sync_scan_session(sc, dir, NULL);
+
+	if (!ret)
+		ret = sync_xen_line_constants(sc, line);
+	if (ret || !line->nr)
+		return ret;
+	scan_release(sc);
+	for (size_t d = 0; d < line->nr && d < MAX_DOMAINS; d++)
+		sc->on_line[d] = line->domains[d].xen_line;
+	return sync_scan_session(sc, dir, line);
+}
+
 int tv_sync_session(const char *dir, struct tv_sync_result *out)
 {
 	struct scan *sc = calloc(1, sizeof(*sc));
+	struct tv_sync_result line = { 0 };
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (!sc)
 		return -ENOMEM;
-	ret = sync_scan_session(sc, dir);
+	ret = sync_scan_on_line(sc, dir, &line);
 	if (!ret)
 		ret = sync_compute(sc, dir, out);
+	for (size_t d = 0; !ret && d < line.nr && d < out->nr; d++) {
+		out->domains[d].xen_line = line.domains[d].xen_line;
+		out->domains[d].pvclock_ns = line.domains[d].pvclock_ns;
+	}
 	/* before the vCPU check: a guest's traced process is checked with its map */
 	if (!ret)
 		ret = sync_ust_domains(sc, out);
@@ -161,11 +198,8 @@ int tv_sync_session(const char *dir, struct tv_sync_result *out)
 		ret = tv_sync_check_runstates(dir, out);
 	if (ret)
 		tv_sync_result_free(out);
-	tv_reader_close(sc->rd);
-	for (size_t d = 0; d < MAX_DOMAINS; d++)
-		tv_tsc_segments_free(&sc->tsc[d]);
-	free(sc->probes);
-	free(sc->streams);
+	tv_sync_result_free(&line);
+	scan_release(sc);
 	free(sc);
 	return ret;
 }

@@ -67,6 +67,7 @@ struct scan {
 	} *streams;
 	size_t nr_streams, cap_streams;
 	struct stream_scan *cur;	/* the current event's */
+	int on_line[MAX_DOMAINS];	/* its events moved to Xen's line (xen_line.c) */
 };
 
 /* One probe round: the timestamps of each type, -1 when missing. */
@@ -102,8 +103,12 @@ struct causality {
 };
 
 /* probe_scan.c */
-int sync_scan_session(struct scan *sc, const char *dir);
+/* @line: NULL, or the pvclock domains to move to Xen's line (xen_line.c) */
+int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_result *line);
 int sync_cmp_probe(const void *a, const void *b);
+
+/* xen_line.c */
+int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line);
 
 /* probe_pairs.c */
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);

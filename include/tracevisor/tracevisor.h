@@ -772,6 +772,15 @@ struct tv_sync_domain {
 	 * much beyond their bound.
 	 */
 	int64_t pcpu_skew_ns;
+	/*
+	 * A pvclock domain of a Xen session put on Xen's common time line
+	 * (dom0, a domU: doc/sync-probes.md): its events were moved from the
+	 * system time of the pCPU their vCPU ran on to pCPU 0's, @pvclock_ns
+	 * being that system time minus the domain's clock (estimated from its
+	 * hypercall brackets), before @est applies.  0: not moved.
+	 */
+	int xen_line;
+	int64_t pvclock_ns;
 };
 
 struct tv_sync_result {

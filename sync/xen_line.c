@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * Putting dom0 and the domUs of a Xen session on Xen's common time line
+ * (lib/xen_line.c, doc/sync-probes.md "vCPUs free to move").  A pvclock
+ * domain's clock is the system time of the pCPU its vCPU runs on, minus a
+ * constant of its own (Linux's sched_clock offset).  The reader moves its
+ * events to the line once that constant is known; estimating it is sync/'s
+ * job: each hypercall bracket of the domain (a domU's HVMOP_xentrace
+ * probe, dom0's injected record) has Xen's record stamped by the pCPU that
+ * ran the vCPU, so that pCPU's system time minus the middle of the bracket
+ * is one reading of the constant, off by at most half the bracket.  The
+ * median of the domain's readings is taken (brackets whose clock held
+ * still, TV_SYNC_HELD_NS, read nothing).  Only the constant is needed to
+ * find each event's pCPU and its difference to the line: an error of E in
+ * it moves an event by E times the rate difference of two pCPUs' scales
+ * (under 2% in the lab) and may pick the neighbouring run within E of a
+ * move, which the sync after it measures and bounds like any other error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "probes.h"
+#include "sync_session.h"
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One round's reading: Xen's pCPU system time minus the bracket's middle. */
+static int line_reading(const struct tv_xen_line *l, const struct probe *before,
+			const struct probe *after, const struct probe *x, int64_t *out)
+{
+	int64_t st;
+
+	if (!before || !after || !x || after->ts < before->ts + TV_SYNC_HELD_NS)
+		return 0;
+	st = (int64_t)x->ts + tv_xen_line_pcpu_offset(l, x->cpu, x->ts);
+	*out = st - (int64_t)(before->ts + (after->ts - before->ts) / 2);
+	return 1;
+}
+
+struct readings {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static int readings_add(struct readings *r, int64_t v)
+{
+	if (tv_array_grow(&r->v, &r->cap, r->n, sizeof(*r->v), 64))
+		return -ENOMEM;
+	r->v[r->n++] = v;
+	return 0;
+}
+
+/*
+ * Each probe round (probes sorted by probed domain, then sequence): a
+ * domU's bracket is its markers HCALL_BEFORE/AFTER and Xen's record of the
+ * hypercall; dom0's is its markers XEN_BEFORE/AFTER (the probed domain is
+ * Xen, dom0 the peer) and Xen's record of the injection.
+ */
+static int line_round(const struct scan *sc, const struct tv_xen_line *l, const struct probe *p,
+		      size_t n, struct readings *r)
+{
+	const struct probe *b = NULL, *a = NULL, *x = NULL;
+	int d = -1;
+	int64_t v;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i].guest == sc->xen_dom) {
+			if (p[i].type == TV_SYNC_XEN_BEFORE || p[i].type == TV_SYNC_XEN_AFTER)
+				d = p[i].peer;
+			b = p[i].type == TV_SYNC_XEN_BEFORE ? &p[i] : b;
+			a = p[i].type == TV_SYNC_XEN_AFTER ? &p[i] : a;
+			x = p[i].type == TV_PROBE_XEN_RECORD ? &p[i] : x;
+		} else {
+			d = p[i].guest;
+			b = p[i].type == TV_SYNC_HCALL_BEFORE && p[i].peer < 0 ? &p[i] : b;
+			a = p[i].type == TV_SYNC_HCALL_AFTER && p[i].peer < 0 ? &p[i] : a;
+			x = p[i].type == TV_PROBE_XEN_HCALL ? &p[i] : x;
+		}
+	}
+	if (d < 0 || d >= (int)sc->nr_domains || !line_reading(l, b, a, x, &v))
+		return 0;
+	return readings_add(&r[d], v);
+}
+
+int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line)
+{
+	const struct tv_xen_line *l = tv_reader_xen_line(sc->rd);
+	struct readings *r;
+	size_t i = 0, moved = 0;
+	int ret = 0;
+
+	memset(line, 0, sizeof(*line));
+	if (!l || sc->xen_dom < 0)
+		return 0;
+	r = calloc(sc->nr_domains, sizeof(*r));
+	line->domains = calloc(sc->nr_domains, sizeof(*line->domains));
+	if (!r || !line->domains) {
+		free(r);
+		return -ENOMEM;
+	}
+	line->nr = sc->nr_domains;
+	qsort(sc->probes, sc->nr_probes, sizeof(*sc->probes), sync_cmp_probe);
+	while (i < sc->nr_probes && !ret) {
+		size_t j = i;
+
+		while (j < sc->nr_probes && sc->probes[j].guest == sc->probes[i].guest &&
+		       sc->probes[j].seq == sc->probes[i].seq)
+			j++;
+		ret = line_round(sc, l, &sc->probes[i], j - i, r);
+		i = j;
+	}
+	for (size_t d = 0; d < sc->nr_domains; d++) {
+		struct tv_sync_domain *o = &line->domains[d];
+
+		snprintf(o->domain, sizeof(o->domain), "%s", tv_reader_domain(sc->rd, d)->subdir);
+		if (!r[d].n || (int)d == sc->xen_dom)
+			continue;
+		qsort(r[d].v, r[d].n, sizeof(*r[d].v), cmp_i64);
+		o->xen_line = 1;
+		o->pvclock_ns = r[d].v[r[d].n / 2];
+		moved++;
+	}
+	for (size_t d = 0; d < sc->nr_domains; d++)
+		free(r[d].v);
+	free(r);
+	if (!moved)
+		line->nr = 0;
+	return ret;
+}
