@@ -20,7 +20,12 @@
  * path not taken), the truth inside it, and every guest event inside a
  * running interval - except the ones planted outside, which must be
  * counted; on stock Xen (no TSC) it falls back to the message probes and
- * says why.
+ * says why.  The same domU moving between two pCPUs whose system times
+ * differ, on a real xen-trace domain (cpuN.xen records): without the
+ * patched Xen's time-scale records each pCPU's records and the domains on
+ * it keep that pCPU's time, and a ping from dom0 on one pCPU to d1 on the
+ * other comes out inverted, as does the order of d1's exits; with them,
+ * everything is on Xen's common line (lib/xen_line.c) and nothing is.
  * A third session traces host and guest with the x86-tsc clock, on a host
  * whose KVM rewrites the TSC offset at every vCPU load (freeze, then catch
  * up): guest-t must come out exact (method tsc), every guest event mapped
@@ -40,6 +45,8 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
+#include "xen_trace.h"
+#include <event-parse.h>
 
 #define PAGE 4096
 #define ID_RAW_DATA 19
@@ -865,6 +872,250 @@ static void check_domu_moving(int rounds)
 	tv_sync_result_free(&res);
 }
 
+/*
+ * The same moving domU on a real xen-trace domain (cpuN.xen records, the
+ * patched Xen's per-pCPU scales in meta): Xen's common time line
+ * (lib/xen_line.c).  TSC ticks are ns; pCPU 0's system time is the TSC,
+ * pCPU 1's runs LINE_SKEW ahead; dom0 and d1 read the system time of the
+ * pCPU they run on minus a constant (pvclock).  Each round dom0 runs on
+ * pCPU 0 then moves to pCPU 1, d1 the other way; dom0 probes Xen on
+ * pCPU 0, d1 probes Xen on both; dom0 pings d1 from pCPU 1 while d1 is on
+ * pCPU 0 (the ping's send stamped LINE_SKEW late: inverted); d1's last
+ * exit on pCPU 1 comes, by pCPU 1's time, after its next exit on pCPU 0.
+ * Without TRC_TRACE_TSCALE records (@tscale 0) nothing is moved, which is
+ * the mapping before the line; with them, nothing is inverted.
+ */
+#define LINE_SKEW 3000000ULL
+#define LINE_C0 1500000000LL	/* dom0's clock: system time - LINE_C0 */
+#define LINE_C1 2500000000LL	/* d1's */
+
+struct xen_rec_gen {
+	uint64_t tsc;
+	uint32_t ev;
+	unsigned int n;
+	uint32_t x[7];
+};
+
+struct xen_gen {
+	struct xen_rec_gen *r;
+	size_t n, cap;
+};
+
+static void xen_add(struct xen_gen *g, uint64_t tsc, uint32_t ev, unsigned int n, const uint32_t *x)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 1024;
+		g->r = realloc(g->r, g->cap * sizeof(*g->r));
+	}
+	g->r[g->n] = (struct xen_rec_gen){ tsc, ev, n, { 0 } };
+	memcpy(g->r[g->n].x, x, n * sizeof(*x));
+	g->n++;
+}
+
+/* domid.vcpu from @old to @new (0 running, 1 runnable, 2 blocked). */
+static void xen_runstate(struct xen_gen *g, uint64_t tsc, unsigned int dom, unsigned int old,
+			 unsigned int new)
+{
+	uint32_t x[1] = { dom << 16 };
+
+	xen_add(g, tsc, 0x00021001u | old << 8 | new << 4, 1, x);
+}
+
+static void xen_tscale(struct xen_gen *g, uint64_t tsc, uint64_t stime)
+{
+	uint32_t x[6] = { (uint32_t)tsc, (uint32_t)(tsc >> 32), (uint32_t)stime,
+			  (uint32_t)(stime >> 32), 1u << 31, 1 };
+
+	xen_add(g, tsc, 0x0001f004u, 6, x);
+}
+
+static int cmp_xen_rec(const void *a, const void *b)
+{
+	const struct xen_rec_gen *x = a, *y = b;
+
+	return (x->tsc > y->tsc) - (x->tsc < y->tsc);
+}
+
+static void write_xen_cpu(struct xen_gen *g, int cpu)
+{
+	char path[512];
+	FILE *f;
+
+	qsort(g->r, g->n, sizeof(*g->r), cmp_xen_rec);
+	snprintf(path, sizeof(path), "%s/xen/cpu%d.xen", base, cpu);
+	f = fopen(path, "w");
+	for (size_t i = 0; f && i < g->n; i++) {
+		uint32_t hdr = g->r[i].ev | g->r[i].n << 28 | 1u << 31;
+		uint32_t tsc[2] = { (uint32_t)g->r[i].tsc, (uint32_t)(g->r[i].tsc >> 32) };
+
+		fwrite(&hdr, 4, 1, f);
+		fwrite(tsc, 4, 2, f);
+		fwrite(g->r[i].x, 4, g->r[i].n, f);
+	}
+	TV_CHECK(f && fclose(f) == 0, "cannot write %s", path);
+	free(g->r);
+}
+
+static uint64_t line_dom(uint64_t stime, long long c)
+{
+	return stime - (uint64_t)c;
+}
+
+static void generate_domu_line(int rounds, int tscale)
+{
+	struct domain_gen dom0 = { 0 }, d1 = { 0 };
+	struct xen_gen cpu[2] = { { 0 }, { 0 } };
+	const uint64_t ms = 1000000, s1 = LINE_SKEW;
+	char path[512], cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/*", domu_root);
+	TV_CHECK(system(cmd) == 0, "%s", cmd);
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = 5000000000ULL + 50 * ms * (uint64_t)i, seq = 4 * (uint64_t)i;
+		uint32_t gx[4] = { 0x59535654u, (uint32_t)seq, 0, 0 };
+		uint32_t hx[4] = { 0x59535654u, 0, (uint32_t)(seq + 2), 0 };
+		uint32_t hx2[4] = { 0x59535654u, 0, (uint32_t)(seq + 3), 0 };
+		uint32_t exit_x[2] = { 0x72, 0x1000 };
+
+		if (tscale) {
+			xen_tscale(&cpu[0], t, t);
+			xen_tscale(&cpu[1], t, t + s1);
+		}
+		/* pCPU 0: dom0 [0, 10.1] ms, then d1 [10.2, 20] */
+		xen_runstate(&cpu[0], t + 1000, 0, 1, 0);
+		xen_add(&cpu[0], t + 1 * ms, 0x0800f476u, 3, gx);
+		rec_cpu = 0;
+		add_marker(&dom0, line_dom(t + ms - 5000, LINE_C0), 7, seq);
+		add_marker(&dom0, line_dom(t + ms + 5000, LINE_C0), 8, seq);
+		xen_runstate(&cpu[0], t + 10100000, 0, 0, 1);
+		xen_runstate(&cpu[0], t + 10200000, 1, 1, 0);
+		xen_add(&cpu[0], t + 10300000, 0x00081002u, 2, exit_x);
+		xen_add(&cpu[0], t + 10310000, 0x00081001u, 0, NULL);
+		xen_add(&cpu[0], t + 12900000, 0x00081002u, 2, exit_x);
+		xen_add(&cpu[0], t + 13050000, 0x00081001u, 0, NULL);
+		xen_add(&cpu[0], t + 14 * ms, 0x0800f477u, 4, hx);
+		add_marker(&d1, line_dom(t + 14 * ms - 5000, LINE_C1), 5, seq + 2);
+		add_marker(&d1, line_dom(t + 14 * ms + 5000, LINE_C1), 6, seq + 2);
+		for (int k = 0; k < 4; k++)
+			add_marker(&d1, line_dom(t + 15 * ms + (uint64_t)k * ms, LINE_C1), 16, 9);
+		xen_runstate(&cpu[0], t + 20 * ms, 1, 0, 1);
+		/* pCPU 1 (its system time s1 ahead): d1 [0, 10] ms, then dom0 [10.15, 19.9] */
+		xen_runstate(&cpu[1], t + 1000, 1, 1, 0);
+		xen_add(&cpu[1], t + 6 * ms, 0x0800f477u, 4, hx2);
+		rec_cpu = 0;	/* guest CPU 0 = d1's vCPU 0, wherever it runs */
+		add_marker(&d1, line_dom(t + 6 * ms - 5000 + s1, LINE_C1), 5, seq + 3);
+		add_marker(&d1, line_dom(t + 6 * ms + 5000 + s1, LINE_C1), 6, seq + 3);
+		for (int k = 0; k < 4; k++)
+			add_marker(&d1, line_dom(t + 2 * ms + (uint64_t)k * ms + s1, LINE_C1), 16, 9);
+		xen_add(&cpu[1], t + 9950000, 0x00081002u, 2, exit_x);
+		xen_add(&cpu[1], t + 9970000, 0x00081001u, 0, NULL);
+		xen_runstate(&cpu[1], t + 10 * ms, 1, 0, 1);
+		xen_runstate(&cpu[1], t + 10150000, 0, 1, 0);
+		/* dom0 on pCPU 1 pings d1 on pCPU 0: 100 us each way */
+		add_marker(&dom0, line_dom(t + 13 * ms + s1, LINE_C0), 1, seq + 1);
+		add_marker(&d1, line_dom(t + 13100000, LINE_C1), 2, seq + 1);
+		add_marker(&d1, line_dom(t + 13200000, LINE_C1), 3, seq + 1);
+		add_marker(&dom0, line_dom(t + 13300000 + s1, LINE_C0), 4, seq + 1);
+		xen_runstate(&cpu[1], t + 19900000, 0, 0, 1);
+	}
+	base = domu_root;
+	write_domain(&dom0, "host");
+	extra_meta = "xen_domain=d1\nxen_domid=1\nxen_vcpus=1\n";
+	write_domain(&d1, "guest-d1");
+	extra_meta = "";
+	snprintf(path, sizeof(path), "%s/xen", domu_root);
+	mkdir(path, 0755);
+	TV_CHECK(tv_xen_write_formats(path) == 0, "xen formats");
+	snprintf(path, sizeof(path), "%s/xen/meta", domu_root);
+	snprintf(cmd, sizeof(cmd),
+		 "domain=xen\nkind=xen-trace\nclock=xen-system\nncpus=2\nlong_size=8\n"
+		 "subbuf_size=4096\ntsc_khz=1000000\nhvm_isa=svm\n"
+		 "cpu0.tsc_timestamp=0\ncpu0.system_time=0\ncpu0.tsc_to_system_mul=%u\ncpu0.tsc_shift=1\n"
+		 "cpu1.tsc_timestamp=0\ncpu1.system_time=%llu\ncpu1.tsc_to_system_mul=%u\ncpu1.tsc_shift=1\n"
+		 "cpu0.running=0.0\ncpu1.running=1.0\n", 1u << 31, (unsigned long long)s1, 1u << 31);
+	put_file(path, cmd);
+	for (int c = 0; c < 2; c++)
+		write_xen_cpu(&cpu[c], c);
+	base = root;
+	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
+	put_file(path, "format=tracevisor-session\nversion=1\n"
+		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	free(dom0.recs);
+	free(d1.recs);
+}
+
+/* Xen's exits of a vCPU followed by another of the same vCPU before an entry, in merged order. */
+static size_t exits_after_exits(const char *dir, size_t *exits)
+{
+	struct tv_reader *rd;
+	struct tv_event ev;
+	size_t bad = 0;
+	int open[2] = { 0, 0 };
+
+	*exits = 0;
+	if (tv_reader_open(dir, &rd))
+		return (size_t)-1;
+	while (tv_reader_next(rd, &ev) > 0) {
+		uint64_t dom;
+		int is_exit;
+
+		if (!ev.format || strcmp(ev.domain, "xen") ||
+		    (strcmp(ev.format->name, "xen_vmexit") && strcmp(ev.format->name, "xen_vmentry")) ||
+		    tv_event_field_u64(&ev, "cur_dom", &dom) || dom > 1)
+			continue;
+		is_exit = !strcmp(ev.format->name, "xen_vmexit");
+		*exits += (size_t)is_exit;
+		bad += (size_t)(is_exit && open[dom]);
+		open[dom] = is_exit;
+	}
+	tv_reader_close(rd);
+	return bad;
+}
+
+static void check_domu_line(int rounds)
+{
+	for (int tscale = 0; tscale < 2; tscale++) {
+		struct tv_sync_result res;
+		const struct tv_sync_domain *g, *h;
+		size_t exits, bad;
+
+		generate_domu_line(rounds, tscale);
+		bad = exits_after_exits(domu_root, &exits);
+		TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu line: tv_sync_session failed");
+		g = domu_result(&res);
+		h = res.nr ? &res.domains[0] : NULL;
+		if (!g || !h) {
+			TV_CHECK(0, "domu line: no result");
+			return;
+		}
+		printf("domU line (%s): d1 via %s, bound %lld ns, %zu of %zu probe pairs inverted (%zu message), %zu of %zu guest events outside their vCPU's runs, %zu of %zu exits after an exit of the same vCPU\n",
+		       tscale ? "time scales recorded: one line" : "no time-scale record: per pCPU",
+		       g->via, (long long)g->est.bound_ns, g->causality_violations, g->nr_pairs_checked,
+		       g->message_violations, g->runstate_violations, g->nr_runstate_checked, bad, exits);
+		TV_CHECK(exits == 3 * (size_t)rounds, "domu line: %zu exits", exits);
+		if (!tscale) {
+			/* each pCPU consistent with itself, not with the other: the ping inverted */
+			TV_CHECK(g->message_violations == (size_t)rounds && !g->xen_line && !h->xen_line &&
+				 bad == (size_t)rounds,
+				 "domu line, per pCPU: %zu message violations, %zu exits after exits, line %d/%d",
+				 g->message_violations, bad, g->xen_line, h->xen_line);
+		} else {
+			TV_CHECK(!strcmp(g->via, "xen") && g->causality_violations == 0 &&
+				 g->message_violations == 0 && g->runstate_violations == 0 &&
+				 g->nr_runstate_checked == 14 * (size_t)rounds && bad == 0,
+				 "domu line: via %s, %zu causality (%zu message) violations, %zu of %zu outside, %zu exits after exits",
+				 g->via, g->causality_violations, g->message_violations,
+				 g->runstate_violations, g->nr_runstate_checked, bad);
+			TV_CHECK(g->xen_line && h->xen_line && llabs(g->pvclock_ns - LINE_C1) < 1000 &&
+				 llabs(h->pvclock_ns - LINE_C0) < 1000,
+				 "domu line: constants %lld (d1, %d) and %lld (dom0, %d), expected %lld and %lld",
+				 (long long)g->pvclock_ns, g->xen_line, (long long)h->pvclock_ns,
+				 h->xen_line, LINE_C1, LINE_C0);
+		}
+		tv_sync_result_free(&res);
+	}
+}
+
 /* Composed through guest-good: the truth is host = B + A * (B2 + A2 * nested). */
 static void check_nested(const struct tv_sync_domain *n)
 {
@@ -1259,6 +1510,7 @@ int main(int argc, char **argv)
 	check_tsc();
 	check_domu(200);
 	check_domu_moving(100);
+	check_domu_line(100);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s %s", root, xen_root, tsc_root, domu_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
