@@ -296,11 +296,18 @@ static bool run_holds(const struct line_run *r, uint64_t st)
 
 /*
  * The pCPU vCPU @key ran on at its own system time @st, walking its runs in
- * TSC order with @cur: stay in the current run while the events fit it,
- * else move on to the first later run that holds @st or, between runs, to
- * the last one started before it.  Never back: where two pCPUs' times
- * overlap at a move, the stream's order decides.  -1: no run known.
+ * TSC order with @cur: stay in the current run while the events fit it;
+ * else move on to the first later run that holds @st, or, between runs,
+ * to the last one started before it.  The later runs are searched past
+ * the next one: runs on pCPUs whose times differ are not in the order of
+ * their starts (lab run F1: a run on pCPU 0 whose start, in pCPU 0's time,
+ * is after the events of the next run, on pCPU 1, 26 ms behind), until a
+ * run starts LINE_LOOKAHEAD_NS after @st, beyond any difference of the
+ * pCPUs' times.  Never back: where two pCPUs' times overlap at a move, the
+ * stream's order decides.  -1: no run known.
  */
+#define LINE_LOOKAHEAD_NS 200000000ULL
+
 static int line_walk(const struct tv_xen_line *l, uint32_t key, uint64_t st,
 		     struct tv_xen_line_cursor *cur)
 {
@@ -315,7 +322,13 @@ static int line_walk(const struct tv_xen_line *l, uint32_t key, uint64_t st,
 	j = cur->i;
 	if (run_holds(&l->runs[j], st))
 		return (int)l->runs[j].pcpu;
-	while (j + 1 < cur->hi && !run_holds(&l->runs[j], st) && l->runs[j + 1].st_from <= st)
+	for (size_t k = j + 1; k < cur->hi && l->runs[k].st_from <= st + LINE_LOOKAHEAD_NS; k++) {
+		if (run_holds(&l->runs[k], st)) {
+			cur->i = k;
+			return (int)l->runs[k].pcpu;
+		}
+	}
+	while (j + 1 < cur->hi && l->runs[j + 1].st_from <= st)
 		j++;
 	cur->i = j;
 	return (int)l->runs[j].pcpu;

@@ -39,8 +39,11 @@ static void print_domain(const struct tv_sync_domain *d)
 }
 
 /* The Xen runstate check and the path not taken, where there are some. */
-static void print_checks(const struct tv_sync_domain *d)
+static void print_checks(const struct tv_sync_domain *d, int on_line)
 {
+	if (d->xen_line)
+		printf("%s: moved to Xen's common time line (pCPU 0's system time) from the system time of the pCPU its vCPU ran on; its clock is %lld ns behind that\n",
+		       d->domain, (long long)d->pvclock_ns);
 	if (d->alt_via[0] && tv_sync_domain_usable(d))
 		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", d->domain, d->via,
 		       (long long)d->est.bound_ns, d->alt_via, (long long)d->alt_bound_ns);
@@ -50,7 +53,10 @@ static void print_checks(const struct tv_sync_domain *d)
 	if (d->message_violations)
 		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
 		       d->domain, d->message_violations);
-	if (d->pcpu_skew_ns > 0 && d->pcpu_skew_ns > d->est.bound_ns)
+	if (d->pcpu_skew_ns > 0 && on_line)
+		printf("%s: physical CPUs' system times differ by up to %lld ns (Xen's time-scale records): its records are on pCPU 0's time line by their TSC, and so are the domains moved to it\n",
+		       d->domain, (long long)d->pcpu_skew_ns);
+	else if (d->pcpu_skew_ns > 0 && d->pcpu_skew_ns > d->est.bound_ns)
 		printf("%s: physical CPUs' system times differ by up to %lld ns (Xen's time-scale records): events of a vCPU that moved between CPUs may be off by that much beyond their bound\n",
 		       d->domain, (long long)d->pcpu_skew_ns);
 	if (d->nr_runstate_checked)
@@ -74,12 +80,14 @@ static void print_piece(const struct tv_sync_domain *d, size_t k)
 
 static void print_result(const struct tv_sync_result *res)
 {
-	int missing = 0;
+	int missing = 0, on_line = 0;
 
 	printf("%-16s %-9s %-10s %16s %12s %10s %7s %-12s %s\n", "domain", "method", "via",
 	       "offset(ns)", "drift(ppm)", "bound(ns)", "probes", "quality", "causality");
 	for (size_t i = 0; i < res->nr; i++)
 		print_domain(&res->domains[i]);
+	for (size_t i = 0; i < res->nr; i++)
+		on_line |= res->domains[i].xen_line;
 	for (size_t i = 0; i < res->nr; i++) {
 		const struct tv_sync_domain *d = &res->domains[i];
 
@@ -87,7 +95,7 @@ static void print_result(const struct tv_sync_result *res)
 			printf("%s: %s\n", d->domain, d->est.message);
 		for (size_t k = 0; k < d->nr_pieces; k++)
 			print_piece(d, k);
-		print_checks(d);
+		print_checks(d, on_line);
 		missing += !tv_sync_domain_usable(d);
 	}
 	if (res->nr == 1)
@@ -149,6 +157,11 @@ static void print_json(const struct tv_sync_result *res)
 			printf("null");
 		json_i64_or_null("alt_bound_ns", d->alt_via[0] ? d->alt_bound_ns : -1);
 		json_i64_or_null("pcpu_skew_ns", d->pcpu_skew_ns);
+		printf(",\"xen_line\":%s", d->xen_line ? "true" : "false");
+		if (d->xen_line)	/* may be negative: not json_i64_or_null() */
+			printf(",\"xen_line_pvclock_ns\":%lld", (long long)d->pvclock_ns);
+		else
+			printf(",\"xen_line_pvclock_ns\":null");
 		printf(",\"message\":");
 		tv_cli_json_str(e->message);
 		printf("}");
