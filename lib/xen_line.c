@@ -139,11 +139,12 @@ int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t c
 	return (int64_t)(scale_apply(scale_at_tsc(&l->pcpu[cpu], tsc), tsc) - common_ns);
 }
 
-static struct line_run *line_open_run(struct tv_xen_line *l, uint32_t key, int cpu, size_t first)
+/* This CPU's last run of @key (its runs are from index @first on), or NULL. */
+static struct line_run *line_last_run(struct tv_xen_line *l, uint32_t key, size_t first)
 {
 	for (size_t i = l->nr_runs; i-- > first;)
-		if (l->runs[i].key == key && l->runs[i].pcpu == (uint32_t)cpu)
-			return l->runs[i].tsc_to == UINT64_MAX ? &l->runs[i] : NULL;
+		if (l->runs[i].key == key)
+			return &l->runs[i];
 	return NULL;
 }
 
@@ -163,7 +164,9 @@ static int line_runstate(struct tv_xen_line *l, const struct tv_xen_rec *rec, in
 	}
 	if (old != RUNSTATE_RUNNING)
 		return 0;
-	r = line_open_run(l, key, cpu, first);
+	r = line_last_run(l, key, first);
+	if (r && r->tsc_to != UINT64_MAX)
+		return 0;	/* its start was lost: a run of unknown extent, left out */
 	if (!r) {	/* running since before this CPU's first record */
 		if (tv_array_grow(&l->runs, &l->cap_runs, l->nr_runs, sizeof(*l->runs), 1024))
 			return -ENOMEM;
