@@ -881,7 +881,9 @@ static void check_domu_moving(int rounds)
  * pCPU 0 then moves to pCPU 1, d1 the other way; dom0 probes Xen on
  * pCPU 0, d1 probes Xen on both; dom0 pings d1 from pCPU 1 while d1 is on
  * pCPU 0 (the ping's send stamped LINE_SKEW late: inverted); d1's last
- * exit on pCPU 1 comes, by pCPU 1's time, after its next exit on pCPU 0.
+ * exit on pCPU 1 comes, by pCPU 1's time, after its next exit on pCPU 0;
+ * then d1 runs on pCPU 1, on pCPU 1 again without events, and on pCPU 0
+ * with events that by pCPU 0's time come before that second run's start.
  * Without TRC_TRACE_TSCALE records (@tscale 0) nothing is moved, which is
  * the mapping before the line; with them, nothing is inverted.
  */
@@ -1017,6 +1019,22 @@ static void generate_domu_line(int rounds, int tscale)
 		add_marker(&d1, line_dom(t + 13200000, LINE_C1), 3, seq + 1);
 		add_marker(&dom0, line_dom(t + 13300000 + s1, LINE_C0), 4, seq + 1);
 		xen_runstate(&cpu[1], t + 19900000, 0, 0, 1);
+		/*
+		 * Runs out of the order of their starts: d1 on pCPU 1 [21, 23] ms
+		 * (2 events), on pCPU 1 again [25.5, 26] (none), on pCPU 0
+		 * [26.5, 30] (4 events, at 26.6-28.4 ms: before the second run's
+		 * start by pCPU 1's time, after the first's end).
+		 */
+		xen_runstate(&cpu[1], t + 21 * ms, 1, 1, 0);
+		add_marker(&d1, line_dom(t + 21500000 + s1, LINE_C1), 16, 9);
+		add_marker(&d1, line_dom(t + 22500000 + s1, LINE_C1), 16, 9);
+		xen_runstate(&cpu[1], t + 23 * ms, 1, 0, 1);
+		xen_runstate(&cpu[1], t + 25500000, 1, 1, 0);
+		xen_runstate(&cpu[1], t + 26 * ms, 1, 0, 1);
+		xen_runstate(&cpu[0], t + 26500000, 1, 1, 0);
+		for (int k = 0; k < 4; k++)
+			add_marker(&d1, line_dom(t + 26600000 + (uint64_t)k * 600000, LINE_C1), 16, 9);
+		xen_runstate(&cpu[0], t + 30 * ms, 1, 0, 2);
 	}
 	base = domu_root;
 	write_domain(&dom0, "host");
@@ -1102,7 +1120,7 @@ static void check_domu_line(int rounds)
 		} else {
 			TV_CHECK(!strcmp(g->via, "xen") && g->causality_violations == 0 &&
 				 g->message_violations == 0 && g->runstate_violations == 0 &&
-				 g->nr_runstate_checked == 14 * (size_t)rounds && bad == 0,
+				 g->nr_runstate_checked == 20 * (size_t)rounds && bad == 0,
 				 "domu line: via %s, %zu causality (%zu message) violations, %zu of %zu outside, %zu exits after exits",
 				 g->via, g->causality_violations, g->message_violations,
 				 g->runstate_violations, g->nr_runstate_checked, bad);
