@@ -41,6 +41,7 @@ static void next_round(const struct scan *sc, size_t *i, struct round *r)
 		r->ts[t] = -1;
 		r->peer[t] = -1;
 		r->cpu[t] = -1;
+		r->held[t] = 0;
 	}
 	for (; *i < sc->nr_probes && sc->probes[*i].guest == p0->guest &&
 	       sc->probes[*i].seq == p0->seq; (*i)++) {
@@ -48,6 +49,7 @@ static void next_round(const struct scan *sc, size_t *i, struct round *r)
 		r->peer[sc->probes[*i].type] = sc->probes[*i].peer;
 		r->cpu[sc->probes[*i].type] = sc->probes[*i].cpu;
 		r->mapped[sc->probes[*i].type] = sc->probes[*i].mapped;
+		r->held[sc->probes[*i].type] = sc->probes[*i].held;
 	}
 }
 
@@ -120,16 +122,34 @@ int sync_round_clock_held(const struct round *r, int type)
  * held time is moved as a reading of the pCPU it was read on, the one its
  * vCPU left, so it lands at the past moment it was read, before the true
  * time: as a receive time it bounds nothing either (lab run U1: 1.45 and
- * 2.9 ms early), and the pair is left out whichever side was held.
+ * 2.9 ms early), and the pair is left out whichever side was held.  On
+ * the line a held marker is also one written within TV_SYNC_HELD_NS of the
+ * event before it on its CPU, the marker alone of its bracket: the lab run
+ * of 2026-11-26 (free) had dom0 write 8 events at one time, 51042234552
+ * ns, after its vCPU moved to a pCPU 3.8 ms behind, the pong's receive
+ * among them, put 0.59 ms before d1 sent it.
  */
+static int marker_held_on_line(const struct scan *sc, const struct round *r, int writer, int t)
+{
+	return writer >= 0 && writer < MAX_DOMAINS && sc->on_line[writer] &&
+	       (sync_round_clock_held(r, t) || r->held[t]);
+}
+
 static int pair_sent_held(const struct scan *sc, const struct round *r, int gt, int pt, int below)
 {
-	int recv = below ? gt : pt, writer = recv == gt ? r->guest : r->peer[pt];
-
 	if (below ? sync_round_clock_held(r, pt) : sync_round_clock_held(r, gt))
 		return 1;
-	return writer >= 0 && writer < MAX_DOMAINS && sc->on_line[writer] &&
-	       sync_round_clock_held(r, recv);
+	return marker_held_on_line(sc, r, r->guest, gt) ||
+	       marker_held_on_line(sc, r, r->peer[pt], pt);
+}
+
+/* Whether a pair of types @gt, @pt uses round @r's markers misplaced on Xen's line. */
+static int pair_misplaced(const struct scan *sc, const struct round *r, int gt, int pt)
+{
+	int d, b, a;
+
+	return sync_xen_line_misplaced(sc, r, &d, &b, &a) &&
+	       (gt == b || gt == a || pt == b || pt == a);
 }
 
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
@@ -141,10 +161,25 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx)
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]) && !ret; k++)
 			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 &&
-			    !pair_sent_held(sc, &r, pairs[k][0], pairs[k][1], pairs[k][2]))
+			    !pair_sent_held(sc, &r, pairs[k][0], pairs[k][1], pairs[k][2]) &&
+			    !pair_misplaced(sc, &r, pairs[k][0], pairs[k][1]))
 				ret = fn(&r, pairs[k][0], pairs[k][1], pairs[k][2], ctx);
 	}
 	return ret;
+}
+
+size_t sync_count_misplaced_rounds(const struct scan *sc, int d)
+{
+	size_t n = 0;
+	struct round r;
+
+	for (size_t i = 0; i < sc->nr_probes;) {
+		int w, b, a;
+
+		next_round(sc, &i, &r);
+		n += sync_xen_line_misplaced(sc, &r, &w, &b, &a) && w == d;
+	}
+	return n;
 }
 
 size_t sync_count_held_rounds(const struct scan *sc, int d)

@@ -24,6 +24,7 @@ static int scan_push(struct scan *sc, struct probe p)
 		return -ENOMEM;
 	p.stream_first = sc->cur->first;
 	p.backs = sc->cur->backs;
+	p.held = sc->cur->held;
 	sc->probes[sc->nr_probes++] = p;
 	return 0;
 }
@@ -236,7 +237,9 @@ static int scan_stream(struct scan *sc, const struct tv_event *ev)
 				  sizeof(*sc->streams), 64))
 			return -ENOMEM;
 		s = &sc->streams[sc->nr_streams++];
-		*s = (struct stream_scan){ ev->domain_index, ev->cpu, ev->ts_raw, ev->ts_raw, 0 };
+		*s = (struct stream_scan){ ev->domain_index, ev->cpu, ev->ts_raw, ev->ts_raw, 0, 0 };
+	} else {
+		s->held = ev->ts_raw >= s->last && ev->ts_raw - s->last < TV_SYNC_HELD_NS;
 	}
 	s->backs += ev->ts_raw < s->last;
 	s->last = ev->ts_raw;

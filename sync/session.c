@@ -90,6 +90,8 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 			ret = sync_for_each_pair(sc, sync_check_pair, &c);
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
 			out->domains[d].held_rounds = sync_count_held_rounds(sc, (int)d);
+		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
+			out->domains[d].misplaced_rounds = sync_count_misplaced_rounds(sc, (int)d);
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
 			int v = sync_domain_index(sc, out->domains[d].via);
 
@@ -134,6 +136,7 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			copy.runstate_violations = 0;
 			copy.message_violations = 0;
 			copy.held_rounds = 0;
+			copy.misplaced_rounds = 0;
 			/* its streams are not its parent's vCPUs: not moved (not done yet) */
 			copy.xen_line = 0;
 			copy.pvclock_ns = 0;
@@ -161,15 +164,19 @@ static void scan_release(struct scan *sc)
  */
 static int sync_scan_on_line(struct scan *sc, const char *dir, struct tv_sync_result *line)
 {
+	int64_t tol[MAX_DOMAINS] = { 0 };
 	int ret = sync_scan_session(sc, dir, NULL);
 
 	if (!ret)
-		ret = sync_xen_line_constants(sc, line);
+		ret = sync_xen_line_constants(sc, line, tol);
 	if (ret || !line->nr)
 		return ret;
 	scan_release(sc);
-	for (size_t d = 0; d < line->nr && d < MAX_DOMAINS; d++)
+	for (size_t d = 0; d < line->nr && d < MAX_DOMAINS; d++) {
 		sc->on_line[d] = line->domains[d].xen_line;
+		sc->line_pvclock_ns[d] = line->domains[d].pvclock_ns;
+		sc->line_tol_ns[d] = tol[d];
+	}
 	return sync_scan_session(sc, dir, line);
 }
 

@@ -28,6 +28,7 @@ struct probe {
 	uint64_t mapped;	/* ts in the reference clock (sync_map_probes()) */
 	uint64_t stream_first;	/* its CPU stream's first time */
 	unsigned int backs;	/* how often that stream's clock went back before it */
+	int held;		/* its stream's clock did not run since the event before */
 };
 
 /* A constraint point of one (guest, peer) relation. */
@@ -64,10 +65,13 @@ struct scan {
 		int d, cpu;
 		uint64_t first, last;
 		unsigned int backs;
+		int held;	/* the last event within TV_SYNC_HELD_NS of the one before */
 	} *streams;
 	size_t nr_streams, cap_streams;
 	struct stream_scan *cur;	/* the current event's */
 	int on_line[MAX_DOMAINS];	/* its events moved to Xen's line (xen_line.c) */
+	/* a moved domain's constant and how far its brackets may miss Xen's record */
+	int64_t line_pvclock_ns[MAX_DOMAINS], line_tol_ns[MAX_DOMAINS];
 };
 
 /* One probe round: the timestamps of each type, -1 when missing. */
@@ -75,6 +79,7 @@ struct round {
 	int guest, peer[TV_PROBE_NR_TYPES], cpu[TV_PROBE_NR_TYPES];
 	int64_t ts[TV_PROBE_NR_TYPES];
 	uint64_t mapped[TV_PROBE_NR_TYPES];	/* ts in the reference clock */
+	int held[TV_PROBE_NR_TYPES];	/* struct probe's held */
 };
 
 typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int below, void *ctx);
@@ -108,7 +113,15 @@ int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_res
 int sync_cmp_probe(const void *a, const void *b);
 
 /* xen_line.c */
-int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line);
+int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line,
+			     int64_t tol_ns[MAX_DOMAINS]);
+/*
+ * Whether round @r's hypercall markers, moved to the line, miss Xen's
+ * record of that hypercall (put on a pCPU other than the one that ran
+ * them); then *@before and *@after are their types.  Its domain: *@d.
+ */
+int sync_xen_line_misplaced(const struct scan *sc, const struct round *r, int *d, int *before,
+			    int *after);
 
 /* probe_pairs.c */
 int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
@@ -116,6 +129,8 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
 int sync_round_clock_held(const struct round *r, int type);
 /* Probe rounds of domain @d with a pair left out so (its send time held). */
 size_t sync_count_held_rounds(const struct scan *sc, int d);
+/* Hypercall rounds of domain @d left out: markers misplaced on Xen's line (xen_line.c). */
+size_t sync_count_misplaced_rounds(const struct scan *sc, int d);
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx);
 int sync_cmp_point(const void *a, const void *b);
 

@@ -50,6 +50,9 @@ static void print_checks(const struct tv_sync_domain *d, int on_line)
 	if (d->held_rounds)
 		printf("%s: %zu probe rounds with pairs left out: the clock held still between two markers (pvclock at the highest value read so far)\n",
 		       d->domain, d->held_rounds);
+	if (d->misplaced_rounds)
+		printf("%s: %zu hypercall rounds left out: moved to Xen's line, their markers missed Xen's record of the hypercall (put on another pCPU than the one that ran them)\n",
+		       d->domain, d->misplaced_rounds);
 	if (d->message_violations)
 		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
 		       d->domain, d->message_violations);
@@ -147,10 +150,11 @@ static void print_json(const struct tv_sync_result *res)
 		       ",\"causality_violations\":%zu,\"vcpu_events_checked\":%zu"
 		       ",\"vcpu_events_outside\":%zu,\"runstate_events_checked\":%zu"
 		       ",\"runstate_events_outside\":%zu,\"message_violations\":%zu"
-		       ",\"held_rounds\":%zu,\"alt_via\":",
+		       ",\"held_rounds\":%zu,\"misplaced_rounds\":%zu,\"alt_via\":",
 		       d->nr_probes, d->nr_pieces, d->nr_pairs_checked, d->causality_violations,
 		       d->nr_vcpu_checked, d->vcpu_violations, d->nr_runstate_checked,
-		       d->runstate_violations, d->message_violations, d->held_rounds);
+		       d->runstate_violations, d->message_violations, d->held_rounds,
+		       d->misplaced_rounds);
 		if (d->alt_via[0])
 			tv_cli_json_str(d->alt_via);
 		else

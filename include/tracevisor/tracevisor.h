@@ -764,6 +764,13 @@ struct tv_sync_domain {
 	size_t message_violations;
 	size_t held_rounds;
 	/*
+	 * Hypercall rounds left out because, moved to Xen's common time line,
+	 * the domain's markers missed Xen's record of the hypercall: the
+	 * walk put them on a pCPU other than the one that ran them
+	 * (sync/xen_line.c).
+	 */
+	size_t misplaced_rounds;
+	/*
 	 * Xen only: the largest difference between two physical CPUs' system
 	 * times at one TSC, from Xen's time-scale records (the patched Xen's
 	 * TRC_TRACE_TSCALE); -1: not known.  Xen stamps its records, and a
