@@ -963,7 +963,49 @@ static uint64_t line_dom(uint64_t stime, long long c)
 	return stime - (uint64_t)c;
 }
 
-static void generate_domu_line(int rounds, int tscale)
+/*
+ * Moves where two runs overlap in their pCPUs' times (lab run of
+ * 2026-11-26, free): the walk keeps an event that fits the run it is in
+ * and the next one in the run it is in.  d1 runs on pCPU 1 [30.2, 33] ms
+ * (system time [33.2, 36]), then on pCPU 0 [33.5, 38], where it probes
+ * Xen at 34.5 ms: its markers fit the run on pCPU 1 by their time and are
+ * moved 3 ms early (Xen's record of the hypercall, on pCPU 0, says where
+ * they were).  dom0 runs on pCPU 1 [40, 42] ms, its last events at 44.9
+ * and 44.95 ms of pCPU 1's time, then on pCPU 0 [42.5, 48], where its
+ * clock holds at 44.95 ms (pvclock's highest value read so far): the
+ * pong's receive at 43 ms is stamped so, fits the run on pCPU 1 and is
+ * moved before d1 sent the pong (d1 on pCPU 1 [42.2, 48], the ping read
+ * at 42.5 ms, the pong sent at 42.6).
+ */
+static void add_overlap_moves(struct domain_gen *dom0, struct domain_gen *d1, struct xen_gen *cpu,
+			      uint64_t t, uint64_t seq)
+{
+	const uint64_t ms = 1000000, s1 = LINE_SKEW;
+	uint32_t hx[4] = { 0x59535654u, 0, (uint32_t)seq, 0 };
+
+	rec_cpu = 0;
+	xen_runstate(&cpu[1], t + 30200000, 1, 1, 0);
+	add_marker(d1, line_dom(t + 30500000 + s1, LINE_C1), 16, 9);
+	xen_runstate(&cpu[1], t + 33 * ms, 1, 0, 1);
+	xen_runstate(&cpu[0], t + 33500000, 1, 1, 0);
+	xen_add(&cpu[0], t + 34500000, 0x0800f477u, 4, hx);
+	add_marker(d1, line_dom(t + 34500000 - 5000, LINE_C1), 5, seq);
+	add_marker(d1, line_dom(t + 34500000 + 5000, LINE_C1), 6, seq);
+	xen_runstate(&cpu[0], t + 38 * ms, 1, 0, 1);
+	xen_runstate(&cpu[1], t + 40 * ms, 0, 1, 0);
+	add_marker(dom0, line_dom(t + 41900000 + s1, LINE_C0), 1, seq + 1);
+	add_marker(dom0, line_dom(t + 41950000 + s1, LINE_C0), 16, 9);
+	xen_runstate(&cpu[1], t + 42 * ms, 0, 0, 1);
+	xen_runstate(&cpu[1], t + 42200000, 1, 1, 0);
+	add_marker(d1, line_dom(t + 42500000 + s1, LINE_C1), 2, seq + 1);
+	add_marker(d1, line_dom(t + 42600000 + s1, LINE_C1), 3, seq + 1);
+	xen_runstate(&cpu[0], t + 42500000, 0, 1, 0);
+	add_marker(dom0, line_dom(t + 41950000 + s1, LINE_C0), 4, seq + 1);	/* held */
+	xen_runstate(&cpu[0], t + 48 * ms, 0, 0, 1);
+	xen_runstate(&cpu[1], t + 48 * ms, 1, 0, 2);
+}
+
+static void generate_domu_line(int rounds, int tscale, int overlap)
 {
 	struct domain_gen dom0 = { 0 }, d1 = { 0 };
 	struct xen_gen cpu[2] = { { 0 }, { 0 } };
@@ -1035,6 +1077,8 @@ static void generate_domu_line(int rounds, int tscale)
 		for (int k = 0; k < 4; k++)
 			add_marker(&d1, line_dom(t + 26600000 + (uint64_t)k * 600000, LINE_C1), 16, 9);
 		xen_runstate(&cpu[0], t + 30 * ms, 1, 0, 2);
+		if (overlap)
+			add_overlap_moves(&dom0, &d1, cpu, t, 1000000 + 2 * (uint64_t)i);
 	}
 	base = domu_root;
 	write_domain(&dom0, "host");
@@ -1092,12 +1136,15 @@ static size_t exits_after_exits(const char *dir, size_t *exits)
 
 static void check_domu_line(int rounds)
 {
-	for (int tscale = 0; tscale < 2; tscale++) {
+	/* no time-scale record (per pCPU); the line; the line with overlapping moves */
+	for (int variant = 0; variant < 3; variant++) {
+		int tscale = variant > 0, overlap = variant == 2;
+		size_t events = (overlap ? 25 : 20) * (size_t)rounds;
 		struct tv_sync_result res;
 		const struct tv_sync_domain *g, *h;
 		size_t exits, bad;
 
-		generate_domu_line(rounds, tscale);
+		generate_domu_line(rounds, tscale, overlap);
 		bad = exits_after_exits(domu_root, &exits);
 		TV_CHECK(tv_sync_session(domu_root, &res) == 0, "domu line: tv_sync_session failed");
 		g = domu_result(&res);
@@ -1106,10 +1153,12 @@ static void check_domu_line(int rounds)
 			TV_CHECK(0, "domu line: no result");
 			return;
 		}
-		printf("domU line (%s): d1 via %s, bound %lld ns, %zu of %zu probe pairs inverted (%zu message), %zu of %zu guest events outside their vCPU's runs, %zu of %zu exits after an exit of the same vCPU\n",
-		       tscale ? "time scales recorded: one line" : "no time-scale record: per pCPU",
-		       g->via, (long long)g->est.bound_ns, g->causality_violations, g->nr_pairs_checked,
-		       g->message_violations, g->runstate_violations, g->nr_runstate_checked, bad, exits);
+		printf("domU line (%s): d1 via %s, bound %lld ns, %zu pieces, %zu of %zu probe pairs inverted (%zu message), %zu rounds held, %zu misplaced, %zu of %zu guest events outside their vCPU's runs, %zu of %zu exits after an exit of the same vCPU\n",
+		       !tscale ? "no time-scale record: per pCPU" :
+		       overlap ? "one line, runs overlapping at moves" : "time scales recorded: one line",
+		       g->via, (long long)g->est.bound_ns, g->nr_pieces, g->causality_violations,
+		       g->nr_pairs_checked, g->message_violations, g->held_rounds, g->misplaced_rounds,
+		       g->runstate_violations, g->nr_runstate_checked, bad, exits);
 		TV_CHECK(exits == 3 * (size_t)rounds, "domu line: %zu exits", exits);
 		if (!tscale) {
 			/* each pCPU consistent with itself, not with the other: the ping inverted */
@@ -1120,10 +1169,16 @@ static void check_domu_line(int rounds)
 		} else {
 			TV_CHECK(!strcmp(g->via, "xen") && g->causality_violations == 0 &&
 				 g->message_violations == 0 && g->runstate_violations == 0 &&
-				 g->nr_runstate_checked == 20 * (size_t)rounds && bad == 0,
-				 "domu line: via %s, %zu causality (%zu message) violations, %zu of %zu outside, %zu exits after exits",
-				 g->via, g->causality_violations, g->message_violations,
+				 g->nr_runstate_checked == events && bad == 0 && g->nr_pieces == 0,
+				 "domu line%s: via %s, %zu pieces, %zu causality (%zu message) violations, %zu of %zu outside, %zu exits after exits",
+				 overlap ? " (overlapping moves)" : "", g->via, g->nr_pieces,
+				 g->causality_violations, g->message_violations,
 				 g->runstate_violations, g->nr_runstate_checked, bad);
+			/* each overlap round: d1's hypercall markers misplaced, dom0's pong receive held */
+			TV_CHECK(g->misplaced_rounds == (overlap ? (size_t)rounds : 0) &&
+				 g->held_rounds == (overlap ? (size_t)rounds : 0),
+				 "domu line%s: %zu rounds misplaced, %zu held",
+				 overlap ? " (overlapping moves)" : "", g->misplaced_rounds, g->held_rounds);
 			TV_CHECK(g->xen_line && h->xen_line && llabs(g->pvclock_ns - LINE_C1) < 1000 &&
 				 llabs(h->pvclock_ns - LINE_C0) < 1000,
 				 "domu line: constants %lld (d1, %d) and %lld (dom0, %d), expected %lld and %lld",
@@ -1134,7 +1189,6 @@ static void check_domu_line(int rounds)
 	}
 }
 
-/* Composed through guest-good: the truth is host = B + A * (B2 + A2 * nested). */
 static void check_nested(const struct tv_sync_domain *n)
 {
 	long double worst = 0;
