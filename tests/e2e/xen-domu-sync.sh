@@ -116,6 +116,8 @@ free = sys.argv[3] == "free"
 for name, d in dom.items():
     if d["held_rounds"]:
         print("%s: %d probe rounds left out (clock held across the hypercall)" % (name, d["held_rounds"]))
+    if d.get("misplaced_rounds"):
+        print("%s: %d hypercall rounds left out (markers on another pCPU than Xen's record)" % (name, d["misplaced_rounds"]))
     # free vCPUs: message probes across pCPUs may be inverted by the pCPUs' time difference
     allowed = d["message_violations"] if free else 0
     if d["causality_violations"]:
