@@ -19,7 +19,7 @@
 # PVH domU and runstates for both (a PV domU makes no HVM exits).
 # Twice on the patched Xen: every vCPU pinned to pCPU 0, and free to move
 # between the two pCPUs (a real user's setup).  Free, each pCPU stamps its
-# own Xen system time (3-60 ms apart under TCG) and the pvclock domains
+# own Xen system time (µs to ms apart under TCG) and the pvclock domains
 # follow the pCPU they run on; sync puts every domain on Xen's common time
 # line (pCPU 0's), so the same checks hold with 0 violations, message
 # probes included, and the vCPUs must have moved (doc/sync-probes.md,
