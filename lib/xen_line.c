@@ -92,15 +92,18 @@ static int line_add_scale(struct line_pcpu *p, uint64_t from_tsc, const struct l
 	return 0;
 }
 
-/* The scale of @p in force at TSC @tsc: the last one from at or before it. */
-static const struct line_scale *scale_at_tsc(const struct line_pcpu *p, uint64_t tsc)
+/*
+ * The scale of @p in force at TSC @key (@by_st false) or at its system time
+ * @key (true; its times only go forward): the last one from at or before it.
+ */
+static const struct line_scale *scale_find(const struct line_pcpu *p, uint64_t key, bool by_st)
 {
 	size_t lo = 0, hi = p->nr;
 
 	while (hi - lo > 1) {
 		size_t m = lo + (hi - lo) / 2;
 
-		if (p->s[m].from_tsc <= tsc)
+		if ((by_st ? p->s[m].from_st : p->s[m].from_tsc) <= key)
 			lo = m;
 		else
 			hi = m;
@@ -108,20 +111,14 @@ static const struct line_scale *scale_at_tsc(const struct line_pcpu *p, uint64_t
 	return &p->s[lo];
 }
 
-/* The scale of @p in force at its system time @st (its times only go forward). */
+static const struct line_scale *scale_at_tsc(const struct line_pcpu *p, uint64_t tsc)
+{
+	return scale_find(p, tsc, false);
+}
+
 static const struct line_scale *scale_at_st(const struct line_pcpu *p, uint64_t st)
 {
-	size_t lo = 0, hi = p->nr;
-
-	while (hi - lo > 1) {
-		size_t m = lo + (hi - lo) / 2;
-
-		if (p->s[m].from_st <= st)
-			lo = m;
-		else
-			hi = m;
-	}
-	return &p->s[lo];
+	return scale_find(p, st, true);
 }
 
 uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc)

@@ -176,6 +176,17 @@ static void put_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* DIR/session.meta of a session of @domains (comma-separated), host the reference. */
+static void write_session_meta(const char *dir, const char *domains)
+{
+	char path[4200], text[512];
+
+	snprintf(path, sizeof(path), "%s/session.meta", dir);
+	snprintf(text, sizeof(text),
+		 "format=tracevisor-session\nversion=1\ndomains=%s\nreference_domain=host\n", domains);
+	put_file(path, text);
+}
+
 static void add(struct domain_gen *d, uint64_t ts, const void *data, int size)
 {
 	if (d->n == d->cap) {
@@ -471,11 +482,8 @@ static void generate(int rounds)
 	write_domain(&g[0], "guest-good");
 	write_domain(&g[1], "guest-jump");
 	write_domain(&g[2], "guest-nested");
-	snprintf(path, sizeof(path), "%s/session.meta", base);
-	put_file(path, golden_xen ? "format=tracevisor-session\nversion=1\n"
-		       "domains=host,guest-good,guest-jump,guest-nested,xen\nreference_domain=host\n"
-		       : "format=tracevisor-session\nversion=1\n"
-		       "domains=host,guest-good,guest-jump,guest-nested\nreference_domain=host\n");
+	write_session_meta(base, golden_xen ? "host,guest-good,guest-jump,guest-nested,xen"
+					    : "host,guest-good,guest-jump,guest-nested");
 	/* The kvm_entry/kvm_exit thread (pid 200) is guest-good's vCPU 0. */
 	snprintf(path, sizeof(path), "%s/host/vcpus", base);
 	put_file(path, "# tid vm_pid vcpu vm_name\n200 199 0 good\n");
@@ -570,7 +578,6 @@ static void generate_xen(int rounds, int has_tsc)
 {
 	struct domain_gen dom0 = { 0 }, xen = { 0 };
 	uint64_t t0 = 5000000000ULL, span = 10000000000ULL;
-	char path[512];
 
 	for (int i = 0; i < rounds; i++) {
 		uint64_t t = t0 + span / (uint64_t)rounds * (uint64_t)i, x = t + delay();
@@ -585,9 +592,7 @@ static void generate_xen(int rounds, int has_tsc)
 	write_domain(&dom0, "host");
 	write_domain(&xen, "xen");
 	base = root;
-	snprintf(path, sizeof(path), "%s/session.meta", xen_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,xen\nreference_domain=host\n");
+	write_session_meta(xen_root, "host,xen");
 	free(dom0.recs);
 	free(xen.recs);
 }
@@ -653,8 +658,6 @@ static uint64_t domu_clock(uint64_t dom0)
 /* The domU session in domu_root: dom0 (the reference), Xen and d1 (domid 1); frees their records. */
 static void write_domu_session(struct domain_gen *dom0, struct domain_gen *xen, struct domain_gen *d1)
 {
-	char path[512];
-
 	base = domu_root;
 	write_domain(dom0, "host");
 	write_domain(xen, "xen");
@@ -662,9 +665,7 @@ static void write_domu_session(struct domain_gen *dom0, struct domain_gen *xen, 
 	write_domain(d1, "guest-d1");
 	extra_meta = "";
 	base = root;
-	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	write_session_meta(domu_root, "host,xen,guest-d1");
 	free(dom0->recs);
 	free(xen->recs);
 	free(d1->recs);
@@ -1099,9 +1100,7 @@ static void generate_domu_line(int rounds, int tscale, int overlap)
 	for (int c = 0; c < 2; c++)
 		write_xen_cpu(&cpu[c], c);
 	base = root;
-	snprintf(path, sizeof(path), "%s/session.meta", domu_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,xen,guest-d1\nreference_domain=host\n");
+	write_session_meta(domu_root, "host,xen,guest-d1");
 	free(dom0.recs);
 	free(d1.recs);
 }
@@ -1481,9 +1480,7 @@ static void generate_tsc(int with_writes)
 	put_file(path, text);
 	base = root;
 	clock_name = "local";
-	snprintf(path, sizeof(path), "%s/session.meta", tsc_root);
-	put_file(path, "format=tracevisor-session\nversion=1\n"
-		       "domains=host,guest-t\nreference_domain=host\n");
+	write_session_meta(tsc_root, "host,guest-t");
 	free(host.recs);
 	free(guest.recs);
 }
