@@ -3,7 +3,9 @@
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
 # A hanging guest is killed after LAB_TIMEOUT: lab exits 124 with a one-line
 # error on stderr and keeps the console log.  A kernel in a long soft lockup
-# is stopped after LAB_LOCKUP_S: lab exits 125 and says so.
+# is stopped after LAB_LOCKUP_S, and a machine that uses no CPU (its QEMU
+# stopped here with SIGSTOP, as a frozen machine) after LAB_FROZEN_S: lab
+# exits 125 and says so.
 # shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
@@ -27,4 +29,21 @@ expect_rc 125 "locked-up guest"
 el2=$((SECONDS - start))
 [ "$el2" -lt 90 ] || fail "soft lockup of 30 s (limit 20 s) stopped after ${el2}s"
 grep -q "stuck in a soft lockup for 30 s" "$STDERR" || fail "no soft lockup message on stderr: $(tail -n 2 "$STDERR")"
-echo "PASS: hanging guest killed after ${el}s and reported; soft lockup stopped after ${el2}s" >&2
+# A machine whose QEMU takes no CPU for LAB_FROZEN_S: stopped then, and run_lab
+# would boot it once more (not here: LAB_CRASH_RETRY=0).
+( for _ in $(seq 300); do
+	[ -e "$T/frozen/stop-me" ] && break; sleep 0.5
+  done
+  q=$(pgrep -f "^qemu-system.*file:$T/frozen/console.log" | head -n 1)
+  [ -n "$q" ] && kill -STOP "$q" && echo "$q" >"$T/frozen-qemu" ) &
+start=$SECONDS
+LAB_CRASH_RETRY=0 run_lab guest 'echo stopped > /out/stop-me; sleep 100000' frozen LAB_TIMEOUT=300 LAB_FROZEN_S=20
+wait
+expect_rc 125 "frozen machine"
+el3=$((SECONDS - start))
+[ -s "$T/frozen-qemu" ] || fail "the frozen machine's QEMU was never stopped"
+[ "$el3" -lt 120 ] || fail "a machine frozen (limit 20 s) stopped after ${el3}s"
+grep -q "machine froze: its QEMU used no CPU for [0-9]* s (LAB_FROZEN_S)" "$STDERR" || fail "no freeze message on stderr: $(tail -n 2 "$STDERR")"
+grep -q "frozen: " "$OUT/machine-state.txt" || fail "no machine-state.txt for the frozen machine"
+pgrep -f "^qemu-system.*$T/frozen/" >/dev/null && fail "the frozen qemu still runs"
+echo "PASS: hanging guest killed after ${el}s and reported; soft lockup stopped after ${el2}s; frozen machine stopped after ${el3}s" >&2

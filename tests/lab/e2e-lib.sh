@@ -46,12 +46,14 @@ run_lab() {
 	env "$@" "$LAB" "$topo" "$T/$name.sh" "$OUT" >"$STDOUT" 2>"$STDERR" || RC=$?
 	echo "lab $topo ($name): status $RC" >&2
 	# QEMU 7.2's nested SVM emulation sometimes takes L1 down with no kernel
-	# message (tests/lab/README.md): that, and only that, gets one more boot.
+	# message, and a machine now and then freezes with no timer firing
+	# (tests/lab/README.md): those, and only those, get one more boot.
 	# The first run's files stay, as OUT.crashed.
-	if [ "$topo" = kvm ] && [ "$RC" = 125 ] && [ "${LAB_CRASH_RETRY:-1}" != 0 ] &&
-		grep -q "stopped without writing /out/.lab-status" "$STDERR" &&
+	if [ "$RC" = 125 ] && [ "${LAB_CRASH_RETRY:-1}" != 0 ] &&
+		{ { [ "$topo" = kvm ] && grep -q "stopped without writing /out/.lab-status" "$STDERR"; } ||
+			grep -q "machine froze: its QEMU used no CPU" "$STDERR"; } &&
 		! grep -qE "BUG:|Oops|Kernel panic|tracevisor.*(segfault|general protection)" "$OUT/console.log" 2>/dev/null; then
-		echo "lab $topo ($name): L1 stopped without a status or a kernel message; booting it once more" >&2
+		echo "lab $topo ($name): the machine stopped without a status or a kernel message, or froze; booting it once more" >&2
 		rm -rf "$OUT.crashed" && mv "$OUT" "$OUT.crashed"
 		cp "$STDERR" "$T/$name.stderr.crashed"
 		RC=0
