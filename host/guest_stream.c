@@ -214,25 +214,37 @@ static int handle_data(struct tv_guest_stream *gs, uint32_t cpu, const unsigned 
 
 /* ----------------------------------------------------------------- END */
 
+/*
+ * A "cpuN.lost" or "cpuN.events" key: 1 when N (decimal digits only, no
+ * sign, space or leading zero) is a CPU below @ncpus, -EINVAL when it is
+ * not, 0 for any other key.  No sscanf: its %d wrapped "cpu4294967296" to
+ * CPU 0.
+ */
+static int end_key_cpu(const char *key, int ncpus)
+{
+	const char *p = key + 3;
+	size_t n;
+
+	if (strncmp(key, "cpu", 3))
+		return 0;
+	n = strspn(p, "0123456789");
+	if (!n || (p[0] == '0' && n > 1) || (strcmp(p + n, ".lost") && strcmp(p + n, ".events")))
+		return 0;
+	/* more than 4 digits is beyond TV_PROTO_MAX_CPUS, and beyond ncpus */
+	return n > 4 || strtoul(p, NULL, 10) >= (unsigned long)ncpus ? -EINVAL : 1;
+}
+
 /* Only the loss and event counts; the host owns every other key. */
 static int end_key(const char *key, const char *val, void *ctx)
 {
 	struct tv_guest_stream *gs = ctx;
+	int cpu_key = end_key_cpu(key, gs->ncpus);
 	long long v;
-	int cpu, n = 0;
 
-	/* %n is only set when the whole pattern matched. */
-	if (sscanf(key, "cpu%d.lost%n", &cpu, &n) != 1 || !n || key[n]) {
-		n = 0;
-		if (sscanf(key, "cpu%d.events%n", &cpu, &n) != 1 || !n || key[n])
-			n = 0;
-	}
-	if (n) {
-		if (cpu < 0 || cpu >= gs->ncpus)
-			return -EINVAL;
-	} else if (strcmp(key, "lost_total") && strcmp(key, "events_total")) {
+	if (cpu_key < 0)
+		return cpu_key;
+	if (!cpu_key && strcmp(key, "lost_total") && strcmp(key, "events_total"))
 		return 0;
-	}
 	if (parse_count(val, 0, INT64_MAX, &v))
 		return -EINVAL;
 	return tv_meta_set(gs->guest_meta, key, "%lld", v);

@@ -270,6 +270,11 @@ static void test_stream_resync(void)
 	TV_CHECK(tv_guest_stream_feed(&gs, buf, n) == 0 && !gs.ended &&
 		 tv_meta_get_ll(gs.guest_meta, "lost_total", -1) == 4 &&
 		 !tv_meta_get(gs.guest_meta, "events_total"), "LOSS: %s", gs.error);
+	/* a CPU number has no leading zero: cpu01 is no CPU's counter (sscanf took it for 1) */
+	n = frame(buf, TV_MSG_LOSS, 0, "cpu01.lost=7\n", 13);
+	TV_CHECK(tv_guest_stream_feed(&gs, buf, n) == 0 && !tv_meta_get(gs.guest_meta, "cpu01.lost") &&
+		 tv_meta_get_ll(gs.guest_meta, "cpu1.lost", -1) == 4,
+		 "LOSS keys that are no CPU's kept: %s", gs.error);
 	tv_guest_stream_fini(&gs);
 }
 
@@ -323,6 +328,13 @@ static void test_stream_hostile(void)
 	expect_reject("short-pong", b, n, -EBADMSG, "PONG of 4 bytes");
 	n = frame(b, TV_MSG_END, 0, "cpu9.lost=1\n", 12);
 	expect_reject("end-cpu-range", b, n, -EBADMSG, "malformed END");
+	/* sscanf's %d took cpu4294967296 for CPU 0, 2^32 + 1 for CPU 1 */
+	n = frame(b, TV_MSG_END, 0, "cpu4294967296.lost=1\n", 21);
+	expect_reject("end-cpu-wrap", b, n, -EBADMSG, "malformed END");
+	n = frame(b, TV_MSG_LOSS, 0, "cpu4294967297.lost=1\n", 21);
+	expect_reject("loss-cpu-wrap", b, n, -EBADMSG, "malformed LOSS");
+	n = frame(b, TV_MSG_LOSS, 0, "cpu99999999999999999999.events=1\n", 33);
+	expect_reject("loss-cpu-huge", b, n, -EBADMSG, "malformed LOSS");
 
 	/* Before META: no DATA, and META values are range-checked. */
 	new_stream(&gs, "early", 1 << 20);
