@@ -48,6 +48,7 @@
 #define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
 #define PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
+#define HCALL_OUTSTANDING 64	/* HCALL requests awaiting their HCALL_DONE; older ones expire */
 #define READ_CHUNK (256 * 1024)
 #define TV_GUEST_XEN_DEFAULT_EVENTS "sched:sched_switch,sched:sched_wakeup"
 
@@ -90,7 +91,15 @@ struct tv_guest {
 	unsigned burst_left;
 	int ping_outstanding;
 	double ping_sent_at;
+	uint64_t ping_seq;		/* the last ping's: the only PONG accepted */
+	int ping_answered;		/* its PONG came: any other is dropped */
+	struct hcall_req {		/* HCALL requests not answered yet, oldest first */
+		uint64_t first;
+		uint32_t count;
+	} hcall_req[HCALL_OUTSTANDING];
 	unsigned pings, pongs, hcalls_asked, hcalls_done, hcall_pending;
+	/* answers without an outstanding request (unsolicited, forged seq): dropped */
+	uint64_t pongs_dropped, hcalls_dropped;
 	int send_err;			/* PHASE_DRAIN: the failed send's errno */
 	char status[300];
 	int listed;
@@ -337,6 +346,8 @@ static int send_ping(struct tv_guest *g)
 	tv_proto_put_u64(p, seq);
 	host_marker(g, TV_SYNC_PING_SEND, seq);
 	g->ping_outstanding = 1;
+	g->ping_seq = seq;
+	g->ping_answered = 0;
 	g->ping_sent_at = now_s();
 	g->pings++;
 	return guest_send(g, TV_MSG_PING, p, sizeof(p));
@@ -348,29 +359,52 @@ static int ask_hcalls(struct tv_guest *g, uint32_t count)
 
 	tv_proto_put_u64(p, g->next_seq);
 	tv_proto_put_u32(p + 8, count);
+	/* a guest that never answers: its oldest request expires */
+	if (g->hcall_pending == HCALL_OUTSTANDING) {
+		memmove(g->hcall_req, g->hcall_req + 1, (HCALL_OUTSTANDING - 1) * sizeof(g->hcall_req[0]));
+		g->hcall_pending--;
+	}
+	g->hcall_req[g->hcall_pending++] = (struct hcall_req){ g->next_seq, count };
 	g->next_seq += count;
 	g->hcalls_asked += count;
-	g->hcall_pending++;
 	return guest_send(g, TV_MSG_HCALL, p, sizeof(p));
 }
 
+/*
+ * The guest's PONG: the host's PONG_RECV marker goes into the host's own
+ * trace, so only the answer to the last ping, once, gets one; any other
+ * PONG (unsolicited, a forged or repeated seq) is dropped and counted.
+ * The host's markers for a guest are thus at most two per ping it sent.
+ */
 static void on_pong(void *ctx, uint64_t seq)
 {
 	struct tv_guest *g = ctx;
 
+	if (!g->pings || g->ping_answered || seq != g->ping_seq) {
+		g->pongs_dropped++;
+		return;
+	}
 	host_marker(g, TV_SYNC_PONG_RECV, seq);
 	g->pongs++;
+	g->ping_answered = 1;
 	g->ping_outstanding = 0;
 }
 
+/* An HCALL_DONE counts only for an outstanding request, (first, count) as sent. */
 static void on_hcall_done(void *ctx, uint64_t first, uint32_t count, uint32_t done)
 {
 	struct tv_guest *g = ctx;
 
-	(void)first;
-	if (g->hcall_pending)
+	for (unsigned int i = 0; i < g->hcall_pending; i++) {
+		if (g->hcall_req[i].first != first || g->hcall_req[i].count != count)
+			continue;
+		memmove(g->hcall_req + i, g->hcall_req + i + 1,
+			(g->hcall_pending - i - 1) * sizeof(g->hcall_req[0]));
 		g->hcall_pending--;
-	g->hcalls_done += done < count ? done : count;
+		g->hcalls_done += done < count ? done : count;
+		return;
+	}
+	g->hcalls_dropped++;
 }
 
 /* One more ping when the last one is answered (or lost). */
@@ -802,6 +836,8 @@ static void put_counts(struct tv_meta *m, struct tv_guest *g)
 	tv_meta_set(m, "sync_pongs", "%u", g->pongs);
 	tv_meta_set(m, "sync_hcalls_asked", "%u", g->hcalls_asked);
 	tv_meta_set(m, "sync_hcalls_done", "%u", g->hcalls_done);
+	tv_meta_set(m, "sync_pongs_dropped", "%llu", (unsigned long long)g->pongs_dropped);
+	tv_meta_set(m, "sync_hcalls_dropped", "%llu", (unsigned long long)g->hcalls_dropped);
 	tv_meta_set(m, "sync_index", "%u", g->opts.index);
 	tv_meta_set(m, "stale_bytes", "%llu", (unsigned long long)g->gs.stale_bytes);
 }
@@ -904,6 +940,8 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	st->pongs = g->pongs;
 	st->hcalls_asked = g->hcalls_asked;
 	st->hcalls_done = g->hcalls_done;
+	st->pongs_dropped = g->pongs_dropped;
+	st->hcalls_dropped = g->hcalls_dropped;
 	st->listed = g->listed;
 	snprintf(st->status, sizeof(st->status), "%s", g->status);
 	/* the guest's thread writes them until it is joined */

@@ -750,6 +750,10 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 			(double)st.bytes / 1e6, st.pongs, st.pings,
 			st.hcalls_done, st.hcalls_asked, st.status,
 			st.listed ? "" : " (not in the session)");
+		if (st.pongs_dropped || st.hcalls_dropped)
+			fprintf(stderr, "tracevisor record: guest %s: warning: %llu PONGs and %llu HCALL_DONEs dropped: they answered no outstanding request\n",
+				tv_guest_name(g), (unsigned long long)st.pongs_dropped,
+				(unsigned long long)st.hcalls_dropped);
 		if (cli->so.ust)
 			fprintf(stderr, "tracevisor record: guest %s: ust: %u processes, %llu events, %llu lost\n",
 				tv_guest_name(g), st.ust_procs, (unsigned long long)st.ust_events,

@@ -425,6 +425,9 @@ struct tv_guest_stats {
 	 * they discarded; known once the guest is stopped (0 before) */
 	unsigned int ust_procs;
 	uint64_t ust_events, ust_lost;
+	/* PONGs and HCALL_DONEs that answered no outstanding request: dropped
+	 * (pongs <= pings and hcalls_done <= hcalls_asked always hold) */
+	uint64_t pongs_dropped, hcalls_dropped;
 };
 
 /*
