@@ -29,12 +29,40 @@ static int scan_push(struct scan *sc, struct probe p)
 	return 0;
 }
 
+/*
+ * Who names guest @d's probes (struct dom_scan): its sync_index and prober
+ * come from its meta, which the host writes (a guest's META cannot set
+ * them, host/guest_stream.c).  A prober that is no other linux-ftrace
+ * domain of the session is none: -2, so nothing counts for it.
+ */
+static void scan_init_prober(struct scan *sc, size_t d)
+{
+	const struct tv_meta *meta = tv_reader_domain(sc->rd, d)->meta;
+	const char *prober = tv_meta_get(meta, "sync_prober");
+	long long idx = tv_meta_get_ll(meta, "sync_index", sc->dom[d].guest_index);
+	struct dom_scan *ds = &sc->dom[d];
+
+	ds->sync_index = idx >= 0 && idx <= 0xffff ? (int)idx : -1;
+	ds->prober = -1;
+	if (!prober)
+		return;
+	ds->prober = -2;
+	for (size_t p = 0; p < sc->nr_domains && p < MAX_DOMAINS; p++) {
+		const struct tv_domain_info *pi = tv_reader_domain(sc->rd, p);
+		const char *kind = tv_meta_get(pi->meta, "kind");
+
+		if (p != d && !strcmp(pi->subdir, prober) && kind && !strcmp(kind, "linux-ftrace"))
+			ds->prober = (int)p;
+	}
+}
+
 static void scan_init_domains(struct scan *sc)
 {
 	sc->nr_domains = tv_reader_nr_domains(sc->rd);
 	sc->xen_dom = -1;
 	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
 		const struct tv_domain_info *info = tv_reader_domain(sc->rd, d);
+		const char *kind = tv_meta_get(info->meta, "kind");
 		struct dom_scan *ds = &sc->dom[d];
 
 		ds->raw_data = tep_find_event_by_name(info->tep, "ftrace", "raw_data");
@@ -51,17 +79,42 @@ static void scan_init_domains(struct scan *sc)
 			ds->guest_index = (int)sc->nr_guests;
 			sc->guest_dom[sc->nr_guests++] = (int)d;
 		}
+		ds->recorder = !ds->is_guest && kind && !strcmp(kind, "linux-ftrace");
 	}
+	for (size_t g = 0; g < sc->nr_guests; g++)
+		scan_init_prober(sc, (size_t)sc->guest_dom[g]);
 }
 
-/* The domain a host-side probe of guest index @g is about, or -1. */
-static int scan_guest_domain(const struct scan *sc, unsigned int g)
+/*
+ * The guest that probe index @g names when domain @writer wrote the probe
+ * (-1: Xen's record of a domU's hypercall, numbered by the recorder), or
+ * -1.  A recorder names only the guests it probes: the session's recorder
+ * its own, a guest's (nested, meta sync_prober) those it declared.
+ */
+static int scan_guest_domain(const struct scan *sc, int writer, unsigned int g)
 {
-	return g < sc->nr_guests ? sc->guest_dom[g] : -1;
+	for (size_t k = 0; k < sc->nr_guests; k++) {
+		const struct dom_scan *ds = &sc->dom[sc->guest_dom[k]];
+
+		if (ds->sync_index != (int)g || sc->guest_dom[k] == writer)
+			continue;
+		if (ds->prober == writer || (ds->prober == -1 && (writer < 0 || sc->dom[writer].recorder)))
+			return sc->guest_dom[k];
+	}
+	return -1;
 }
 
+/*
+ * A sync marker counts only for the domain whose own channel produced it
+ * (doc/sync-probes.md, "Which markers count"): a guest writes its side of
+ * its own probes (its sync_index in `guest`), a recorder the prober's side
+ * of the guests it probes.  Any other marker in a guest's stream (naming
+ * another guest, or of a type only a recorder writes) is ignored and
+ * counted against that guest: a forged probe can spoil no other domain.
+ */
 static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 {
+	struct dom_scan *ds = &sc->dom[d];
 	struct tv_sync_marker m;
 	int guest;
 
@@ -70,20 +123,45 @@ static int scan_marker(struct scan *sc, const struct tv_event *ev, int d)
 		return 0;
 	/* dom0 brackets a record it injects into Xen: Xen is the probed side. */
 	if (m.type == TV_SYNC_XEN_BEFORE || m.type == TV_SYNC_XEN_AFTER) {
-		if (sc->xen_dom < 0 || sc->xen_dom == d || sc->dom[d].is_guest)
+		ds->foreign += ds->is_guest;
+		if (sc->xen_dom < 0 || sc->xen_dom == d || !ds->recorder)
 			return 0;
 		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, sc->xen_dom, d, m.type,
 						     ev->cpu });
 	}
 	if (m.type == TV_SYNC_PING_SEND || m.type == TV_SYNC_PONG_RECV) {
-		guest = scan_guest_domain(sc, m.guest);
-		if (guest < 0 || guest == d)
+		guest = scan_guest_domain(sc, d, m.guest);
+		if (guest < 0) {
+			ds->foreign += ds->is_guest;
 			return 0;
+		}
 		return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, guest, d, m.type, ev->cpu });
 	}
-	if (!sc->dom[d].is_guest)
+	if (!ds->is_guest)
 		return 0;
+	if (m.guest != ds->sync_index) {
+		ds->foreign++;
+		return 0;
+	}
 	return scan_push(sc, (struct probe){ m.seq, ev->ts_raw, d, -1, m.type, ev->cpu });
+}
+
+/*
+ * Whether the host's kvm_hypercall from thread @pid may be guest @g's: not
+ * when host/vcpus says the thread is another VM's vCPU (that VM's domain,
+ * when in the session, is charged with it).  A thread not in host/vcpus
+ * is allowed: a guest given without pid: (and not by libvirt) has none.
+ */
+static int hypercall_is_its_own(struct scan *sc, int d, int pid, int g)
+{
+	const struct tv_vcpu_thread *t = tv_vcpu_map_find(tv_reader_domain(sc->rd, (size_t)d)->vcpus, pid);
+
+	if (!t || !strcmp(tv_reader_domain(sc->rd, (size_t)g)->subdir + 6, t->vm_name))
+		return 1;
+	for (size_t k = 0; k < sc->nr_guests; k++)
+		if (!strcmp(tv_reader_domain(sc->rd, (size_t)sc->guest_dom[k])->subdir + 6, t->vm_name))
+			sc->dom[sc->guest_dom[k]].foreign++;
+	return 0;
 }
 
 static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
@@ -95,8 +173,8 @@ static int scan_hypercall(struct scan *sc, const struct tv_event *ev, int d)
 	    tv_event_field_u64(ev, "a0", &a0) || tv_event_field_u64(ev, "a1", &a1) ||
 	    (a1 & ~0xffULL) != TV_SYNC_HCALL_TAG)
 		return 0;
-	guest = scan_guest_domain(sc, (unsigned int)(a1 & 0xff));
-	if (guest < 0 || guest == d)
+	guest = scan_guest_domain(sc, d, (unsigned int)(a1 & 0xff));
+	if (guest < 0 || !hypercall_is_its_own(sc, d, ev->pid, guest))
 		return 0;
 	return scan_push(sc, (struct probe){ a0, ev->ts_raw, guest, d, TV_PROBE_HCALL_HOST,
 					     ev->cpu });
@@ -155,7 +233,7 @@ static int scan_xen_guest(struct scan *sc, const struct tv_event *ev, int d)
 	if (w[0] != TV_SYNC_MAGIC)
 		return 0;
 	if (domu) {
-		probed = scan_guest_domain(sc, w[1]);
+		probed = scan_guest_domain(sc, -1, w[1]);
 		if (probed < 0 || !domu_record_is_its_own(sc, ev, probed))
 			return 0;	/* not a guest of this session, or forged by another */
 		peer = d;

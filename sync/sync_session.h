@@ -44,6 +44,15 @@ struct dom_scan {
 	size_t xen_untimed;	/* Xen probe records without a TSC (stock Xen) */
 	size_t xen_hcall_untimed;	/* a domU's: its HVMOP_xentrace records without a TSC */
 	int guest_index;	/* among guest-* domains, -1 otherwise */
+	/*
+	 * A guest's probes are named by (prober, sync_index): the domain whose
+	 * recorder probes it (-1: the session's own recorder, the host; meta
+	 * sync_prober otherwise) and the index it gives the guest (meta
+	 * sync_index, else guest_index).  A marker counts only through them.
+	 */
+	int sync_index, prober;
+	int recorder;		/* linux-ftrace and no guest: the recorder's own trace */
+	size_t foreign;		/* sync records in its stream that were not its to write */
 };
 
 struct scan {

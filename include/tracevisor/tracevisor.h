@@ -791,6 +791,13 @@ struct tv_sync_domain {
 	 */
 	int xen_line;
 	int64_t pvclock_ns;
+	/*
+	 * Sync records in this domain's own stream that were not its to write
+	 * (markers naming another guest's index, a prober's markers in a
+	 * guest, its vCPU's hypercall probe naming another guest): ignored, so
+	 * that a guest's forged probes move no other domain's clock.
+	 */
+	size_t foreign_probes;
 };
 
 struct tv_sync_result {

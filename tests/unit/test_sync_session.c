@@ -159,6 +159,7 @@ static char root[] = "/tmp/tv-sync-session.XXXXXX";
 static char xen_root[] = "/tmp/tv-sync-xen.XXXXXX";
 static char tsc_root[] = "/tmp/tv-sync-tsc.XXXXXX";
 static char domu_root[] = "/tmp/tv-sync-domu.XXXXXX";
+static char foreign_root[] = "/tmp/tv-sync-foreign.XXXXXX";
 static const char *base = root;	/* the session being written */
 static const char *clock_name = "local";	/* its trace clock */
 static const char *extra_meta = "";	/* more DOMAIN/meta lines of the domain being written */
@@ -221,12 +222,13 @@ static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq
 	add_marker_for(d, ts, type, seq, 0);
 }
 
-static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest)
+/* A hypercall probe naming guest index @guest, made by host thread @pid. */
+static void add_hypercall_from(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest,
+			       int32_t pid)
 {
 	unsigned char r[48] = { 0 };
 	uint16_t id = ID_HYPERCALL;
 	uint64_t nr = 0x7476, a1 = 0xabc00 | guest;
-	int32_t pid = 200;
 
 	memcpy(r, &id, 2);
 	memcpy(r + 4, &pid, 4);
@@ -234,6 +236,12 @@ static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsig
 	memcpy(r + 16, &seq, 8);
 	memcpy(r + 24, &a1, 8);
 	add(d, ts, r, 48);
+}
+
+/* Guest index @guest's hypercall probe, from its vCPU thread 200 + @guest. */
+static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest)
+{
+	add_hypercall_from(d, ts, seq, guest, 200 + (int32_t)guest);
 }
 
 /* An SVM hypercall exit (0x81) of the vCPU thread, @ns before @entry. */
@@ -381,6 +389,17 @@ static uint64_t guest_clock(uint64_t host, int jump, uint64_t mid)
 	return (uint64_t)llroundl(g) + (jump && host > mid ? 1000000 : 0);
 }
 
+static uint64_t a_clock(uint64_t host)
+{
+	return guest_clock(host, 0, 0);
+}
+
+/* check_foreign()'s hostile guest: its clock is the host's, 5 s behind. */
+static uint64_t evil_clock(uint64_t host)
+{
+	return host - 5000000000ULL;
+}
+
 /* A guest nested in guest-good: nested = (good - B2) / A2, probed by guest-good only. */
 static const long double A2 = 1.0L - 20e-6L, B2 = -3000000000.0L;
 
@@ -398,8 +417,8 @@ static void generate_nested(struct domain_gen *good, struct domain_gen *nested, 
 		uint64_t recv = t + delay(), back = recv + 500;
 
 		add_marker_for(good, guest_clock(t, 0, 0), 1, (uint64_t)i, 2);
-		add_marker(nested, nested_clock(recv), 2, (uint64_t)i);
-		add_marker(nested, nested_clock(back), 3, (uint64_t)i);
+		add_marker_for(nested, nested_clock(recv), 2, (uint64_t)i, 2);
+		add_marker_for(nested, nested_clock(back), 3, (uint64_t)i, 2);
 		add_marker_for(good, guest_clock(back + delay(), 0, 0), 4, (uint64_t)i, 2);
 	}
 }
@@ -430,12 +449,12 @@ static void generate(int rounds)
 			uint64_t hb = back + 20000, hc = hb + delay(), ha = hc + delay();
 
 			add_marker(&host, t, 1, seq);
-			add_marker(&g[k], guest_clock(recv, k, t0 + span / 2), 2, seq);
-			add_marker(&g[k], guest_clock(back, k, t0 + span / 2), 3, seq);
+			add_marker_for(&g[k], guest_clock(recv, k, t0 + span / 2), 2, seq, (uint16_t)k);
+			add_marker_for(&g[k], guest_clock(back, k, t0 + span / 2), 3, seq, (uint16_t)k);
 			add_marker(&host, back + delay(), 4, seq);
-			add_marker(&g[k], guest_clock(hb, k, t0 + span / 2), 5, seq);
+			add_marker_for(&g[k], guest_clock(hb, k, t0 + span / 2), 5, seq, (uint16_t)k);
 			add_hypercall(&host, hc, seq, (unsigned int)k);
-			add_marker(&g[k], guest_clock(ha, k, t0 + span / 2), 6, seq);
+			add_marker_for(&g[k], guest_clock(ha, k, t0 + span / 2), 6, seq, (uint16_t)k);
 			t += 100000;
 		}
 	}
@@ -456,7 +475,7 @@ static void generate(int rounds)
 	 * second piece that its CPU logged later; the merge must stay in order.
 	 */
 	add_marker(&g[1], guest_clock(JUMP_MID + 50000, 1, JUMP_MID), 0, 0);
-	/* The markers of both guests say guest 0: set guest 1's host-side ones. */
+	/* The host's markers above say guest 0: set guest 1's (guest-jump's index). */
 	for (size_t i = 0; i < host.n - 2 * (size_t)rounds - 2; i++) {
 		uint16_t guest = (uint16_t)(i / 3 % 2);	/* 3 host records per guest round */
 
@@ -481,7 +500,10 @@ static void generate(int rounds)
 	write_domain(&host, "host");
 	write_domain(&g[0], "guest-good");
 	write_domain(&g[1], "guest-jump");
+	/* probed by guest-good (a nested guest): only its markers naming index 2 count */
+	extra_meta = "sync_prober=guest-good\n";
 	write_domain(&g[2], "guest-nested");
+	extra_meta = "";
 	write_session_meta(base, golden_xen ? "host,guest-good,guest-jump,guest-nested,xen"
 					    : "host,guest-good,guest-jump,guest-nested");
 	/* The kvm_entry/kvm_exit thread (pid 200) is guest-good's vCPU 0. */
@@ -1541,6 +1563,129 @@ static void check_tsc(void)
 	tv_sync_result_free(&res);
 }
 
+/*
+ * A hostile guest forging another guest's probes (issue 22): host, guest-a
+ * (sync_index 0) and guest-evil (sync_index 1), listed evil first so that
+ * only the meta's index names them.  Both are probed honestly; with
+ * @forge, evil also writes into its own trace, each round, the host's
+ * ping/pong markers for guest 0 and guest 0's own ping markers, 2 s off,
+ * a dom0/Xen marker, and its vCPU thread (201) makes a hypercall probe
+ * naming guest 0, 2 s off.  Returns the number of forged records.
+ */
+static size_t generate_foreign(const char *dir, int rounds, int forge)
+{
+	struct domain_gen host = { 0 }, a = { 0 }, evil = { 0 };
+	uint64_t t0 = T0, step = 20000000, late = 2000000000;
+	char path[512];
+	size_t forged = 0;
+
+	rng = 0x9e3779b97f4a7c15ULL;	/* the same delays with and without forgeries */
+	for (int i = 0; i < rounds; i++) {
+		uint64_t t = t0 + step * (uint64_t)i, seq = (uint64_t)i;
+
+		for (int k = 0; k < 2; k++, t += 100000) {
+			struct domain_gen *g = k ? &evil : &a;
+			uint64_t recv = t + delay(), back = recv + 500;
+			uint64_t hb = back + 20000, hc = hb + delay(), ha = hc + delay();
+			uint64_t (*clk)(uint64_t) = k ? evil_clock : a_clock;
+
+			add_marker_for(&host, t, 1, seq, (uint16_t)k);
+			add_marker_for(g, clk(recv), 2, seq, (uint16_t)k);
+			add_marker_for(g, clk(back), 3, seq, (uint16_t)k);
+			add_marker_for(&host, back + delay(), 4, seq, (uint16_t)k);
+			add_marker_for(g, clk(hb), 5, seq, (uint16_t)k);
+			add_hypercall(&host, hc, seq, (unsigned int)k);
+			add_marker_for(g, clk(ha), 6, seq, (uint16_t)k);
+			if (!forge || k)
+				continue;
+			/* guest a's round as evil would like it: 2 s later */
+			add_marker_for(&evil, evil_clock(t + late), 1, seq, 0);
+			add_marker_for(&evil, evil_clock(recv + late), 2, seq, 0);
+			add_marker_for(&evil, evil_clock(back + late), 3, seq, 0);
+			add_marker_for(&evil, evil_clock(back + late + 1000), 4, seq, 0);
+			add_marker_for(&evil, evil_clock(back + late + 2000), 7, seq, 0);
+			add_hypercall_from(&host, hc + late, seq, 0, 201);
+			forged += 6;
+		}
+	}
+	base = dir;
+	write_domain(&host, "host");
+	extra_meta = "sync_index=0\n";
+	write_domain(&a, "guest-a");
+	extra_meta = "sync_index=1\n";
+	write_domain(&evil, "guest-evil");
+	extra_meta = "";
+	base = root;
+	write_session_meta(dir, "host,guest-evil,guest-a");
+	snprintf(path, sizeof(path), "%s/host/vcpus", dir);
+	put_file(path, "# tid vm_pid vcpu vm_name\n200 199 0 a\n201 198 0 evil\n");
+	free(host.recs);
+	free(a.recs);
+	free(evil.recs);
+	return forged;
+}
+
+static const struct tv_sync_domain *result_of(const struct tv_sync_result *res, const char *name)
+{
+	for (size_t d = 0; d < res->nr; d++)
+		if (!strcmp(res->domains[d].domain, name))
+			return &res->domains[d];
+	return NULL;
+}
+
+/* guest-a's line must not move by one nanosecond whatever evil forges; evil's are counted. */
+static void check_foreign(int rounds)
+{
+	struct tv_sync_result clean, forged;
+	const struct tv_sync_domain *a0, *a1, *e1;
+	size_t planted;
+	long double worst = 0;
+
+	generate_foreign(foreign_root, rounds, 0);
+	TV_CHECK(tv_sync_session(foreign_root, &clean) == 0, "foreign: sync of the clean session failed");
+	planted = generate_foreign(foreign_root, rounds, 1);
+	TV_CHECK(tv_sync_session(foreign_root, &forged) == 0, "foreign: sync of the forged session failed");
+	a0 = result_of(&clean, "guest-a");
+	a1 = result_of(&forged, "guest-a");
+	e1 = result_of(&forged, "guest-evil");
+	TV_CHECK(a0 && a1 && e1, "foreign: domains missing");
+	if (!a0 || !a1 || !e1)
+		return;
+	TV_CHECK(!strcmp(a0->via, "host") && a0->est.quality == TV_SYNC_ACCURATE &&
+		 a0->nr_probes == 4 * (size_t)rounds && a0->causality_violations == 0,
+		 "foreign: clean guest-a %s via %s, %s, %zu pairs, %zu violations: %s", a0->method,
+		 a0->via, tv_sync_quality_name(a0->est.quality), a0->nr_probes,
+		 a0->causality_violations, a0->est.message);
+	TV_CHECK(!strcmp(a1->via, a0->via) && !strcmp(a1->method, a0->method) &&
+		 a1->est.map.base_ref - a1->est.map.base_dom == a0->est.map.base_ref - a0->est.map.base_dom &&
+		 a1->est.map.slope_q48 == a0->est.map.slope_q48 && a1->est.bound_ns == a0->est.bound_ns &&
+		 a1->nr_probes == a0->nr_probes && a1->nr_pairs_checked == a0->nr_pairs_checked &&
+		 a1->causality_violations == a0->causality_violations,
+		 "foreign: guest-a moved by evil's forgeries: via %s, offset %lld ns (clean %lld), bound %lld (clean %lld), %zu pairs (clean %zu), %zu/%zu violations",
+		 a1->via, (long long)(a1->est.map.base_ref - a1->est.map.base_dom),
+		 (long long)(a0->est.map.base_ref - a0->est.map.base_dom), (long long)a1->est.bound_ns,
+		 (long long)a0->est.bound_ns, a1->nr_probes, a0->nr_probes, a1->causality_violations,
+		 a1->nr_pairs_checked);
+	TV_CHECK(e1->foreign_probes == planted && a1->foreign_probes == 0 && a0->foreign_probes == 0,
+		 "foreign: %zu forged records counted against guest-evil (%zu planted), %zu against guest-a",
+		 e1->foreign_probes, planted, a1->foreign_probes);
+	TV_CHECK(!strcmp(e1->via, "host") && e1->est.quality == TV_SYNC_ACCURATE &&
+		 e1->causality_violations == 0, "foreign: guest-evil's own probes: via %s, %s",
+		 e1->via, tv_sync_quality_name(e1->est.quality));
+	for (uint64_t g = (uint64_t)a1->est.span_lo; g <= (uint64_t)a1->est.span_hi; g += 10000000) {
+		long double err = fabsl((long double)tv_sync_domain_apply(a1, g) - (B + A * g));
+
+		worst = err > worst ? err : worst;
+	}
+	TV_CHECK(a1->est.bound_ns >= 0 && worst <= a1->est.bound_ns,
+		 "foreign: guest-a's true error %.0Lf ns outside its bound %lld ns", worst,
+		 (long long)a1->est.bound_ns);
+	printf("foreign markers: guest-a bound %lld ns, true error %.0Lf ns with and without %zu records forged by guest-evil (all counted)\n",
+	       (long long)a1->est.bound_ns, worst, planted);
+	tv_sync_result_free(&clean);
+	tv_sync_result_free(&forged);
+}
+
 static void quiet(enum tv_log_level level, const char *msg, void *ctx)
 {
 	(void)ctx;
@@ -1565,7 +1710,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root) || !mkdtemp(domu_root)) {
+	if (!mkdtemp(root) || !mkdtemp(xen_root) || !mkdtemp(tsc_root) || !mkdtemp(domu_root) ||
+	    !mkdtemp(foreign_root)) {
 		perror("mkdtemp");
 		return 2;
 	}
@@ -1580,7 +1726,9 @@ int main(int argc, char **argv)
 	check_domu(200);
 	check_domu_moving(100);
 	check_domu_line(100);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s %s", root, xen_root, tsc_root, domu_root);
+	check_foreign(200);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s %s %s %s", root, xen_root, tsc_root, domu_root,
+		 foreign_root);
 	if (!tv_test_failed && system(cmd))
 		fprintf(stderr, "cannot remove %s\n", root);
 	return tv_test_done("test_sync_session");
