@@ -1143,6 +1143,38 @@ int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
  * Return: 0 or -ENOMEM.
  */
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
+/**
+ * tv_strbuf_append_text - append @n bytes of @s, escaped for a terminal
+ * @sb: the buffer
+ * @s: the bytes (a recorded string: a comm, a field, a meta value)
+ * @n: their number (a NUL among them is escaped too)
+ *
+ * Printable ASCII and valid UTF-8 of printable characters are copied; C0
+ * controls become \n, \t, \r or \xNN, and so do DEL, C1 controls (raw
+ * or as UTF-8), the bidirectional overrides and isolates and each byte of
+ * invalid UTF-8.  A backslash is kept as is: the text is for reading (the
+ * exact bytes are in --json).  Clean text costs a scan of 8 bytes a step.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int tv_strbuf_append_text(struct tv_strbuf *sb, const char *s, size_t n);
+/**
+ * tv_strbuf_escape_from - escape, as tv_strbuf_append_text(), what @sb holds past @from
+ * @sb: the buffer
+ * @from: the offset of the text to escape (an event's info, just appended)
+ *
+ * Return: 0 or -ENOMEM (the text is then cut at @from).
+ */
+int tv_strbuf_escape_from(struct tv_strbuf *sb, size_t from);
+/**
+ * tv_text_escape - NUL-terminated @s escaped as tv_strbuf_append_text() does, into @out
+ * @out: the caller's buffer
+ * @size: its size; the text is cut before an escape or character that does not fit
+ * @s: a NUL-terminated string
+ *
+ * Return: @out.
+ */
+const char *tv_text_escape(char *out, size_t size, const char *s);
 /* Fast paths for per-event output: raw bytes, decimal integers. */
 /**
  * tv_put_u64 - write @v in decimal at @out, zero-padded to @min_digits
