@@ -719,11 +719,11 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
 		/* the one line that says why (a guest filter its kernel refused...),
 		 * after the status word ("failed: ", "truncated: ") */
-		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n", name,
-			strstr(detail, ": ") + 2);
+		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n",
+			tv_cli_text(name), tv_cli_text(strstr(detail, ": ") + 2));	/* the guest's text */
 	else if (note == TV_SESSION_GUEST_NOT_READY)
 		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
-			name, err == -ETIMEDOUT ? "no answer in 30 s" : "failed");
+			tv_cli_text(name), err == -ETIMEDOUT ? "no answer in 30 s" : "failed");
 	else if (note == TV_SESSION_XEN_PROBES_FAILED)
 		fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
 }
@@ -746,13 +746,13 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 			snprintf(counts, sizeof(counts), "events unknown (no END), %llu lost",
 				 (unsigned long long)st.lost);
 		fprintf(stderr, "tracevisor record: guest %s: %s, %.1f MB, %u/%u pings, %u/%u hypercall probes: %s%s\n",
-			tv_guest_name(g), counts,
+			tv_cli_text(tv_guest_name(g)), counts,
 			(double)st.bytes / 1e6, st.pongs, st.pings,
-			st.hcalls_done, st.hcalls_asked, st.status,
+			st.hcalls_done, st.hcalls_asked, tv_cli_text(st.status),	/* may quote the agent */
 			st.listed ? "" : " (not in the session)");
 		if (cli->so.ust)
 			fprintf(stderr, "tracevisor record: guest %s: ust: %u processes, %llu events, %llu lost\n",
-				tv_guest_name(g), st.ust_procs, (unsigned long long)st.ust_events,
+				tv_cli_text(tv_guest_name(g)), st.ust_procs, (unsigned long long)st.ust_events,
 				(unsigned long long)st.ust_lost);
 	}
 }

@@ -81,4 +81,13 @@ if not any(r["fields"].get("prev_comm", "").encode("latin-1") == b"\x1b[2Jhost\n
     sys.exit("--json: the host process's comm is not exact")
 print("text report: %d lines, 0 raw controls; %d guest events exact in --json" % (len(lines), len(ev)))
 PY
+# record's own lines and the other text commands: no raw control byte either.
+"$TV" sync "$S" >"$TV_TMP/sync.txt" 2>&1
+"$TV" stat "$S" >"$TV_TMP/stat.txt" 2>&1
+for f in record.log sync.txt stat.txt; do
+	python3 -c 'import sys, unicodedata
+t = open(sys.argv[1], "rb").read().decode("utf-8")
+bad = [hex(ord(c)) for c in t if c != "\n" and unicodedata.category(c) == "Cc"]
+sys.exit("raw control characters %s" % bad[:10] if bad else 0)' "$TV_TMP/$f" || fail "$f is not terminal-safe"
+done
 echo "ok: report escapes recorded strings" >&2
