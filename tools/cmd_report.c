@@ -18,7 +18,8 @@ static void report_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor report [--json] [--date] DIR\n\n"
 		"Prints every event of the session DIR in time order, one per line:\n"
-		"time, CPU, task, system:event and its fields.\n\n"
+		"time, CPU, task, system:event and its fields.  Recorded text is escaped\n"
+		"for the terminal (control bytes as \\n, \\t, \\r, \\xNN); --json keeps the bytes.\n\n"
 		"  --json      JSON lines: ts (ns), domain, cpu, pid, comm, event, fields\n"
 		"  --date      the wall-clock time (UTC) instead of the trace clock's seconds;\n"
 		"              with --json, a \"date\" key beside ts\n"
