@@ -173,7 +173,7 @@ void tv_strbuf_free(struct tv_strbuf *sb)
  * (x - 0x20) & ~x flags a byte below 0x20, (x + 1) | x one at or above
  * 0x7f; a borrow or carry only crosses from a byte that is itself flagged.
  */
-static int text_needs_escape(const unsigned char *s, size_t n)
+static inline __attribute__((always_inline)) int text_needs_escape(const unsigned char *s, size_t n)
 {
 	size_t i = 0;
 
