@@ -986,8 +986,15 @@ int tv_guest_stop(struct tv_guest *g)
 		char hp[PATH_MAX + 16];
 
 		snprintf(hp, sizeof(hp), "%s/header_page", g->dir);
-		if (access(hp, R_OK))
+		if (access(hp, R_OK) && !strncmp(g->status, "truncated: ", 11)) {
+			/* what cut it short is the reason, not the missing file */
+			char why[300];
+
+			snprintf(why, sizeof(why), "%s", g->status + 11);
+			snprintf(g->status, sizeof(g->status), "failed: %s (before the header_page)", why);
+		} else if (access(hp, R_OK)) {
 			snprintf(g->status, sizeof(g->status), "failed: the agent sent no header_page");
+		}
 	} else if (!strncmp(g->status, "truncated", 9)) {
 		char why[300];
 
