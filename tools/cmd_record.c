@@ -67,6 +67,7 @@ struct record_cli {
 	double deadline;		/* --duration: CLOCK_MONOTONIC seconds, 0: none */
 	int why_signal;			/* the signal that stopped the recording, 0: none */
 	int second_signal;		/* the one that cut the stop short, 0: none */
+	int stopping;			/* in tv_session_record_stop(): a signal cuts it short */
 	int signal_err;			/* reading the signalfd failed: -errno (said) */
 	const char *guest_filters[TV_GUEST_MAX_FILTERED_ITEMS];
 	struct tv_guest_spec specs[MAX_GUESTS];
@@ -153,7 +154,7 @@ static void record_usage(FILE *out)
 		"Stopping takes 10 s at most (each guest's END awaited 7 s); a second Ctrl-C\n"
 		"stops at once, the session kept.  Exit status: 0 recorded, every guest\n"
 		"complete; 1 error; 2 invalid command line; COMMAND's when it fails on its own\n"
-		"(128+N: killed by signal N); 128+N when a second signal N cut the stop short;\n"
+		"(128+N: killed by signal N); 128+N when a signal N cut the stop short;\n"
 		"3 recorded, but a guest's stream incomplete (truncated, failed or rejected:\n"
 		"named on stderr).\n",
 		TV_RECORD_DEFAULT_BUFFER_KB, TV_XEN_DEFAULT_PAGES, MAX_GUESTS,
@@ -605,8 +606,9 @@ static int next_signal(struct record_cli *cli, struct signalfd_siginfo *si)
 
 /*
  * opts.cancel: a signal while the library waits for the guests (start or
- * stop).  The first stop signal stops the recording, a second one cuts the
- * guests' end short; both give up the library's wait.
+ * stop).  At start, a stop signal stops the recording; during the stop
+ * (after a signal, --duration or COMMAND's end) it cuts the guests' end
+ * short; both give up the library's wait.
  */
 static int record_cancel(void *ctx)
 {
@@ -619,7 +621,7 @@ static int record_cancel(void *ctx)
 
 		if (signo == SIGUSR1) {
 			tv_cli_error("record", "SIGUSR1 ignored: the recording is starting or stopping");
-		} else if (is_stop_signal(signo) && !cli->why_signal) {
+		} else if (is_stop_signal(signo) && !cli->stopping) {
 			cli->why_signal = signo;
 			if (!cli->quiet)
 				fprintf(stderr, "tracevisor record: %s while waiting for the guests: stopping\n",
@@ -627,8 +629,8 @@ static int record_cancel(void *ctx)
 			return 1;
 		} else if (is_stop_signal(signo)) {
 			cli->second_signal = signo;
-			fprintf(stderr, "tracevisor record: %s again: stopping now, without waiting for the guests' END\n",
-				stop_signal_name(signo));
+			fprintf(stderr, "tracevisor record: %s%s: stopping now, without waiting for the guests' END\n",
+				stop_signal_name(signo), cli->why_signal ? " again" : " during the stop");
 			return 1;
 		}
 	}
@@ -912,8 +914,8 @@ static int run_command(struct record_cli *cli, const sigset_t *saved, pid_t *chi
 
 /*
  * The exit status (doc/man/tracevisor-record.1, EXIT STATUS), first that
- * applies: 1 an error; COMMAND's failure; 128+N when a second signal N cut
- * the stop short; EXIT_INCOMPLETE when a guest is incomplete; else 0.
+ * applies: 1 an error; COMMAND's failure; 128+N when a signal N cut the
+ * stop short; EXIT_INCOMPLETE when a guest is incomplete; else 0.
  */
 static int record_status(struct record_cli *cli, int ret, int command_ended_itself, int status,
 			 size_t incomplete)
@@ -992,6 +994,7 @@ int cmd_record(int argc, char **argv)
 	flight_end(&cli);
 	if (cli.why_signal && cli.nr_guests && !cli.quiet)
 		fprintf(stderr, "tracevisor record: stopping: the guests' END awaited 7 s at most (Ctrl-C again to stop at once)\n");
+	cli.stopping = 1;
 	ret = tv_session_record_stop(srec) ? -1 : ret;
 	if (!ret && cli.signal_err)
 		ret = cli.signal_err;	/* said when it happened */
@@ -1017,7 +1020,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "tracevisor record: %zu of %zu guests incomplete: %s\n", incomplete,
 			cli.nr_guests, incomplete_names);
 	if (!ret && cli.second_signal)
-		fprintf(stderr, "tracevisor record: the stop was cut short by a second %s: the session holds what reached the disk; exit status %d\n",
-			stop_signal_name(cli.second_signal), code);
+		fprintf(stderr, "tracevisor record: the stop was cut short by %s%s: the session holds what reached the disk; exit status %d\n",
+			cli.why_signal ? "a second " : "", stop_signal_name(cli.second_signal), code);
 	return code;
 }

@@ -11,8 +11,9 @@
 #  b. a guest that never answers START, and one whose socket does not exist
 #     yet (the 30 s connect wait): SIGINT during the wait for guests (COMMAND
 #     not run), and --duration 2 (the wait is part of the duration);
-#  c. a second SIGINT during the stop: record ends at once (exit 130), the
-#     session valid (report reads the host), no tracefs instance left;
+#  c. a second SIGINT during the stop (or a first one in the stop that
+#     --duration began): record ends at once (exit 130), the session valid
+#     (report reads the host), no tracefs instance left;
 #  d. META ncpus=1024 under `ulimit -n 1024`: ends in time, or fails with
 #     one line; no hang;
 #  e. exit statuses: an incomplete guest -> 3 (named in one line), an honest
@@ -160,6 +161,18 @@ case $(gstatus "$S" evil) in "truncated: the stop was cut short"*) ;; *) fail "n
 [ -e "$S/session.meta" ] || fail "second SIGINT: no session.meta"
 host_reads "$S"
 ! instance_left $R || fail "second SIGINT: instance tracevisor-$R left"
+
+# a first SIGINT during a stop that --duration began: at once too
+agent noend ne2
+S=$TV_TMP/c2
+"$TV" record -q -o "$S" "${REC[@]}" --guest "serial:$TV_TMP/ne2.sock,name:evil" --duration 1 2>"$TV_TMP/c2.err" & R=$!
+PIDS="$PIDS $R"
+wait_file "$TV_TMP/ne2.up"; sleep 2
+t0=$(date +%s%N); kill -INT $R; wait $R; rc=$?
+stop_within "no END, SIGINT during the stop of --duration 1" "$t0" 2000
+expect_eq "SIGINT during the stop of --duration: exit status" "$rc" 130
+host_reads "$S"
+! instance_left $R || fail "SIGINT during the stop: instance tracevisor-$R left"
 
 # -- d. META ncpus=1024 with 1024 open files at most: no hang
 agent wide w
