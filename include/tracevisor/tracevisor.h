@@ -1724,6 +1724,19 @@ struct tv_session_record_opts {
 		       const char *detail);
 	void *notify_ctx;
 	/*
+	 * Interruptions (record: its signalfd).  When @cancel is set, the
+	 * waits for the guests (at start, until they trace; at stop, until
+	 * they end) also watch @cancel_fd and, each time it is readable, call
+	 * @cancel(@notify_ctx): 1 gives up waiting, 0 waits on.  At start,
+	 * tv_session_record_start() then returns 0 at once, with the guests
+	 * not tracing yet still unanswered (stop the session next); at stop,
+	 * every guest's end is cut short (status truncated, what it sent
+	 * kept) and the stop goes on with the host.  Without an interruption
+	 * the stop ends the guests in parallel, each within 7 s of the request.
+	 */
+	int (*cancel)(void *ctx);
+	int cancel_fd;
+	/*
 	 * User-space tracing on the host (record --ust): listen on the
 	 * registration socket (@ust_socket; NULL: $TRACEVISOR_UST_SOCK, else
 	 * /run/tracevisor/ust.sock) and enable these globs on PROVIDER:EVENT
@@ -1770,7 +1783,8 @@ void tv_session_record_tick(struct tv_session_record *s);
 int tv_session_record_tick_ms(const struct tv_session_record *s);
 /*
  * Stop in order: the guests (all at once: a dead one does not hold the
- * others), the last dom0/Xen probes, Xen's recorder, xen/ listed in
+ * others; each ends within 7 s, or at once after an interruption through
+ * opts.cancel), the last dom0/Xen probes, Xen's recorder, xen/ listed in
  * session.meta, the host recorder.  Return: 0 or -1 (logged).
  */
 int tv_session_record_stop(struct tv_session_record *s);
