@@ -38,13 +38,18 @@
 #include "guest_stream.h"
 #include "guest_libvirt.h"
 #include "probe_sched.h"
+#include "guest_stop.h"
 #include "../xen/xen_internal.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define PING_TIMEOUT_S 2.0
-#define END_PROBES_TIMEOUT_S 3.0
-#define END_TIMEOUT_S 10.0	/* after STOP, and after each data read since */
-#define END_MAX_S 60.0		/* after STOP, whatever still arrives */
+#define END_PROBES_TIMEOUT_S 3.0	/* after the stop request: the last probes, then STOP */
+/*
+ * After the stop request, the whole end sequence (last probes, STOP, the
+ * agent's drain, END) at most: the session's stop must end in 10 s whatever
+ * a guest does (doc/agent-protocol.md), and the host still drains after.
+ */
+#define STOP_MAX_S 7.0
 #define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
 #define PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
@@ -61,7 +66,11 @@ enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_
  * pthread_join() in tv_guest_stop()/_destroy()) beside the caller's.
  *   ready          under lock; cond signals its change (tv_guest_start
  *                  waits on it for the guest's first answer)
- *   stop_fd        an eventfd: the caller writes it, the thread polls it
+ *   finished       under lock: the thread is about to return
+ *   stop_req, abort_req, stop_deadline
+ *                  set by the caller (atomics; the deadline before the
+ *                  release store of stop_req), then stop_fd written
+ *   stop_fd        an eventfd that wakes the thread: the flags say why
  *   rec            shared host recorder: its own lock covers what the
  *                  thread adds (vCPUs, VM names, domains), see kvm/record.c
  *   everything else (fd, gs, phase, probes, counts, status) belongs to the
@@ -82,10 +91,14 @@ struct tv_guest {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int ready;			/* 1 ready, <0 failed, 0 not yet */
+	int finished;			/* the thread ends (under lock) */
+	int stop_req, abort_req;	/* atomics, set by the caller */
+	double stop_deadline;		/* stop request + STOP_MAX_S */
+	int stop_asked;			/* the thread saw stop_req */
+	uint64_t bytes_after_stop;	/* read after STOP was sent */
 	enum guest_phase phase;
 	struct tv_guest_stream gs;
 	double deadline;
-	double stopped_at;		/* when STOP was sent (PHASE_STOPPED) */
 	struct tv_probe_sched sched;	/* this guest's probe rounds */
 	uint64_t next_seq;
 	unsigned burst_left;
@@ -298,6 +311,40 @@ static int connect_serial(const struct tv_guest_spec *spec)
 	return fd;
 }
 
+/* The wake-up from the caller: emptied; the flags below say why. */
+static void guest_take_wakeup(struct tv_guest *g)
+{
+	uint64_t v;
+
+	if (read(g->stop_fd, &v, sizeof(v)) < 0 && errno != EAGAIN && errno != EINTR)
+		tv_warn("Cannot read the guest thread's eventfd: name=\"%s\", errno=%d (%s)",
+			g->spec.name, errno, strerror(errno));
+}
+
+/*
+ * The caller's requests (tv_guest_request_stop(), tv_guest_abort()), read
+ * from the flags: the eventfd only wakes the thread, so a lost wake-up
+ * delays a request by one poll (50 ms) at most, never loses it.
+ * Return: 1 when the stop is to be cut short, else 0.
+ */
+static int guest_check_requests(struct tv_guest *g)
+{
+	if (!g->stop_asked && __atomic_load_n(&g->stop_req, __ATOMIC_ACQUIRE))
+		g->stop_asked = 1;	/* stop_deadline is now valid */
+	return __atomic_load_n(&g->abort_req, __ATOMIC_ACQUIRE);
+}
+
+/* How long a wait may last: @cap_ms, less once stopping (the stop's deadline). */
+static int guest_wait_ms(struct tv_guest *g, int cap_ms)
+{
+	double left;
+
+	if (!g->stop_asked)
+		return cap_ms;
+	left = (g->stop_deadline - now_s()) * 1000.0;
+	return left <= 0 ? 0 : left < cap_ms ? (int)left + 1 : cap_ms;
+}
+
 static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, size_t len)
 {
 	unsigned char frame[TV_PROTO_HDR_SIZE + 512];
@@ -315,10 +362,20 @@ static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, si
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = g->fd, .events = POLLOUT };
+			/* a guest that reads nothing: bounded, and an abort cuts it short */
+			struct pollfd pfd[2] = { { .fd = g->fd, .events = POLLOUT },
+						 { .fd = g->stop_fd, .events = POLLIN } };
+			int n = poll(pfd, 2, guest_wait_ms(g, SEND_TIMEOUT_MS));
 
-			if (poll(&pfd, 1, SEND_TIMEOUT_MS) <= 0)
+			if (n < 0 && errno != EINTR)
+				return -errno;
+			if (n > 0 && (pfd[1].revents & POLLIN)) {
+				guest_take_wakeup(g);
+				if (guest_check_requests(g))
+					return -ECANCELED;
+			} else if (n == 0) {
 				return -ETIMEDOUT;
+			}
 			continue;
 		}
 		if (w <= 0)
@@ -497,16 +554,17 @@ static int guest_connect(struct tv_guest *g)
 	double give_up = now_s() + CONNECT_TIMEOUT_S;
 	uint64_t nonce;
 	char *start;
-	int fd, ret;
+	int fd, ret, n;
 
 	for (;;) {
-		uint64_t v;
+		struct pollfd pfd = { .fd = g->stop_fd, .events = POLLIN };
 
 		fd = g->spec.vsock_cid ? connect_vsock(&g->spec) : connect_serial(&g->spec);
 		if (fd >= 0)
 			break;
 		/* The agent may not listen yet: retry until stopped or too late. */
-		if (now_s() > give_up || read(g->stop_fd, &v, sizeof(v)) == sizeof(v)) {
+		guest_check_requests(g);
+		if (now_s() > give_up || g->stop_asked) {
 			char where[PATH_MAX + 32];
 
 			if (g->spec.vsock_cid)
@@ -517,7 +575,12 @@ static int guest_connect(struct tv_guest *g)
 				  where, -fd, strerror(-fd));
 			return fd;
 		}
-		usleep(200000);
+		/* 200 ms, or less when the caller stops the recording */
+		n = poll(&pfd, 1, 200);
+		if (n > 0)
+			guest_take_wakeup(g);
+		else if (n < 0 && errno != EINTR)
+			usleep(200000);	/* the flags are read at the next try */
 	}
 	g->fd = fd;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -551,9 +614,14 @@ static int guest_connect(struct tv_guest *g)
 	return 0;
 }
 
-/* Timed work: probes, the end sequence, deadlines. */
-static int guest_tick(struct tv_guest *g, int stop_asked)
+/*
+ * Timed work: probes, the end sequence, deadlines.  Once the caller asked
+ * to stop, every phase ends by stop_deadline (STOP_MAX_S after the
+ * request), whatever the guest sends or withholds.
+ */
+static int guest_tick(struct tv_guest *g)
 {
+	int stop_asked = g->stop_asked;
 	double now = now_s();
 	int ret = 0;
 
@@ -568,7 +636,7 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 		if (g->gs.ready && !ret)
 			ret = probe_round(g, n);
 		g->phase = PHASE_ENDING;
-		g->deadline = now + END_PROBES_TIMEOUT_S;
+		g->deadline = g->stop_deadline - STOP_MAX_S + END_PROBES_TIMEOUT_S;
 	}
 	if (g->phase == PHASE_RUN && g->ready == 1 && tv_probe_sched_due(&g->sched, now))
 		ret = probe_round(g, 1);
@@ -579,25 +647,32 @@ static int guest_tick(struct tv_guest *g, int stop_asked)
 		save_tsc(g);
 		ret = guest_send(g, TV_MSG_STOP, NULL, 0);
 		g->phase = PHASE_STOPPED;
-		g->stopped_at = now;
-		g->deadline = now + END_TIMEOUT_S;
+		/* no wait restarts with what still arrives: a slow channel is cut here */
+		g->deadline = g->stop_deadline;
+		/* nothing of this session came (no HELLO): no END to wait for */
+		if (!g->gs.synced)
+			g->deadline = now;
 	}
 	if (ret && g->phase != PHASE_DRAIN) {
 		/* A dead guest often shows first as a failed send: keep what it sent. */
 		g->send_err = -ret;
 		g->phase = PHASE_DRAIN;
 		g->deadline = now + DRAIN_TIMEOUT_S;
+		if (stop_asked && g->deadline > g->stop_deadline)
+			g->deadline = g->stop_deadline;
 	} else if (g->phase == PHASE_DRAIN && now > g->deadline)
 		guest_end(g, "truncated: cannot send to the agent: errno=%d", g->send_err);
 	else if (g->phase == PHASE_STOPPED && g->gs.ended)
 		guest_end(g, "complete");
-	else if (g->phase == PHASE_STOPPED && now > g->deadline && !g->gs.synced)
+	else if (g->phase == PHASE_STOPPED && now >= g->deadline && !g->gs.synced)
 		/* nothing it sent was this session's: no agent, or not one of ours */
 		guest_end(g, "failed: no reply to START from the agent (no HELLO echoing its nonce in %llu bytes received)",
 			  (unsigned long long)g->gs.stale_bytes + g->gs.len);
 	else if (g->phase == PHASE_STOPPED && now > g->deadline)
-		guest_end(g, "truncated: no END from the agent within %.0f s of its last data (%.0f s at most after STOP)",
-			  END_TIMEOUT_S, END_MAX_S);
+		guest_end(g, "truncated: no END from the agent within %.0f s of the stop (%llu bytes came after STOP)",
+			  STOP_MAX_S, (unsigned long long)g->bytes_after_stop);
+	else if (stop_asked && now > g->stop_deadline)
+		guest_end(g, "truncated: the agent did not end within %.0f s of the stop", STOP_MAX_S);
 	return ret;
 }
 
@@ -614,14 +689,11 @@ static void guest_read(struct tv_guest *g, unsigned char *buf)
 	}
 	/*
 	 * A slow channel (a Xen PV console through QEMU: tens of KB/s under
-	 * TCG) may still be flushing the guest's buffers at STOP: the END
-	 * wait restarts with each read, up to END_MAX_S after STOP.
+	 * TCG) may still be flushing the guest's buffers at STOP: what comes
+	 * before the stop's deadline is kept, and counted for the status.
 	 */
-	if (g->phase == PHASE_STOPPED) {
-		double now = now_s(), cap = g->stopped_at + END_MAX_S;
-
-		g->deadline = now + END_TIMEOUT_S < cap ? now + END_TIMEOUT_S : cap;
-	}
+	if (g->phase == PHASE_STOPPED)
+		g->bytes_after_stop += (uint64_t)n;
 	if (tv_guest_stream_feed(&g->gs, buf, (size_t)n)) {
 		guest_end(g, "truncated: %s", g->gs.error);
 		return;
@@ -630,36 +702,51 @@ static void guest_read(struct tv_guest *g, unsigned char *buf)
 		guest_end(g, "truncated: the agent ended the stream on its own");
 }
 
+/* The thread's last act: tv_guest_finished() may now say so. */
+static void guest_thread_done(struct tv_guest *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->finished = 1;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void guest_loop(struct tv_guest *g, unsigned char *buf)
+{
+	while (g->phase != PHASE_DONE) {
+		struct pollfd pfd[2] = { { .fd = g->fd, .events = POLLIN },
+					 { .fd = g->stop_fd, .events = POLLIN } };
+		int n = poll(pfd, 2, 50);
+
+		if (n < 0 && errno != EINTR) {
+			guest_end(g, "truncated: poll failed: errno=%d (%s)", errno, strerror(errno));
+			break;
+		}
+		if (n > 0 && (pfd[1].revents & POLLIN))
+			guest_take_wakeup(g);
+		if (guest_check_requests(g)) {
+			/* a second interrupt: what the agent sent so far is kept */
+			guest_end(g, "truncated: the stop was cut short (interrupted) before the agent's END");
+			break;
+		}
+		if (n > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			guest_read(g, buf);
+		if (g->phase != PHASE_DONE)
+			guest_tick(g);
+	}
+}
+
 static void *guest_thread(void *arg)
 {
 	struct tv_guest *g = arg;
 	unsigned char *buf = malloc(READ_CHUNK);
-	int stop_asked = 0;
 
-	if (!buf) {
+	if (!buf)
 		guest_end(g, "failed: out of memory");
-		return NULL;
-	}
-	if (guest_connect(g)) {
-		free(buf);
-		return NULL;
-	}
-	while (g->phase != PHASE_DONE) {
-		struct pollfd pfd[2] = { { .fd = g->fd, .events = POLLIN },
-					 { .fd = g->stop_fd, .events = POLLIN } };
-
-		if (poll(pfd, stop_asked ? 1 : 2, 50) < 0 && errno != EINTR) {
-			guest_end(g, "truncated: poll failed: errno=%d", errno);
-			break;
-		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))
-			guest_read(g, buf);
-		if (!stop_asked && (pfd[1].revents & POLLIN))
-			stop_asked = 1;
-		if (g->phase != PHASE_DONE)
-			guest_tick(g, stop_asked);
-	}
+	else if (!guest_connect(g))
+		guest_loop(g, buf);
 	free(buf);
+	guest_thread_done(g);
 	return NULL;
 }
 
@@ -869,12 +956,51 @@ static int guest_write_meta(struct tv_guest *g)
 	return tv_meta_write(m, path);
 }
 
-void tv_guest_request_stop(struct tv_guest *g)
+/* Wake the thread; it reads the flags every 50 ms anyway (a failure only delays). */
+static void guest_wake(struct tv_guest *g)
 {
 	uint64_t one = 1;
 
-	if (g->started && write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
+	if (write(g->stop_fd, &one, sizeof(one)) != sizeof(one))
 		tv_warn("Cannot signal guest thread: name=\"%s\", errno=%d (%s)", g->spec.name, errno, strerror(errno));
+}
+
+/* The stop's deadline is set once, by the first request (stop or abort). */
+static void guest_set_stop(struct tv_guest *g, double deadline)
+{
+	if (__atomic_load_n(&g->stop_req, __ATOMIC_RELAXED))
+		return;
+	g->stop_deadline = deadline;
+	__atomic_store_n(&g->stop_req, 1, __ATOMIC_RELEASE);
+}
+
+void tv_guest_request_stop(struct tv_guest *g)
+{
+	if (!g->started)
+		return;
+	guest_set_stop(g, now_s() + STOP_MAX_S);
+	guest_wake(g);
+}
+
+void tv_guest_abort(struct tv_guest *g)
+{
+	if (!g->started)
+		return;
+	guest_set_stop(g, now_s());
+	__atomic_store_n(&g->abort_req, 1, __ATOMIC_RELEASE);
+	guest_wake(g);
+}
+
+bool tv_guest_finished(struct tv_guest *g)
+{
+	bool done;
+
+	if (!g->started)
+		return true;
+	pthread_mutex_lock(&g->lock);
+	done = g->finished;
+	pthread_mutex_unlock(&g->lock);
+	return done;
 }
 
 int tv_guest_stop(struct tv_guest *g)
@@ -896,8 +1022,15 @@ int tv_guest_stop(struct tv_guest *g)
 		char hp[PATH_MAX + 16];
 
 		snprintf(hp, sizeof(hp), "%s/header_page", g->dir);
-		if (access(hp, R_OK))
+		if (access(hp, R_OK) && !strncmp(g->status, "truncated: ", 11)) {
+			/* what cut it short is the reason, not the missing file */
+			char why[300];
+
+			snprintf(why, sizeof(why), "%s", g->status + 11);
+			snprintf(g->status, sizeof(g->status), "failed: %s (before the header_page)", why);
+		} else if (access(hp, R_OK)) {
 			snprintf(g->status, sizeof(g->status), "failed: the agent sent no header_page");
+		}
 	} else if (!strncmp(g->status, "truncated", 9)) {
 		char why[300];
 
@@ -956,13 +1089,11 @@ const char *tv_guest_name(const struct tv_guest *g)
 
 void tv_guest_destroy(struct tv_guest *g)
 {
-	uint64_t one = 1;
-
 	if (!g)
 		return;
 	if (g->started) {
-		if (write(g->stop_fd, &one, sizeof(one)) < 0)
-			tv_warn("Cannot signal guest thread: errno=%d (%s)", errno, strerror(errno));
+		/* not stopped (an error path): nobody will read its end, no END wait */
+		tv_guest_abort(g);
 		pthread_join(g->thread, NULL);
 	}
 	if (g->fd >= 0)

@@ -10,6 +10,10 @@
  *          last dom0/Xen probe burst, Xen stopped, xen/ listed in
  *          session.meta (written by the host recorder), host stopped
  *
+ * Both waits for the guests (start: until they trace; stop: until they
+ * end, each by its own deadline) watch opts.cancel_fd, so that the
+ * caller's Ctrl-C is heard while a guest withholds its answer.
+ *
  * The dom0/Xen probes follow the guests' schedule (host/probe_sched.c).
  * The library prints nothing; tv_session_record_opts.notify hears what a
  * user should know.
@@ -26,6 +30,9 @@
 #include "tv_internal.h"
 #include "probe_sched.h"
 #include "ust_record.h"
+#include "guest_stop.h"
+
+#include <poll.h>
 
 /* dom0/Xen probe rounds at start and end, like the guests' bursts. */
 #define XEN_EDGE_PROBES 3
@@ -45,6 +52,7 @@ struct tv_session_record {
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
 	double next_scan;		/* of /proc for new VMs */
+	int wait_err;			/* poll() of cancel_fd failed: -errno, logged */
 };
 
 static void notify(struct tv_session_record *s, enum tv_session_note note, const char *name,
@@ -136,11 +144,88 @@ static int start_ust(struct tv_session_record *s)
 	return tv_ust_recorder_start(&uo, &s->ust);
 }
 
+/*
+ * Wait up to @ms for an interruption (opts.cancel).  Return: true to give
+ * up waiting: the caller's cancel said so, or poll() failed (then logged,
+ * and the stop says so: a wait that cannot watch for Ctrl-C is not kept).
+ */
+static bool session_interrupted(struct tv_session_record *s, int ms)
+{
+	struct pollfd pfd = { .fd = s->opts.cancel_fd, .events = POLLIN };
+	int n;
+
+	if (!s->opts.cancel) {
+		poll(NULL, 0, ms);
+		return false;
+	}
+	n = poll(&pfd, 1, ms);
+	if (n < 0 && errno != EINTR) {
+		tv_err("Cannot wait for an interruption: fd=%d, errno=%d (%s)", s->opts.cancel_fd,
+		       errno, strerror(errno));
+		s->wait_err = -errno;
+		return true;
+	}
+	return n > 0 && s->opts.cancel(s->opts.notify_ctx) != 0;
+}
+
+static void notify_not_ready(struct tv_session_record *s, struct tv_guest *g, int err)
+{
+	struct tv_guest_stats st;
+
+	tv_guest_get_stats(g, &st);
+	notify(s, TV_SESSION_GUEST_NOT_READY, tv_guest_name(g), err, st.status[0] ? st.status : NULL);
+}
+
+/*
+ * The workload starts once every guest traces (or gave up): one timeout
+ * for all, each guest said once, as it fails or at the timeout; an
+ * interruption ends the wait at once (the guests are then stopped).
+ */
+static int wait_guests_ready(struct tv_session_record *s, int timeout_ms)
+{
+	double deadline = tv_probe_sched_now() + timeout_ms / 1000.0;
+	char *said = calloc(s->opts.nr_guests ? s->opts.nr_guests : 1, 1);
+
+	if (!said)
+		return -ENOMEM;
+	for (;;) {
+		size_t waiting = 0;
+		double left;
+
+		for (size_t i = 0; i < s->opts.nr_guests; i++) {
+			int ret;
+
+			if (said[i])
+				continue;
+			ret = tv_guest_wait_ready(s->guests[i], 0);
+			if (ret == -ETIMEDOUT) {
+				waiting++;
+				continue;
+			}
+			said[i] = 1;
+			if (ret)
+				notify_not_ready(s, s->guests[i], ret);
+		}
+		left = deadline - tv_probe_sched_now();
+		if (!waiting)
+			break;
+		if (left <= 0) {
+			for (size_t i = 0; i < s->opts.nr_guests; i++)
+				if (!said[i])
+					notify_not_ready(s, s->guests[i], -ETIMEDOUT);
+			break;
+		}
+		if (session_interrupted(s, left < 0.02 ? (int)(left * 1000) + 1 : 20))
+			break;
+	}
+	free(said);
+	return s->wait_err;
+}
+
 static int start_guests(struct tv_session_record *s)
 {
 	int timeout = s->opts.guest_ready_timeout_ms > 0 ? s->opts.guest_ready_timeout_ms
 							 : TV_SESSION_GUEST_READY_TIMEOUT_MS;
-	double deadline;
 	int ret;
 
 	for (size_t i = 0; i < s->opts.nr_guests; i++) {
@@ -149,21 +234,7 @@ static int start_guests(struct tv_session_record *s)
 		if (ret)
 			return ret;
 	}
-	/* The workload starts once every guest traces (or gave up): one timeout for all. */
-	deadline = tv_probe_sched_now() + timeout / 1000.0;
-	for (size_t i = 0; i < s->opts.nr_guests; i++) {
-		double left = deadline - tv_probe_sched_now();
-
-		ret = tv_guest_wait_ready(s->guests[i], left > 0 ? (int)(left * 1000) : 0);
-		if (ret) {
-			struct tv_guest_stats st;
-
-			tv_guest_get_stats(s->guests[i], &st);
-			notify(s, TV_SESSION_GUEST_NOT_READY, tv_guest_name(s->guests[i]), ret,
-			       st.status[0] ? st.status : NULL);
-		}
-	}
-	return 0;
+	return wait_guests_ready(s, timeout);
 }
 
 /*
@@ -275,6 +346,33 @@ void tv_session_record_tick(struct tv_session_record *s)
 	}
 }
 
+/*
+ * Every guest ends by its own deadline (host/guest.c: 7 s after the
+ * request), in parallel; an interruption meanwhile cuts them all short.
+ */
+static void wait_guests_stopped(struct tv_session_record *s)
+{
+	bool aborted = false;
+
+	for (;;) {
+		bool running = false;
+
+		for (size_t i = 0; i < s->opts.nr_guests; i++)
+			if (s->guests[i] && !tv_guest_finished(s->guests[i]))
+				running = true;
+		if (!running)
+			return;
+		if (aborted) {
+			poll(NULL, 0, 10);
+		} else if (session_interrupted(s, 50)) {
+			for (size_t i = 0; i < s->opts.nr_guests; i++)
+				if (s->guests[i])
+					tv_guest_abort(s->guests[i]);
+			aborted = true;
+		}
+	}
+}
+
 int tv_session_record_stop(struct tv_session_record *s)
 {
 	int ret = 0;
@@ -283,6 +381,7 @@ int tv_session_record_stop(struct tv_session_record *s)
 	for (size_t i = 0; i < s->opts.nr_guests; i++)
 		if (s->guests[i])
 			tv_guest_request_stop(s->guests[i]);
+	wait_guests_stopped(s);
 	/* Guests first: their last probes need the host still tracing. */
 	for (size_t i = 0; i < s->opts.nr_guests; i++)
 		if (s->guests[i])
@@ -298,7 +397,7 @@ int tv_session_record_stop(struct tv_session_record *s)
 		ret = -1;
 	if (s->host && tv_recorder_stop(s->host))
 		ret = -1;
-	return ret;
+	return s->wait_err ? -1 : ret;
 }
 
 void tv_session_record_destroy(struct tv_session_record *s)

@@ -30,6 +30,28 @@ void tv_log(enum tv_log_level level, const char *fmt, ...)
 #define tv_info(...)  tv_log(TV_LOG_INFO, __VA_ARGS__)
 #define tv_debug(...) tv_log(TV_LOG_DEBUG, __VA_ARGS__)
 
+/* ------------------------------------------------ writes from mappings */
+
+struct iovec;
+/* Per output file: whether its writes go through a copy, and the copy's buffer. */
+struct tv_bounce {
+	int on;		/* a write from the mapping failed with EFAULT once */
+	char *buf;	/* malloc'd on first use; tv_bounce_free() */
+};
+#define TV_WRITE_MAPPED_MAX_IOV 8
+/*
+ * tv_write_mapped - write @n (at most 8) pieces of memory, maybe a foreign
+ * or device mapping, to @fd whole (lib/write_mapped.c)
+ * @b: the file's state, zeroed at its open
+ *
+ * One writev from the memory itself; where the file system cannot take
+ * that (EFAULT: 9p, NFS direct I/O cannot pin VM_PFNMAP pages), the bytes
+ * go through a copy, for this file from then on, silently.
+ * Threads: one thread per @b.  Return: 0 or -errno (nothing logged).
+ */
+int tv_write_mapped(int fd, const struct iovec *iov, int n, struct tv_bounce *b);
+void tv_bounce_free(struct tv_bounce *b);
+
 /* --------------------------------------------------------------- arrays */
 
 /* The TSC now, as the x86-tsc trace clock reads it (0 off x86). */

@@ -35,6 +35,12 @@ struct tv_top;
 int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort);
 /* @s as a JSON string on stdout. */
 void tv_cli_json_str(const char *s);
+/*
+ * @s escaped for the terminal (tv_text_escape(): recorded names come from
+ * guests), in one of 8 rotating buffers of this thread, cut at 1 KiB: for
+ * up to 8 uses in one printf's arguments.
+ */
+const char *tv_cli_text(const char *s);
 /* Exit status for a library error code. */
 int tv_cli_status(int err);
 /* Silence the library's messages (a probe whose failure the real call will

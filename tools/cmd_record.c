@@ -3,7 +3,10 @@
  * tracevisor record: drive the recorder until COMMAND exits, the duration
  * ends, or SIGINT/SIGTERM/SIGHUP.  Signals are taken through a signalfd so
  * that stopping always runs the same path: tracing off, every CPU drained,
- * metadata written, tracefs instance removed.
+ * metadata written, tracefs instance removed.  The signalfd is watched
+ * through every wait, the library's for the guests included (opts.cancel):
+ * the first signal stops (within 10 s whatever the guests do), a second
+ * one cuts the guests' end short.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +29,10 @@
 
 #define MAX_EVENTS TV_SESSION_MAX_EVENTS
 #define MAX_GUESTS 16
+
+/* Exit statuses besides 0, 1 (error) and COMMAND's (doc/man/tracevisor-record.1). */
+#define EXIT_USAGE 2		/* invalid command line */
+#define EXIT_INCOMPLETE 3	/* recorded, but a guest's stream is not complete */
 
 /* Long-only options (no short letter). */
 enum {
@@ -55,7 +62,13 @@ struct record_cli {
 	size_t guest_items;		/* items in guest_events */
 	size_t last_guest_first, last_guest_n;	/* the last --guest-events' items */
 	int last_was_guest;		/* the last event option was --guest-events */
-	int guest_refused;		/* an agent refused what it was asked: exit 1 */
+	int guest_refused;		/* an agent refused what it was asked: said even with -q */
+	int sfd;			/* the signalfd (SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1) */
+	double deadline;		/* --duration: CLOCK_MONOTONIC seconds, 0: none */
+	int why_signal;			/* the signal that stopped the recording, 0: none */
+	int second_signal;		/* the one that cut the stop short, 0: none */
+	int stopping;			/* in tv_session_record_stop(): a signal cuts it short */
+	int signal_err;			/* reading the signalfd failed: -errno (said) */
 	const char *guest_filters[TV_GUEST_MAX_FILTERED_ITEMS];
 	struct tv_guest_spec specs[MAX_GUESTS];
 	const char *ust_patterns[MAX_EVENTS];
@@ -90,7 +103,7 @@ static void record_usage(FILE *out)
 		"                          (entry and return probes; stat gives its latency rows)\n"
 		"  -b, --buffer KB         ring buffer per CPU in KB (default: %d)\n"
 		"      --clock CLOCK       trace clock: local, global, mono, boot, x86-tsc... (default: local)\n"
-		"      --duration SECONDS  stop after SECONDS\n"
+		"      --duration SECONDS  stop SECONDS after the start (the wait for the guests included)\n"
 		"  -q, --quiet             no progress or summary\n"
 		"      --compress          compress the stream files (zstd) once recorded, as\n"
 		"                          `tracevisor compress DIR` does\n"
@@ -137,7 +150,13 @@ static void record_usage(FILE *out)
 		"                          carries tens of KB/s)\n"
 		"      --guest-buffer KB   guest ring buffer per CPU (default: 2048)\n"
 		"      --guest-limit MB    most data accepted per guest (default: %d)\n"
-		"      --sync-interval S   seconds between clock-sync probe rounds (default: 1)\n",
+		"      --sync-interval S   seconds between clock-sync probe rounds (default: 1)\n\n"
+		"Stopping takes 10 s at most (each guest's END awaited 7 s); a second Ctrl-C\n"
+		"stops at once, the session kept.  Exit status: 0 recorded, every guest\n"
+		"complete; 1 error; 2 invalid command line; COMMAND's when it fails on its own\n"
+		"(128+N: killed by signal N); 128+N when a signal N cut the stop short;\n"
+		"3 recorded, but a guest's stream incomplete (truncated, failed or rejected:\n"
+		"named on stderr).\n",
 		TV_RECORD_DEFAULT_BUFFER_KB, TV_XEN_DEFAULT_PAGES, MAX_GUESTS,
 #ifdef TV_HAVE_LIBVIRT
 		"",
@@ -444,24 +463,6 @@ static pid_t start_command(char **command, const sigset_t *saved_mask)
 	return pid;
 }
 
-static int arm_duration(double seconds)
-{
-	struct itimerspec its = { 0 };
-	int fd;
-
-	if (seconds <= 0)
-		return -1;
-	fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	its.it_value.tv_sec = (time_t)seconds;
-	its.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-		its.it_value.tv_nsec = 1;
-	timerfd_settime(fd, 0, &its, NULL);
-	return fd;
-}
-
 /*
  * Host bytes reach the disk when a CPU's ring buffer is half full (the splice
  * wake-up threshold), so a slow host shows 0 for a while; guests stream as
@@ -572,47 +573,131 @@ static void flight_snapshot(struct record_cli *cli, struct tv_session_record *sr
 		fprintf(stderr, "tracevisor record: snapshot -> %s\n", path);
 }
 
-/* Wait for the end of the recording. Return the command's wait status or -1. */
-static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, int sfd,
-			 pid_t child, int *why_signal)
+static int is_stop_signal(int signo)
 {
-	int tfd = arm_duration(cli->duration);
-	struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN }, { .fd = tfd, .events = POLLIN } };
+	return signo == SIGINT || signo == SIGTERM || signo == SIGHUP;
+}
+
+static const char *stop_signal_name(int signo)
+{
+	return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : signo == SIGHUP ? "SIGHUP" : "signal";
+}
+
+/*
+ * One pending signal from the signalfd into @si.  Return: 1, 0 when none is
+ * pending, or -errno: a signalfd that cannot be read cannot stop the
+ * recording, so that is fatal (said once here, the session then stopped).
+ */
+static int next_signal(struct record_cli *cli, struct signalfd_siginfo *si)
+{
+	ssize_t n = read(cli->sfd, si, sizeof(*si));
+
+	if (n == (ssize_t)sizeof(*si))
+		return 1;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (!cli->signal_err) {
+		cli->signal_err = n < 0 ? -errno : -EIO;
+		tv_cli_error("record", "Cannot read signalfd: fd=%d, errno=%d (%s)", cli->sfd,
+			     -cli->signal_err, strerror(-cli->signal_err));
+	}
+	return cli->signal_err;
+}
+
+/*
+ * opts.cancel: a signal while the library waits for the guests (start or
+ * stop).  At start, a stop signal stops the recording; during the stop
+ * (after a signal, --duration or COMMAND's end) it cuts the guests' end
+ * short; both give up the library's wait.
+ */
+static int record_cancel(void *ctx)
+{
+	struct record_cli *cli = ctx;
+	struct signalfd_siginfo si;
+	int ret;
+
+	while ((ret = next_signal(cli, &si)) > 0) {
+		int signo = (int)si.ssi_signo;
+
+		if (signo == SIGUSR1) {
+			tv_cli_error("record", "SIGUSR1 ignored: the recording is starting or stopping");
+		} else if (is_stop_signal(signo) && !cli->stopping) {
+			cli->why_signal = signo;
+			if (!cli->quiet)
+				fprintf(stderr, "tracevisor record: %s while waiting for the guests: stopping\n",
+					stop_signal_name(signo));
+			return 1;
+		} else if (is_stop_signal(signo)) {
+			cli->second_signal = signo;
+			fprintf(stderr, "tracevisor record: %s%s: stopping now, without waiting for the guests' END\n",
+				stop_signal_name(signo), cli->why_signal ? " again" : " during the stop");
+			return 1;
+		}
+	}
+	return ret < 0;
+}
+
+/* Milliseconds to wait for: the next tick, or the end of --duration. */
+static int wait_timeout_ms(const struct record_cli *cli, struct tv_session_record *srec, int *over)
+{
+	int ms = tv_session_record_tick_ms(srec);
+	double left;
+
+	*over = 0;
+	if (cli->deadline <= 0)
+		return ms;
+	left = cli->deadline - now_s();
+	if (left <= 0)
+		*over = 1;
+	return left <= 0 ? 0 : left * 1000 < ms ? (int)(left * 1000) + 1 : ms;
+}
+
+/*
+ * Wait for the end of the recording: COMMAND's exit (its wait status in
+ * *@status), the end of --duration, or a stop signal (cli->why_signal).
+ * Return: 0, or -errno when the wait itself failed (said; stop then).
+ */
+static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, pid_t child,
+			 int *status)
+{
+	struct pollfd pfd = { .fd = cli->sfd, .events = POLLIN };
 	int progress = !cli->quiet && isatty(STDERR_FILENO);
 	double start = now_s();
-	int status = -1;
+	int ret = 0, over;
 
-	for (;;) {
+	while (!ret) {
 		struct signalfd_siginfo si;
-		int n = poll(pfd, tfd >= 0 ? 2 : 1, tv_session_record_tick_ms(srec));
+		int n = poll(&pfd, 1, wait_timeout_ms(cli, srec, &over)), got = 0;
 
+		if (over)
+			break;
+		if (n < 0 && errno != EINTR) {
+			ret = -errno;
+			tv_cli_error("record", "Cannot wait for signals: fd=%d, errno=%d (%s)", cli->sfd,
+				     -ret, strerror(-ret));
+			break;
+		}
 		tv_session_record_tick(srec);	/* probes, vCPU rescans */
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (progress)
 			show_progress(srec, now_s() - start);
-		if (n <= 0)
-			continue;
-		if (tfd >= 0 && (pfd[1].revents & POLLIN))
-			break;
-		if (read(sfd, &si, sizeof(si)) != sizeof(si))
-			continue;
-		if (si.ssi_signo == SIGUSR1) {
-			flight_snapshot(cli, srec);
-			continue;
+		while (n > 0 && (got = next_signal(cli, &si)) > 0) {
+			if (si.ssi_signo == SIGUSR1) {
+				flight_snapshot(cli, srec);
+			} else if (is_stop_signal((int)si.ssi_signo)) {
+				cli->why_signal = (int)si.ssi_signo;
+				break;
+			} else if (child > 0 && waitpid(child, status, WNOHANG) == child) {
+				break;
+			}
 		}
-		if (si.ssi_signo != SIGCHLD) {
-			*why_signal = (int)si.ssi_signo;
-			break;
-		}
-		if (child > 0 && waitpid(child, &status, WNOHANG) == child)
+		if (n > 0 && got < 0)
+			ret = got;
+		if (cli->why_signal || *status != -1)
 			break;
 	}
 	if (progress)
 		fputc('\n', stderr);
-	if (tfd >= 0)
-		close(tfd);
-	return status;
+	return ret;
 }
 
 static void print_summary(const struct record_cli *cli, const struct tv_recorder *rec)
@@ -719,11 +804,15 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
 		/* the one line that says why (a guest filter its kernel refused...),
 		 * after the status word ("failed: ", "truncated: ") */
-		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n", name,
-			strstr(detail, ": ") + 2);
+		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n",
+			tv_cli_text(name), tv_cli_text(strstr(detail, ": ") + 2));	/* the guest's text */
+	else if (note == TV_SESSION_GUEST_NOT_READY && err == -ETIMEDOUT)
+		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (no answer in %.3g s); going on\n",
+			tv_cli_text(name), (cli->so.guest_ready_timeout_ms ? cli->so.guest_ready_timeout_ms
+								 : TV_SESSION_GUEST_READY_TIMEOUT_MS) / 1000.0);
 	else if (note == TV_SESSION_GUEST_NOT_READY)
-		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (%s); going on\n",
-			name, err == -ETIMEDOUT ? "no answer in 30 s" : "failed");
+		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (failed); going on\n",
+			tv_cli_text(name));
 	else if (note == TV_SESSION_XEN_PROBES_FAILED)
 		fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
 }
@@ -746,17 +835,17 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 			snprintf(counts, sizeof(counts), "events unknown (no END), %llu lost",
 				 (unsigned long long)st.lost);
 		fprintf(stderr, "tracevisor record: guest %s: %s, %.1f MB, %u/%u pings, %u/%u hypercall probes: %s%s\n",
-			tv_guest_name(g), counts,
+			tv_cli_text(tv_guest_name(g)), counts,
 			(double)st.bytes / 1e6, st.pongs, st.pings,
-			st.hcalls_done, st.hcalls_asked, st.status,
+			st.hcalls_done, st.hcalls_asked, tv_cli_text(st.status),	/* may quote the agent */
 			st.listed ? "" : " (not in the session)");
 		if (st.pongs_dropped || st.hcalls_dropped)
 			fprintf(stderr, "tracevisor record: guest %s: warning: %llu PONGs and %llu HCALL_DONEs dropped: they answered no outstanding request\n",
-				tv_guest_name(g), (unsigned long long)st.pongs_dropped,
+				tv_cli_text(tv_guest_name(g)), (unsigned long long)st.pongs_dropped,
 				(unsigned long long)st.hcalls_dropped);
 		if (cli->so.ust)
 			fprintf(stderr, "tracevisor record: guest %s: ust: %u processes, %llu events, %llu lost\n",
-				tv_guest_name(g), st.ust_procs, (unsigned long long)st.ust_events,
+				tv_cli_text(tv_guest_name(g)), st.ust_procs, (unsigned long long)st.ust_events,
 				(unsigned long long)st.ust_lost);
 	}
 }
@@ -775,6 +864,77 @@ static void print_ust_summary(const struct record_cli *cli, const struct tv_sess
 			procs, (unsigned long long)events, (unsigned long long)lost, cli->so.host.outdir);
 }
 
+/*
+ * Guests whose stream is not complete (status truncated, failed or
+ * rejected: the session reads without what they lack), as "NAME (WORD)"
+ * into @names, for the one line that explains the exit status.
+ * Return: how many.
+ */
+static size_t find_incomplete(const struct record_cli *cli, const struct tv_session_record *srec,
+			      char *names, size_t size)
+{
+	size_t n = 0, len = 0;
+
+	names[0] = '\0';
+
+	for (size_t i = 0; i < cli->nr_guests; i++) {
+		struct tv_guest *g = tv_session_record_guest(srec, i);
+		struct tv_guest_stats st;
+
+		if (!g)
+			continue;
+		tv_guest_get_stats(g, &st);
+		if (!strcmp(st.status, "complete"))
+			continue;
+		n++;
+		if (len < size)
+			len += (size_t)snprintf(names + len, size - len, "%s%s (%.*s)",
+						n > 1 ? ", " : "", tv_guest_name(g),
+						(int)strcspn(st.status, ":"), st.status);
+	}
+	return n;
+}
+
+/* COMMAND, unless a signal or the end of --duration came first (during the guests' wait). */
+static int run_command(struct record_cli *cli, const sigset_t *saved, pid_t *child)
+{
+	if (!cli->command || cli->why_signal)
+		return 0;
+	if (cli->deadline > 0 && now_s() >= cli->deadline) {
+		tv_cli_error("record", "--duration ended while waiting for the guests: command '%s' not run",
+			     cli->command[0]);
+		return 0;
+	}
+	*child = start_command(cli->command, saved);
+	if (*child < 0) {
+		int err = errno;
+
+		tv_cli_error("record", "Cannot run command: name=\"%s\", errno=%d (%s)",
+			     cli->command[0], err, strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+/*
+ * The exit status (doc/man/tracevisor-record.1, EXIT STATUS), first that
+ * applies: 1 an error; COMMAND's failure; 128+N when a signal N cut the
+ * stop short; EXIT_INCOMPLETE when a guest is incomplete; else 0.
+ */
+static int record_status(struct record_cli *cli, int ret, int command_ended_itself, int status,
+			 size_t incomplete)
+{
+	int code;
+
+	if (ret)
+		return tv_cli_status(ret);
+	if (command_ended_itself && (code = command_status(cli, status)))
+		return code;
+	if (cli->second_signal)
+		return 128 + cli->second_signal;
+	return incomplete ? EXIT_INCOMPLETE : 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_cli cli = { 0 };
@@ -782,12 +942,14 @@ int cmd_record(int argc, char **argv)
 	struct tv_recorder *rec;
 	sigset_t mask, saved;
 	pid_t child = 0;
-	int sfd, ret, status, why_signal = 0, command_ended_itself;
+	int ret, status = -1, command_ended_itself, code;
+	char incomplete_names[1024];
+	size_t incomplete;
 
 	if (parse_record_args(argc, argv, &cli))
-		return 2;
+		return EXIT_USAGE;
 	if (parse_guests(&cli))
-		return 2;
+		return EXIT_USAGE;
 	/* Block before any thread exists so all of them inherit the mask. */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -795,9 +957,9 @@ int cmd_record(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGUSR1);	/* a flight recorder's snapshot */
-	sigprocmask(SIG_BLOCK, &mask, &saved);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (sfd < 0) {
+	/* before any guest can take descriptors: the stop depends on it */
+	if (sigprocmask(SIG_BLOCK, &mask, &saved) ||
+	    (cli.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
 		tv_cli_error("record", "Cannot create signalfd: errno=%d (%s)", errno, strerror(errno));
 		return 1;
 	}
@@ -805,33 +967,41 @@ int cmd_record(int argc, char **argv)
 	cli.so.nr_guests = cli.nr_guests;
 	cli.so.notify = record_notify;
 	cli.so.notify_ctx = &cli;
+	cli.so.cancel = record_cancel;
+	cli.so.cancel_fd = cli.sfd;
+	/* --duration counts from the start: the guests' wait is part of it */
+	if (cli.duration > 0) {
+		cli.deadline = now_s() + cli.duration;
+		if (cli.duration * 1000 < TV_SESSION_GUEST_READY_TIMEOUT_MS)
+			cli.so.guest_ready_timeout_ms = (int)(cli.duration * 1000) + 1;
+	}
 	ret = tv_session_record_start(&cli.so, &srec);
 	if (ret) {
 		tv_session_record_destroy(srec);
+		close(cli.sfd);
 		return tv_cli_status(ret);
 	}
 	rec = tv_session_record_host(srec);
 	/* the command's processes register where we listen */
 	if (cli.so.ust && cli.so.ust_socket)
 		setenv("TRACEVISOR_UST_SOCK", cli.so.ust_socket, 1);
-	if (cli.command) {
-		child = start_command(cli.command, &saved);
-		if (child < 0) {
-			tv_cli_error("record", "Cannot run command: name=\"%s\", errno=%d (%s)",
-				     cli.command[0], errno, strerror(errno));
-			ret = -errno;
-		}
-	}
+	ret = run_command(&cli, &saved, &child);
 	if (!ret && cli.so.ust_flight_bytes)
 		ret = flight_begin(&cli);
-	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0)
+	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0 && !cli.why_signal)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
 			cli.so.host.outdir);
-	status = ret ? -1 : wait_for_stop(&cli, srec, sfd, child, &why_signal);
+	if (!ret && !cli.why_signal)
+		ret = wait_for_stop(&cli, srec, child, &status);
 	command_ended_itself = child > 0 && status != -1;
-	end_command(child, &status, why_signal);
+	end_command(child, &status, cli.why_signal);
 	flight_end(&cli);
+	if (cli.why_signal && cli.nr_guests && !cli.quiet)
+		fprintf(stderr, "tracevisor record: stopping: the guests' END awaited 7 s at most (Ctrl-C again to stop at once)\n");
+	cli.stopping = 1;
 	ret = tv_session_record_stop(srec) ? -1 : ret;
+	if (!ret && cli.signal_err)
+		ret = cli.signal_err;	/* said when it happened */
 	if (!ret && rec)
 		print_summary(&cli, rec);
 	if (!ret && tv_session_record_xen(srec))
@@ -839,18 +1009,22 @@ int cmd_record(int argc, char **argv)
 	print_guest_summary(&cli, srec);
 	if (cli.so.ust)
 		print_ust_summary(&cli, srec);
+	incomplete = find_incomplete(&cli, srec, incomplete_names, sizeof(incomplete_names));
 	tv_session_record_destroy(srec);
 	free(cli.guest_events);
-	close(sfd);
+	close(cli.sfd);
 	if (!ret && cli.compress)
 		ret = tv_cli_compress(cli.so.host.outdir);
-	if (!ret && command_ended_itself) {
-		int code = command_status(&cli, status);
-
-		if (code)
-			return code;
-	}
-	if (!ret && cli.guest_refused)
-		return 1;	/* said when it happened; the session is complete without it */
-	return tv_cli_status(ret);
+	code = record_status(&cli, ret, command_ended_itself, status, incomplete);
+	/* -q or not: these explain a non-zero exit status */
+	if (incomplete && code == EXIT_INCOMPLETE)
+		fprintf(stderr, "tracevisor record: %zu of %zu guests incomplete: %s; exit status %d\n",
+			incomplete, cli.nr_guests, incomplete_names, code);
+	else if (incomplete)
+		fprintf(stderr, "tracevisor record: %zu of %zu guests incomplete: %s\n", incomplete,
+			cli.nr_guests, incomplete_names);
+	if (!ret && cli.second_signal)
+		fprintf(stderr, "tracevisor record: the stop was cut short by %s%s: the session holds what reached the disk; exit status %d\n",
+			cli.why_signal ? "a second " : "", stop_signal_name(cli.second_signal), code);
+	return code;
 }

@@ -18,7 +18,8 @@ static void report_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor report [--json] [--date] DIR\n\n"
 		"Prints every event of the session DIR in time order, one per line:\n"
-		"time, CPU, task, system:event and its fields.\n\n"
+		"time, CPU, task, system:event and its fields.  Recorded text is escaped\n"
+		"for the terminal (control bytes as \\n, \\t, \\r, \\xNN); --json keeps the bytes.\n\n"
 		"  --json      JSON lines: ts (ns), domain, cpu, pid, comm, event, fields\n"
 		"  --date      the wall-clock time (UTC) instead of the trace clock's seconds;\n"
 		"              with --json, a \"date\" key beside ts\n"
@@ -78,11 +79,35 @@ struct comm_cache {
 	const char *comm;
 	size_t len;
 	struct tv_strbuf json;		/* comm as a JSON string, "" while stale */
+	struct tv_strbuf text;		/* comm escaped for the terminal, "" while stale */
 	const char *domain;
 	struct tv_strbuf json_domain;	/* domain as a JSON string */
-	const struct tep_event *format;	/* the last event type printed, */
-	size_t sys_len, name_len;	/* and its names' lengths */
+	const char *text_domain_of;
+	struct tv_strbuf text_domain;	/* domain escaped for the terminal */
+	/* "sys:name" escaped, by event type: enter/exit pairs alternate. */
+	struct {
+		const struct tep_event *format;
+		struct tv_strbuf text;
+	} names[16];
 };
+
+/* @ev's "sys:name" escaped for the terminal, made once per type (slot). */
+static const struct tv_strbuf *lookup_event_name(struct comm_cache *cc, const struct tv_event *ev)
+{
+	size_t slot = ((uintptr_t)ev->format >> 6) % (sizeof(cc->names) / sizeof(cc->names[0]));
+	struct tv_strbuf *t = &cc->names[slot].text;
+	const char *sys = ev->format ? ev->format->system : "?";
+	const char *name = ev->format ? ev->format->name : "?";
+
+	if (cc->names[slot].format == ev->format && ev->format && t->len)
+		return t;
+	cc->names[slot].format = ev->format;
+	tv_strbuf_reset(t);
+	if (tv_strbuf_append_text(t, sys, strlen(sys)) || tv_strbuf_append_mem(t, ":", 1) ||
+	    tv_strbuf_append_text(t, name, strlen(name)))
+		return NULL;
+	return t;
+}
 
 static void lookup_comm(struct comm_cache *cc, const struct tv_event *ev)
 {
@@ -95,6 +120,27 @@ static void lookup_comm(struct comm_cache *cc, const struct tv_event *ev)
 		cc->comm = "<...>";
 	cc->len = strlen(cc->comm);
 	tv_strbuf_reset(&cc->json);
+	tv_strbuf_reset(&cc->text);
+}
+
+/*
+ * The recorded names of the text line, escaped for the terminal once per
+ * change (a guest names its tasks, its event formats and, through the
+ * session's files, maybe its domain): tv_strbuf_append_text().
+ */
+static int lookup_text_names(struct comm_cache *cc, const struct tv_event *ev, int show_domain)
+{
+	int ret = 0;
+
+	lookup_comm(cc, ev);
+	if (!cc->text.len)
+		ret = tv_strbuf_append_text(&cc->text, cc->comm, cc->len);
+	if (show_domain && (cc->text_domain_of != ev->domain || !cc->text_domain.len)) {
+		cc->text_domain_of = ev->domain;
+		tv_strbuf_reset(&cc->text_domain);
+		ret = ret ?: tv_strbuf_append_text(&cc->text_domain, ev->domain, strlen(ev->domain));
+	}
+	return ret;
 }
 
 /* The event's comm and domain as JSON strings, escaped once per change. */
@@ -130,35 +176,27 @@ static char *put_time(char *out, const struct tv_event *ev, const struct tv_wall
 static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb,
 		      int show_domain, const struct tv_wall_clock *wall)
 {
-	const char *sys = ev->format ? ev->format->system : "?";
-	const char *name = ev->format ? ev->format->name : "?";
-	size_t dlen = show_domain ? strlen(ev->domain) : 0, slen, nlen;
+	const struct tv_strbuf *event_name = lookup_event_name(cc, ev);
+	size_t dlen, info;
 	char num[24], *out;
-	int ret = 0;
+	int ret = event_name ? lookup_text_names(cc, ev, show_domain) : -ENOMEM;
 
-	if (ev->missed_before && show_domain)
-		ret = tv_strbuf_append(sb, "%-12s ", ev->domain);
+	dlen = show_domain ? cc->text_domain.len : 0;
+	if (!ret && ev->missed_before && show_domain)
+		ret = tv_strbuf_append(sb, "%-12s ", cc->text_domain.data);
 	if (ev->missed_before < 0)	/* flagged, but the count did not fit */
 		ret = ret ?: tv_strbuf_append(sb, "CPU:%d [LOST EVENTS]\n", ev->cpu);
 	else if (ev->missed_before > 0)
 		ret = ret ?: tv_strbuf_append(sb, "CPU:%d [LOST %lld EVENTS]\n", ev->cpu,
 					      ev->missed_before);
-	lookup_comm(cc, ev);
-	if (cc->format != ev->format || !ev->format) {	/* runs of one event type are common */
-		cc->format = ev->format;
-		cc->sys_len = strlen(sys);
-		cc->name_len = strlen(name);
-	}
-	slen = cc->sys_len;
-	nlen = cc->name_len;
-	if (ret || tv_strbuf_reserve(sb, dlen + cc->len + slen + nlen + 128))
+	if (ret || tv_strbuf_reserve(sb, dlen + cc->text.len + event_name->len + 128))
 		return -ENOMEM;
 	out = sb->data + sb->len;
 	if (show_domain) {
-		out = put_padded(out, ev->domain, dlen, 12, 0);
+		out = put_padded(out, cc->text_domain.data, dlen, 12, 0);
 		*out++ = ' ';
 	}
-	out = put_padded(out, cc->comm, cc->len, 16, 1);
+	out = put_padded(out, cc->text.data, cc->text.len, 16, 1);
 	num[0] = '-';
 	if (ev->pid < 0) {
 		num[1] = '-';
@@ -174,14 +212,15 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 	out = put_time(out, ev, wall);
 	*out++ = ':';
 	*out++ = ' ';
-	memcpy(out, sys, slen);
-	out += slen;
-	*out++ = ':';
-	memcpy(out, name, nlen);
-	out += nlen;
+	memcpy(out, event_name->data, event_name->len);
+	out += event_name->len;
 	*out++ = ' ';
 	sb->len = (size_t)(out - sb->data);
-	if (tv_event_append_info(ev, sb) || tv_strbuf_append_mem(sb, "\n", 1))
+	info = sb->len;
+	/* The info escaped whole: its strings are recorded, and so is its print
+	 * format (a guest's format file); the line's own newline comes after. */
+	if (tv_event_append_info(ev, sb) || tv_strbuf_escape_from(sb, info) ||
+	    tv_strbuf_append_mem(sb, "\n", 1))
 		return -ENOMEM;
 	return flush_batch(sb, 0);
 }
@@ -280,6 +319,10 @@ int cmd_report(int argc, char **argv)
 	tv_strbuf_free(&sb);
 	tv_strbuf_free(&cc.json);
 	tv_strbuf_free(&cc.json_domain);
+	tv_strbuf_free(&cc.text);
+	tv_strbuf_free(&cc.text_domain);
+	for (size_t i = 0; i < sizeof(cc.names) / sizeof(cc.names[0]); i++)
+		tv_strbuf_free(&cc.names[i].text);
 	tv_reader_close(rd);
 	return tv_cli_status(ret < 0 ? ret : 0);
 }

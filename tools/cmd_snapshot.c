@@ -123,7 +123,7 @@ int cmd_snapshot(int argc, char **argv)
 			continue;	/* gone at the end: the kill() below says so */
 		if (tv_meta_get_ll(m, "snapshots", 0) > before) {
 			if (!quiet)
-				printf("%s\n", tv_meta_get(m, "last") ? tv_meta_get(m, "last") : "");
+				printf("%s\n", tv_cli_text(tv_meta_get(m, "last") ? tv_meta_get(m, "last") : ""));
 			tv_meta_free(m);
 			return 0;
 		}

@@ -145,7 +145,7 @@ static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int h
 		printf("(no Xen scheduling, exits or hypercalls in this session)\n");
 	printf("\nXen domains: d0 = host (dom0), idle = xen (idle vCPUs)");
 	for (size_t i = 0; i < nr_xen_doms; i++)
-		printf(", d%u = %s", xen_doms[i].domid, xen_doms[i].name);
+		printf(", d%u = %s", xen_doms[i].domid, tv_cli_text(xen_doms[i].name));
 	printf("\n");
 }
 
@@ -161,7 +161,7 @@ static void print_rows(const struct tv_kvm_stat *st, int hist)
 	for (size_t i = 0; i < st->nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &st->rows[i];
 
-		printf("%-24s %-6s %-26s ", r->vm, r->vcpu, r->reason);
+		printf("%-24s %-6s %-26s ", tv_cli_text(r->vm), tv_cli_text(r->vcpu), tv_cli_text(r->reason));
 		if (by_guest)
 			printf("%-30s ", guest_label(r, g, sizeof(g)));
 		if (!r->has_latency) {
@@ -258,7 +258,8 @@ static void print_ust_table(const char *dir, const struct tv_kvm_stat *st, int h
 	for (size_t i = 0; i < st->nr_rows; i++) {
 		const struct tv_kvm_stat_row *r = &st->rows[i];
 
-		printf("%-24s %-8s %-34s %10llu ", r->vm, r->vcpu, r->reason,
+		printf("%-24s %-8s %-34s %10llu ", tv_cli_text(r->vm), tv_cli_text(r->vcpu),
+		       tv_cli_text(r->reason),
 		       (unsigned long long)r->count);
 		if (!r->has_latency) {
 			printf("%9s %9s %9s %9s %10s\n", "-", "-", "-", "-", "-");

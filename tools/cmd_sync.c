@@ -32,8 +32,8 @@ static void print_domain(const struct tv_sync_domain *d)
 	if (d->nr_pairs_checked + d->nr_vcpu_checked)
 		snprintf(viol, sizeof(viol), "%zu/%zu", d->causality_violations,
 			 d->nr_pairs_checked + d->nr_vcpu_checked);
-	printf("%-16s %-9s %-10s %16lld %12.6f %10s %7zu %-12s %s\n", d->domain, d->method,
-	       d->via[0] ? d->via : "-", (long long)(e->map.base_ref - e->map.base_dom),
+	printf("%-16s %-9s %-10s %16lld %12.6f %10s %7zu %-12s %s\n", tv_cli_text(d->domain), d->method,
+	       d->via[0] ? tv_cli_text(d->via) : "-", (long long)(e->map.base_ref - e->map.base_dom),
 	       ((double)e->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, bound, d->nr_probes,
 	       tv_sync_quality_name(e->quality), viol);
 }
@@ -43,31 +43,31 @@ static void print_checks(const struct tv_sync_domain *d, int on_line)
 {
 	if (d->xen_line)
 		printf("%s: moved to Xen's common time line (pCPU 0's system time) from the system time of the pCPU its vCPU ran on; its clock is %lld ns behind that\n",
-		       d->domain, (long long)d->pvclock_ns);
+		       tv_cli_text(d->domain), (long long)d->pvclock_ns);
 	if (d->alt_via[0] && tv_sync_domain_usable(d))
-		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", d->domain, d->via,
+		printf("%s: via %s, bound %lld ns; via %s it would be %lld ns\n", tv_cli_text(d->domain), tv_cli_text(d->via),
 		       (long long)d->est.bound_ns, d->alt_via, (long long)d->alt_bound_ns);
 	if (d->held_rounds)
 		printf("%s: %zu probe rounds with pairs left out: the clock held still between two markers (pvclock at the highest value read so far)\n",
-		       d->domain, d->held_rounds);
+		       tv_cli_text(d->domain), d->held_rounds);
 	if (d->misplaced_rounds)
 		printf("%s: %zu hypercall rounds left out: moved to Xen's line, their markers missed Xen's record of the hypercall (put on another pCPU than the one that ran them)\n",
-		       d->domain, d->misplaced_rounds);
+		       tv_cli_text(d->domain), d->misplaced_rounds);
 	if (d->foreign_probes)
 		printf("%s: %zu sync probe records in its trace ignored: they were not its own to write (another guest's index, or a prober's marker); they move no other domain\n",
-		       d->domain, d->foreign_probes);
+		       tv_cli_text(d->domain), d->foreign_probes);
 	if (d->message_violations)
 		printf("%s: %zu of the causality violations are message probes (ping/pong)\n",
-		       d->domain, d->message_violations);
+		       tv_cli_text(d->domain), d->message_violations);
 	if (d->pcpu_skew_ns > 0 && on_line)
 		printf("%s: physical CPUs' system times differ by up to %lld ns (Xen's time-scale records): its records are on pCPU 0's time line by their TSC, and so are the domains moved to it\n",
-		       d->domain, (long long)d->pcpu_skew_ns);
+		       tv_cli_text(d->domain), (long long)d->pcpu_skew_ns);
 	else if (d->pcpu_skew_ns > 0 && d->pcpu_skew_ns > d->est.bound_ns)
 		printf("%s: physical CPUs' system times differ by up to %lld ns (Xen's time-scale records): events of a vCPU that moved between CPUs may be off by that much beyond their bound\n",
-		       d->domain, (long long)d->pcpu_skew_ns);
+		       tv_cli_text(d->domain), (long long)d->pcpu_skew_ns);
 	if (d->nr_runstate_checked)
 		printf("%s: %zu of %zu guest events outside their vCPU's running intervals in Xen's runstate records (beyond the bound plus Xen's)\n",
-		       d->domain, d->runstate_violations, d->nr_runstate_checked);
+		       tv_cli_text(d->domain), d->runstate_violations, d->nr_runstate_checked);
 }
 
 /* A clock linear only in pieces: each piece's own line and bound. */
@@ -79,7 +79,7 @@ static void print_piece(const struct tv_sync_domain *d, size_t k)
 	if (k)
 		snprintf(from, sizeof(from), "%lld", (long long)pc->from_dom);
 	printf("%s: piece %zu from %s: offset %lld ns, drift %.6f ppm, bound %lld ns, %s\n",
-	       d->domain, k, from, (long long)(pc->map.base_ref - pc->map.base_dom),
+	       tv_cli_text(d->domain), k, from, (long long)(pc->map.base_ref - pc->map.base_dom),
 	       ((double)pc->map.slope_q48 / TV_SLOPE_ONE - 1) * 1e6, (long long)pc->bound_ns,
 	       tv_sync_quality_name(pc->quality));
 }
@@ -98,7 +98,7 @@ static void print_result(const struct tv_sync_result *res)
 		const struct tv_sync_domain *d = &res->domains[i];
 
 		if (d->est.message[0])
-			printf("%s: %s\n", d->domain, d->est.message);
+			printf("%s: %s\n", tv_cli_text(d->domain), tv_cli_text(d->est.message));
 		for (size_t k = 0; k < d->nr_pieces; k++)
 			print_piece(d, k);
 		print_checks(d, on_line);
@@ -107,7 +107,7 @@ static void print_result(const struct tv_sync_result *res)
 	if (res->nr == 1)
 		printf("Only the reference domain (%s) was recorded: nothing to synchronise.\n"
 		       "Record guests with `tracevisor record --guest NAME ...` to get sync probes.\n",
-		       res->reference);
+		       tv_cli_text(res->reference));
 	else if (missing)
 		printf("%d domain(s) not synchronised: their events stay in their own clock.\n"
 		       "Sync probes come from `tracevisor record --guest NAME ...` (guest agent).\n",

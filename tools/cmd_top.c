@@ -376,7 +376,8 @@ static void print_xen_table(struct top_cli *cli, const struct tv_top_interval *i
 		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
 
 		snprintf(share, sizeof(share), r->share >= 0 ? "%.1f%%" : "-", 100 * r->share);
-		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s %7s\n", r->vm, r->vcpu, r->reason,
+		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s %7s\n", tv_cli_text(r->vm),
+		       tv_cli_text(r->vcpu), tv_cli_text(r->reason),
 		       (unsigned long long)r->count, tv_top_row_rate(iv, r),
 		       r->has_latency ? tv_cli_fmt_ns(r->p50_ns, b[0], 24) : "-",
 		       r->has_latency ? tv_cli_fmt_ns(r->p99_ns, b[1], 24) : "-",
@@ -408,12 +409,13 @@ static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, c
 			tv_cli_guest_task(r, task, sizeof(task));
 
 		if (!r->has_latency) {
-			printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", r->vm, r->vcpu,
-			       r->reason, (unsigned long long)r->count, tv_top_row_rate(iv, r), "-", "-",
+			printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", tv_cli_text(r->vm),
+			       tv_cli_text(r->vcpu), tv_cli_text(r->reason), (unsigned long long)r->count, tv_top_row_rate(iv, r), "-", "-",
 			       "-", "-", *task ? "  " : "", task);
 			continue;
 		}
-		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", r->vm, r->vcpu, r->reason,
+		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s%s%s\n", tv_cli_text(r->vm),
+		       tv_cli_text(r->vcpu), tv_cli_text(r->reason),
 		       (unsigned long long)r->count, tv_top_row_rate(iv, r),
 		       tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
 		       tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24),

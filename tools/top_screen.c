@@ -100,15 +100,15 @@ static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row
 	char b[4][24];
 
 	if (!r->has_latency) {
-		mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
-			 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r), "-", "-",
+		mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s",
+			 tv_cli_text(r->vm), tv_cli_text(r->vcpu), tv_cli_text(r->reason), (unsigned long long)r->count, tv_top_row_rate(&s->cur, r), "-", "-",
 			 "-", "-");
 		if (r->kind[0] && r->share >= 0)
 			printw(" %6.1f%%", 100 * r->share);
 		return;
 	}
-	mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s", r->vm, r->vcpu,
-		 r->reason, (unsigned long long)r->count, tv_top_row_rate(&s->cur, r),
+	mvprintw(y, 0, "%-24.24s %-7.7s %-26.26s %9llu %10.1f %9s %9s %9s %10s",
+		 tv_cli_text(r->vm), tv_cli_text(r->vcpu), tv_cli_text(r->reason), (unsigned long long)r->count, tv_top_row_rate(&s->cur, r),
 		 tv_cli_fmt_ns(r->p50_ns, b[0], 24), tv_cli_fmt_ns(r->p99_ns, b[1], 24),
 		 tv_cli_fmt_ns(r->max_ns, b[2], 24), tv_cli_fmt_ns(r->total_ns, b[3], 24));
 	if (r->kind[0] && r->share >= 0)	/* top --xen: a runstate's share */
@@ -167,12 +167,12 @@ static int draw_guest_view(struct screen *s, int y)
 		 "RATE/s", "MAX", "TOTAL", "MOST TIME IN");
 	attroff(A_REVERSE);
 	for (size_t k = 0; k < n && y < LINES - 1; k++)
-		mvprintw(y++, 0, "%-24.24s %-7.7s %-32.32s %9llu %10.1f %9s %10s  %s", g[k].first->vm,
-			 g[k].first->vcpu, tv_cli_guest_task(g[k].first, task, sizeof(task)),
+		mvprintw(y++, 0, "%-24.24s %-7.7s %-32.32s %9llu %10.1f %9s %10s  %s", tv_cli_text(g[k].first->vm),
+			 tv_cli_text(g[k].first->vcpu), tv_cli_guest_task(g[k].first, task, sizeof(task)),
 			 (unsigned long long)g[k].count,
 			 s->cur.interval_ns ? (double)g[k].count * 1e9 / (double)s->cur.interval_ns : 0,
 			 tv_cli_fmt_ns(g[k].max_ns, b[0], 24), tv_cli_fmt_ns(g[k].total_ns, b[1], 24),
-			 g[k].top_reason);
+			 tv_cli_text(g[k].top_reason));
 	if (!n && s->have)
 		mvprintw(y++, 0, "(no exit joined with a guest task: start top with --guest SPEC)");
 	free(g);
@@ -192,8 +192,8 @@ static void draw(struct screen *s)
 	mvprintw(0, 0, "tracevisor top - %s - %.2fs interval (next %.2fs) - %.0f exits/s - %llu lost - top %.1f%% CPU",
 		 s->dir, secs, (double)tv_top_get_interval(s->top) / 1e9,
 		 secs > 0 ? (double)exits / secs : 0, (unsigned long long)s->cur.lost, s->cpu_pct);
-	mvprintw(1, 0, "sort: %s   vm: %s   vcpu: %s%s%s%s", sort_names[s->sort], s->vm[0] ? s->vm : "all",
-		 s->vcpu[0] ? s->vcpu : "all", s->guest_view ? "   view: guest tasks" : "",
+	mvprintw(1, 0, "sort: %s   vm: %s   vcpu: %s%s%s%s", sort_names[s->sort], s->vm[0] ? tv_cli_text(s->vm) : "all",
+		 s->vcpu[0] ? tv_cli_text(s->vcpu) : "all", s->guest_view ? "   view: guest tasks" : "",
 		 strcmp(s->cur.stat.mode, "pvm") ? "" : "   (PVM: no kvm_exit)",
 		 tv_top_running(s->top) ? "" : "   (replay ended)");
 	if (s->help) {

@@ -4,6 +4,7 @@
  * file (cmd_*.c) and is dispatched from the table below; this file only
  * installs the library's log callback and routes.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -44,6 +45,18 @@ static const char *current_cmd = "tracevisor";
 static atomic_int errors_said;
 static int last_error;
 
+/* "tracevisor CMD: PREFIXMSG" with @msg escaped for the terminal, whole. */
+static void print_escaped(const char *cmd, const char *prefix, const char *msg)
+{
+	struct tv_strbuf sb = { 0 };
+
+	if (tv_strbuf_append_text(&sb, msg, strlen(msg)))
+		fprintf(stderr, "tracevisor %s: %s(message lost: out of memory)\n", cmd, prefix);
+	else
+		fprintf(stderr, "tracevisor %s: %s%s\n", cmd, prefix, sb.data ? sb.data : "");
+	tv_strbuf_free(&sb);
+}
+
 static void log_to_stderr(enum tv_log_level level, const char *msg, void *ctx)
 {
 	static const char *const prefix[] = { "", "warning: ", "", "debug: " };
@@ -64,28 +77,41 @@ static void log_to_stderr(enum tv_log_level level, const char *msg, void *ctx)
 	}
 	if (level == TV_LOG_ERROR)
 		atomic_fetch_add_explicit(&errors_said, 1, memory_order_relaxed);
-	fprintf(stderr, "tracevisor %s: %s%s\n", current_cmd, prefix[level], msg);
+	/* Messages quote recorded names and guests' error texts. */
+	print_escaped(current_cmd, prefix[level], msg);
+}
+
+const char *tv_cli_text(const char *s)
+{
+	static __thread char ring[8][1024];
+	static __thread unsigned int next;
+
+	return tv_text_escape(ring[next++ % 8], sizeof(ring[0]), s ? s : "(null)");
 }
 
 void tv_cli_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	char *msg = NULL;
+	int n;
 
 	atomic_fetch_add_explicit(&errors_said, 1, memory_order_relaxed);
-	fprintf(stderr, "tracevisor %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* Its arguments may be recorded names: escaped like the library's. */
+	print_escaped(cmd, "", n < 0 ? "(message lost: out of memory)" : msg);
+	free(msg);
 }
 
 const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size)
 {
+	/* The guest names its tasks: escaped. */
 	if (r->guest_pid < 0)
-		snprintf(buf, size, "%s", r->guest_task);
+		snprintf(buf, size, "%s", tv_cli_text(r->guest_task));
 	else
-		snprintf(buf, size, "%s[%d]%s%s", r->guest_task, r->guest_pid,
-			 r->guest_context[0] ? " " : "", r->guest_context);
+		snprintf(buf, size, "%s[%d]%s%s", tv_cli_text(r->guest_task), r->guest_pid,
+			 r->guest_context[0] ? " " : "", tv_cli_text(r->guest_context));
 	return buf;
 }
 

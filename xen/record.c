@@ -9,7 +9,9 @@
  * restored exactly.
  *
  * A drain thread writes each CPU's window cons..prod into xen/cpuN.xen
- * straight from the mapped buffer (one writev(), two pieces when it wraps),
+ * straight from the mapped buffer (one writev(), two pieces when it wraps;
+ * through a copy onto a file system that cannot pin foreign pages, 9p or
+ * NFS: tv_write_mapped()),
  * counts its records for the meta as it goes, and then publishes cons, when
  * VIRQ_TBUF fires or every 100 ms, like xentrace.  Per window: no copy and
  * one system call (xentrace: two); per record: the count's dozen or so
@@ -55,6 +57,7 @@ struct tv_xen_time_scale {
 struct xen_cpu_buf {
 	unsigned char *map;	/* t_buf header + data */
 	int fd;
+	struct tv_bounce bounce;	/* its file system cannot take the mapping: a copy */
 	uint64_t bytes;
 	struct tv_xen_counter count;	/* records written, for the meta */
 };
@@ -242,7 +245,7 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 	struct iovec iov[2];
 	uint32_t cons, prod, new_cons;
 	ssize_t len = 0;
-	int n;
+	int n, ret;
 
 	if (!b->map)
 		return 0;
@@ -262,8 +265,9 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 		iov[i].iov_len = piece[i].len;
 		len += piece[i].len;
 	}
-	if (writev(b->fd, iov, n) != len) {
-		tv_err("Cannot write stream file: cpu=%d, errno=%d (%s)", cpu, errno, strerror(errno));
+	ret = tv_write_mapped(b->fd, iov, n, &b->bounce);
+	if (ret) {
+		tv_err("Cannot write stream file: cpu=%d, errno=%d (%s)", cpu, -ret, strerror(-ret));
 		return -EIO;
 	}
 	for (int i = 0; i < n; i++)
@@ -680,6 +684,7 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 		if (rec->cpus[cpu].fd >= 0 && close(rec->cpus[cpu].fd) && !ret)
 			ret = -EIO;
 		rec->cpus[cpu].fd = -1;
+		tv_bounce_free(&rec->cpus[cpu].bounce);
 		rec->counts[cpu] = rec->cpus[cpu].count.cnt;
 	}
 	/* counted as written: the meta need not read the files back */
@@ -745,6 +750,7 @@ void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
 			xenforeignmemory_unmap(rec->fmem, rec->cpus[cpu].map, rec->pages);
 		if (rec->cpus[cpu].fd > 0)
 			close(rec->cpus[cpu].fd);
+		tv_bounce_free(&rec->cpus[cpu].bounce);
 	}
 	if (rec->tinfo)
 		xenforeignmemory_unmap(rec->fmem, rec->tinfo, rec->tinfo_pages);

@@ -1153,6 +1153,38 @@ int tv_strbuf_append(struct tv_strbuf *sb, const char *fmt, ...)
  * Return: 0 or -ENOMEM.
  */
 int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n);
+/**
+ * tv_strbuf_append_text - append @n bytes of @s, escaped for a terminal
+ * @sb: the buffer
+ * @s: the bytes (a recorded string: a comm, a field, a meta value)
+ * @n: their number (a NUL among them is escaped too)
+ *
+ * Printable ASCII and valid UTF-8 of printable characters are copied; C0
+ * controls become \n, \t, \r or \xNN, and so do DEL, C1 controls (raw
+ * or as UTF-8), the bidirectional overrides and isolates and each byte of
+ * invalid UTF-8.  A backslash is kept as is: the text is for reading (the
+ * exact bytes are in --json).  Clean text costs a scan of 8 bytes a step.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int tv_strbuf_append_text(struct tv_strbuf *sb, const char *s, size_t n);
+/**
+ * tv_strbuf_escape_from - escape, as tv_strbuf_append_text(), what @sb holds past @from
+ * @sb: the buffer
+ * @from: the offset of the text to escape (an event's info, just appended)
+ *
+ * Return: 0 or -ENOMEM (the text is then cut at @from).
+ */
+int tv_strbuf_escape_from(struct tv_strbuf *sb, size_t from);
+/**
+ * tv_text_escape - NUL-terminated @s escaped as tv_strbuf_append_text() does, into @out
+ * @out: the caller's buffer
+ * @size: its size; the text is cut before an escape or character that does not fit
+ * @s: a NUL-terminated string
+ *
+ * Return: @out.
+ */
+const char *tv_text_escape(char *out, size_t size, const char *s);
 /* Fast paths for per-event output: raw bytes, decimal integers. */
 /**
  * tv_put_u64 - write @v in decimal at @out, zero-padded to @min_digits
@@ -1702,6 +1734,19 @@ struct tv_session_record_opts {
 		       const char *detail);
 	void *notify_ctx;
 	/*
+	 * Interruptions (record: its signalfd).  When @cancel is set, the
+	 * waits for the guests (at start, until they trace; at stop, until
+	 * they end) also watch @cancel_fd and, each time it is readable, call
+	 * @cancel(@notify_ctx): 1 gives up waiting, 0 waits on.  At start,
+	 * tv_session_record_start() then returns 0 at once, with the guests
+	 * not tracing yet still unanswered (stop the session next); at stop,
+	 * every guest's end is cut short (status truncated, what it sent
+	 * kept) and the stop goes on with the host.  Without an interruption
+	 * the stop ends the guests in parallel, each within 7 s of the request.
+	 */
+	int (*cancel)(void *ctx);
+	int cancel_fd;
+	/*
 	 * User-space tracing on the host (record --ust): listen on the
 	 * registration socket (@ust_socket; NULL: $TRACEVISOR_UST_SOCK, else
 	 * /run/tracevisor/ust.sock) and enable these globs on PROVIDER:EVENT
@@ -1748,7 +1793,8 @@ void tv_session_record_tick(struct tv_session_record *s);
 int tv_session_record_tick_ms(const struct tv_session_record *s);
 /*
  * Stop in order: the guests (all at once: a dead one does not hold the
- * others), the last dom0/Xen probes, Xen's recorder, xen/ listed in
+ * others; each ends within 7 s, or at once after an interruption through
+ * opts.cancel), the last dom0/Xen probes, Xen's recorder, xen/ listed in
  * session.meta, the host recorder.  Return: 0 or -1 (logged).
  */
 int tv_session_record_stop(struct tv_session_record *s);

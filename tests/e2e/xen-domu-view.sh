@@ -93,7 +93,7 @@ n=0; until [ "$(grep -c Tracing /out/d1/agent.err)" -gt "$t" ] || [ $n -ge 240 ]
 sleep 3; kill -KILL $K; wait $K; echo $? > /out/killed-rc
 n=0; until grep -q "Session ended" /out/d2/agent.err || [ $n -ge 180 ]; do sleep 1; n=$((n+1)); done
 echo $n > /out/d2-drain-seconds
-# 20 s (and the 60 s of the END wait): QEMU in dom0 keeps what the console
+# 20 s (and the 7 s of the END wait): QEMU in dom0 keeps what the console
 # carried while nobody listened, and hands it to the next reader at the
 # speed of an emulated dom0 (once 2.7 MB, more than 8 + 60 s carried)
 $TV record -e sched:sched_switch --guest xen:d1 --guest xen:d2 --duration 20 -o /tmp/again >/out/again.out 2>/out/again.err
@@ -113,9 +113,10 @@ fi
 S=$OUT/tv
 gm() { sed -n "s/^$2=//p" "$S/guest-$1/meta"; }
 [ "$(cat "$OUT/small-rc")" = 0 ] || fail "the 3 s recording failed: $(tail -n 3 "$OUT/small.err")"
-[ "$(cat "$OUT/record-rc")" = 0 ] || fail "record exited $(cat "$OUT/record-rc"): $(tail -n 5 "$OUT/record.err")"
-# Ctrl-C ends record in bounded time despite the stalled agent (END wait 10 s)
-[ "$(cat "$OUT/record-end-seconds")" -le 30 ] || fail "record took $(cat "$OUT/record-end-seconds") s after SIGINT"
+# d2 stalled, d3 hostile: recorded, guests incomplete: 3
+[ "$(cat "$OUT/record-rc")" = 3 ] || fail "record exited $(cat "$OUT/record-rc"), want 3: $(tail -n 5 "$OUT/record.err")"
+# Ctrl-C ends record within 10 s despite the stalled agent (END 7 s after the stop; +1 s: date +%s)
+[ "$(cat "$OUT/record-end-seconds")" -le 11 ] || fail "record took $(cat "$OUT/record-end-seconds") s after SIGINT"
 [ "$(gm d1 status)" = complete ] || fail "d1: status $(gm d1 status)"
 case $(gm d2 status) in truncated*) ;; *) fail "d2 (agent stopped) status: $(gm d2 status)" ;; esac
 # one line each for the stalled and the hostile guest on record's stderr
