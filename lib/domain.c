@@ -153,7 +153,8 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
-	if (tv_format_text_check(buf, len, path)) {
+	if (tv_format_text_check(buf, len, path) ||
+	    tv_format_long_size_check(buf, dom->long_size, path)) {
 		free(buf);
 		return -EINVAL;
 	}
@@ -572,22 +573,15 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 	return 0;
 }
 
-int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
+/*
+ * What a domain's meta (@path, for errors) says about its streams, then
+ * its tep handle from the header page and formats: everything that makes
+ * the domain decodable or not.
+ */
+static int domain_decoder_load(struct tv_domain *dom, const char *path)
 {
-	char path[PATH_MAX + 16];
-	int ret;
+	int ret = domain_kind(dom, path);
 
-	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
-	domain_display_name(subdir, dom->name, sizeof(dom->name));
-	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
-	snprintf(path, sizeof(path), "%s/meta", dom->dir);
-	if (dom->incomplete && access(path, F_OK))
-		ret = incomplete_meta(dom, &dom->meta);
-	else
-		ret = tv_meta_read(path, &dom->meta);
-	if (ret)
-		return ret;
-	ret = domain_kind(dom, path);
 	if (ret)
 		return ret;
 	dom->long_size = (int)tv_meta_get_ll(dom->meta, "long_size", 8);
@@ -613,6 +607,32 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		ret = load_formats(dom, -1);
 	if (!ret && dom->source == &tv_xen_source)
 		ret = load_builtin_xen_formats(dom);
+	return ret;
+}
+
+static void domain_set_names(struct tv_domain *dom, const char *session_dir, const char *subdir)
+{
+	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
+	domain_display_name(subdir, dom->name, sizeof(dom->name));
+	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
+}
+
+int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
+{
+	char path[PATH_MAX + 16];
+	int ret;
+
+	domain_set_names(dom, session_dir, subdir);
+	snprintf(path, sizeof(path), "%s/meta", dom->dir);
+	if (!dom->meta) {
+		if (dom->incomplete && access(path, F_OK))
+			ret = incomplete_meta(dom, &dom->meta);
+		else
+			ret = tv_meta_read(path, &dom->meta);
+		if (ret)
+			return ret;
+	}
+	ret = domain_decoder_load(dom, path);
 	if (ret)
 		return ret;
 	register_printers(dom);
@@ -625,6 +645,36 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	dom->info.vcpus = &dom->vcpus;
 	dom->info.tgid_of = domain_tgid_of;
 	return 0;
+}
+
+int tv_domain_check(const char *dir, const struct tv_meta *meta, char *why, size_t size)
+{
+	struct tv_domain *dom = calloc(1, sizeof(*dom));
+	char session[PATH_MAX], path[PATH_MAX + 16];
+	const char *slash = strrchr(dir, '/');
+	struct tv_log_capture cap;
+	int ret;
+
+	if (!dom)
+		return -ENOMEM;
+	snprintf(session, sizeof(session), "%.*s", slash ? (int)(slash - dir) : 1,
+		 slash ? dir : ".");
+	domain_set_names(dom, session, slash ? slash + 1 : dir);
+	snprintf(path, sizeof(path), "%s/meta", dom->dir);
+	tv_log_capture_begin(&cap);
+	ret = meta ? 0 : tv_meta_read(path, &dom->meta);
+	if (meta)
+		dom->meta = (struct tv_meta *)meta;	/* the caller's: not freed below */
+	if (!ret)
+		ret = domain_decoder_load(dom, path);
+	tv_log_capture_end(&cap);
+	if (ret && why)
+		snprintf(why, size, "%s", cap.errors ? cap.first : strerror(-ret));
+	if (meta)
+		dom->meta = NULL;
+	tv_domain_unload(dom);
+	free(dom);
+	return ret;
 }
 
 void tv_domain_unload(struct tv_domain *dom)
