@@ -507,6 +507,7 @@ static int guest_connect(struct tv_guest *g)
 		return -ENOMEM;
 	}
 	g->gs.filters_sent = g->nr_filters;
+	g->gs.ust_asked = g->opts.ust != NULL;
 	ret = guest_send(g, TV_MSG_START, start, strlen(start));
 	free(start);
 	if (ret) {
@@ -868,6 +869,9 @@ int tv_guest_stop(struct tv_guest *g)
 		snprintf(why, sizeof(why), "%s", g->status + 11);
 		snprintf(g->status, sizeof(g->status), "failed: %s", why);
 	}
+	/* what the reader would refuse: listed, but quarantined (status=rejected) */
+	if (strncmp(g->status, "failed", 6) && !tv_guest_stream_check(&g->gs) && g->gs.rejected[0])
+		snprintf(g->status, sizeof(g->status), "rejected: %s", g->gs.rejected);
 	/* an earlier session's bytes left in the channel: said, never taken as data */
 	if (g->gs.stale_bytes && g->gs.synced)
 		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO",

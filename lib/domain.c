@@ -24,6 +24,7 @@
 #include "proto.h"
 
 #define MAX_EVENT_ID 65536
+#define BOUNDS_BLOCK 256
 #define MAX_FORMAT_BYTES (1 << 20)
 #define FORMAT_TRIAL_SECONDS 20
 
@@ -593,7 +594,7 @@ static int domain_decoder_load(struct tv_domain *dom, const char *path)
 		return -EINVAL;
 	}
 	dom->tep = tep_alloc();
-	dom->bounds = calloc(MAX_EVENT_ID, sizeof(*dom->bounds));
+	dom->bounds = calloc(MAX_EVENT_ID / BOUNDS_BLOCK, sizeof(*dom->bounds));
 	if (!dom->tep || !dom->bounds)
 		return -ENOMEM;
 	tep_set_long_size(dom->tep, dom->long_size);
@@ -684,8 +685,11 @@ void tv_domain_unload(struct tv_domain *dom)
 	tv_meta_free(dom->meta);
 	tv_vcpu_map_free(&dom->vcpus);
 	free(dom->tgids);
-	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
-		tv_json_layout_free(dom->bounds[i].json);
+	for (int blk = 0; dom->bounds && blk < MAX_EVENT_ID / BOUNDS_BLOCK; blk++) {
+		for (int i = 0; dom->bounds[blk] && i < BOUNDS_BLOCK; i++)
+			tv_json_layout_free(dom->bounds[blk][i].json);
+		free(dom->bounds[blk]);
+	}
 	free(dom->bounds);
 	tv_info_cache_free(dom->info_cache);
 	tv_sync_domain_release(&dom->sync);
@@ -726,6 +730,15 @@ static int dynamic_field_ok(struct tep_handle *tep, struct tep_record *rec,
 	return off + len <= (unsigned int)rec->size;
 }
 
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id)
+{
+	struct event_bounds **blk = &dom->bounds[(id / BOUNDS_BLOCK) % (MAX_EVENT_ID / BOUNDS_BLOCK)];
+
+	if (!*blk)
+		*blk = calloc(BOUNDS_BLOCK, sizeof(**blk));
+	return *blk ? &(*blk)[id % BOUNDS_BLOCK] : NULL;
+}
+
 struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why)
 {
@@ -739,7 +752,11 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 	}
 	id = (int)(dom->swap ? tep_read_number(dom->tep, rec->data, 2)
 			     : *(const uint16_t *)rec->data);
-	b = &dom->bounds[id];
+	b = tv_domain_bounds(dom, (unsigned int)id);
+	if (!b) {
+		*why = "out of memory";
+		return NULL;
+	}
 	event = b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
 		*why = "unknown event id";

@@ -102,7 +102,9 @@ struct tv_domain {
 	 * (lib/reader.c says how many when it closes).
 	 */
 	int skip_bad_pages;
-	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+	/* by event id: 256 blocks of 256, each made when an id in it is seen
+	 * (a session of hundreds of small domains would take 12 MB each) */
+	struct event_bounds **bounds;
 	/*
 	 * Xen's common time line (lib/xen_line.c), the reader's: the xen/
 	 * domain stamps its records on it; a pvclock domain (dom0, a domU)
@@ -155,6 +157,8 @@ int tv_session_open_file(const char *root, const char *path);
 /* The same inside @dom's session (the parent of its directory). */
 int tv_domain_open_file(const struct tv_domain *dom, const char *path);
 void tv_domain_unload(struct tv_domain *dom);
+/* The bounds of event @id (< 65536) of @dom, made on first use; NULL: no memory. */
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id);
 /* The event of @rec if its id is known and the record holds its fields. */
 struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why);

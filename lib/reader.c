@@ -40,6 +40,7 @@ struct tv_reader {
 	struct tv_cpu_stream **waiting;
 	size_t nr_waiting;
 	const char *only;	/* read this domain alone (tv_reader_open_domain()) */
+	int no_ust;		/* without the traced processes' domains */
 	struct tv_xen_line *line;	/* Xen's common time line (xen_line.c), or NULL */
 };
 
@@ -417,6 +418,8 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 		}
 		if (rd->only ? strcmp(d, rd->only) != 0 : !domain_selected(d, matched))
 			continue;
+		if (rd->no_ust && !strncmp(d, "ust-", 4))
+			continue;
 		ret = reader_load_one(rd, dir, d);
 	}
 	free(copy);
@@ -653,6 +656,7 @@ struct open_how {
 	const struct tv_sync_result *res;	/* transforms to use; NULL: DIR/sync/transforms unless raw */
 	const char *only;		/* this domain alone; NULL: all */
 	const struct tv_sync_result *line;	/* raw, pvclock domains moved to Xen's line */
+	int no_ust;			/* without the traced processes' domains */
 };
 
 static int reader_open(const char *dir, const struct open_how *how, struct tv_reader **out)
@@ -664,6 +668,7 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 		return -ENOMEM;
 	rd->follow = how->follow;
 	rd->only = how->only;
+	rd->no_ust = how->no_ust;
 	ret = reader_load_domains(rd, dir);
 	if (!ret && how->only && !rd->nr_domains) {
 		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, how->only);
@@ -708,6 +713,12 @@ int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
 			   struct tv_reader **out)
 {
 	return reader_open(dir, &(struct open_how){ .raw = 1, .line = res }, out);
+}
+
+int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
+			  struct tv_reader **out)
+{
+	return reader_open(dir, &(struct open_how){ .raw = 1, .line = line, .no_ust = 1 }, out);
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)

@@ -186,5 +186,12 @@ const struct tv_xen_line *tv_reader_xen_line(const struct tv_reader *rd);
 int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t common_ns);
 int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
 			   struct tv_reader **out);
+/*
+ * tv_reader_open_raw(), or tv_reader_open_on_line() when @line is not NULL,
+ * without the traced processes' domains (ust-*): they hold no clock probes
+ * and read their parent's clock, so a sync estimate can do without them.
+ */
+int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
+			  struct tv_reader **out);
 
 #endif
