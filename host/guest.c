@@ -744,6 +744,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	ret = tv_guest_stream_init(&g->gs, g->dir,
 				   opts->max_bytes ? opts->max_bytes
 						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
+	g->gs.check_domain = tv_domain_check;
 	g->gs.on_pong = on_pong;
 	g->gs.on_hcall_done = on_hcall_done;
 	g->gs.ctx = g;

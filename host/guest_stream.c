@@ -350,9 +350,9 @@ int tv_guest_stream_check(struct tv_guest_stream *gs)
 	const char *name = strrchr(gs->dir, '/');
 	int ret;
 
-	if (!gs->ncpus || gs->rejected[0])
+	if (!gs->ncpus || gs->rejected[0] || !gs->check_domain)
 		return 0;
-	ret = tv_domain_check(gs->dir, gs->guest_meta, gs->rejected, sizeof(gs->rejected));
+	ret = gs->check_domain(gs->dir, gs->guest_meta, gs->rejected, sizeof(gs->rejected));
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret) {

@@ -8,6 +8,7 @@
 #define TV_KVM_GUEST_STREAM_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct tv_meta;
@@ -43,6 +44,12 @@ struct tv_guest_stream {
 	int synced;			/* HELLO seen (or no nonce) */
 	uint64_t stale_bytes;
 	struct tv_guest_ust *ust[256];	/* TV_PROTO_MAX_UST traced processes (host/guest_ust.c) */
+	/*
+	 * The session reader's check of a domain directory (tv_domain_check(),
+	 * set by host/guest.c; NULL: not checked, as in the fuzz target, which
+	 * has no reader): 0, or -errno with @why set.
+	 */
+	int (*check_domain)(const char *dir, const struct tv_meta *meta, char *why, size_t size);
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;

@@ -245,10 +245,10 @@ static int proc_check(struct tv_guest_stream *gs, struct tv_guest_ust *u)
 	const char *sub;
 	int ret;
 
-	if (split_dir(gs->dir, session, sizeof(session), &sub))
+	if (!gs->check_domain || split_dir(gs->dir, session, sizeof(session), &sub))
 		return 0;
 	snprintf(dir, sizeof(dir), "%s/%s", session, tv_ust_domain_subdir(u->dom));
-	ret = tv_domain_check(dir, NULL, why, sizeof(why));
+	ret = gs->check_domain(dir, NULL, why, sizeof(why));
 	if (!ret || ret == -ENOMEM)
 		return ret;
 	snprintf(u->status, sizeof(u->status), "rejected: %s", why);
