@@ -604,6 +604,7 @@ static int guest_connect(struct tv_guest *g)
 		return -ENOMEM;
 	}
 	g->gs.filters_sent = g->nr_filters;
+	g->gs.ust_asked = g->opts.ust != NULL;
 	ret = guest_send(g, TV_MSG_START, start, strlen(start));
 	free(start);
 	if (ret) {
@@ -864,6 +865,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	ret = tv_guest_stream_init(&g->gs, g->dir,
 				   opts->max_bytes ? opts->max_bytes
 						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
+	g->gs.check_domain = tv_domain_check;
 	g->gs.on_pong = on_pong;
 	g->gs.on_hcall_done = on_hcall_done;
 	g->gs.ctx = g;
@@ -1037,6 +1039,9 @@ int tv_guest_stop(struct tv_guest *g)
 		snprintf(why, sizeof(why), "%s", g->status + 11);
 		snprintf(g->status, sizeof(g->status), "failed: %s", why);
 	}
+	/* what the reader would refuse: listed, but quarantined (status=rejected) */
+	if (strncmp(g->status, "failed", 6) && !tv_guest_stream_check(&g->gs) && g->gs.rejected[0])
+		snprintf(g->status, sizeof(g->status), "rejected: %s", g->gs.rejected);
 	/* an earlier session's bytes left in the channel: said, never taken as data */
 	if (g->gs.stale_bytes && g->gs.synced)
 		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO",

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "proto.h"
 #include "guest_stream.h"
 
@@ -277,6 +278,10 @@ static int handle_ust(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
 	char err[200] = "";
 	int ret;
 
+	/* each traced process is a domain of the session: only when asked for */
+	if (!gs->ust_asked)
+		return stream_fail(gs, -EBADMSG, "protocol error: %s, but START asked for no traced processes (no ust=)",
+				   tv_proto_type_name(h->type));
 	if (!gs->ncpus)
 		return stream_fail(gs, -EBADMSG, "protocol error: %s before META",
 				   tv_proto_type_name(h->type));
@@ -308,6 +313,11 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 	case TV_MSG_READY:
 		if (!gs->ncpus)
 			return stream_fail(gs, -EBADMSG, "protocol error: READY before META");
+		if (tv_guest_stream_check(gs))
+			return stream_fail(gs, -ENOMEM, "out of memory");
+		/* undecodable: nothing more it sends can be read */
+		if (gs->rejected[0])
+			return stream_fail(gs, -EBADMSG, "rejected: %s", gs->rejected);
 		gs->ready = 1;
 		return 0;
 	case TV_MSG_PONG:
@@ -343,6 +353,25 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 	}
 	return stream_fail(gs, -EBADMSG, "protocol error: guest sent a host command (%s)",
 			   tv_proto_type_name(h->type));
+}
+
+/* --------------------------------------------------------------- check */
+
+int tv_guest_stream_check(struct tv_guest_stream *gs)
+{
+	const char *name = strrchr(gs->dir, '/');
+	int ret;
+
+	if (!gs->ncpus || gs->rejected[0] || !gs->check_domain)
+		return 0;
+	ret = gs->check_domain(gs->dir, gs->guest_meta, gs->rejected, sizeof(gs->rejected));
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret) {
+		name = name && !strncmp(name + 1, "guest-", 6) ? name + 7 : gs->dir;
+		tv_warn("Guest %s rejected, its domain will not be read: %s", name, gs->rejected);
+	}
+	return 0;
 }
 
 /* ---------------------------------------------------------------- feed */

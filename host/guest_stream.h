@@ -8,6 +8,7 @@
 #define TV_KVM_GUEST_STREAM_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct tv_meta;
@@ -31,6 +32,9 @@ struct tv_guest_stream {
 	int failed;			/* -errno: the stream is dead */
 	char error[320];
 	unsigned filters_sent;		/* filter.N in START: META must say it took them */
+	int ust_asked;			/* START had ust=: UST_* frames are allowed */
+	/* what the session reader would refuse in the domain (tv_domain_check()) */
+	char rejected[320];
 	/*
 	 * START's nonce (0: none sent).  Until the agent's HELLO echoing it,
 	 * every byte is an earlier session's (a channel that outlives its
@@ -40,6 +44,12 @@ struct tv_guest_stream {
 	int synced;			/* HELLO seen (or no nonce) */
 	uint64_t stale_bytes;
 	struct tv_guest_ust *ust[256];	/* TV_PROTO_MAX_UST traced processes (host/guest_ust.c) */
+	/*
+	 * The session reader's check of a domain directory (tv_domain_check(),
+	 * set by host/guest.c; NULL: not checked, as in the fuzz target, which
+	 * has no reader): 0, or -errno with @why set.
+	 */
+	int (*check_domain)(const char *dir, const struct tv_meta *meta, char *why, size_t size);
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;
@@ -54,6 +64,14 @@ int tv_guest_stream_init(struct tv_guest_stream *gs, const char *dir, uint64_t l
 int tv_guest_stream_feed(struct tv_guest_stream *gs, const void *data, size_t len);
 /* Expect the agent's HELLO with @nonce before anything else (call before feeding). */
 void tv_guest_stream_expect_hello(struct tv_guest_stream *gs, uint64_t nonce);
+/*
+ * Check the guest's domain as the session reader will (header page,
+ * formats, their word size against META's long_size), when it is described
+ * (READY, and at the end for formats sent later): on a failure gs->rejected
+ * says why (logged once, naming the guest) and 0 is returned, so the
+ * recorder marks the domain status=rejected.  Return: 0 or -ENOMEM.
+ */
+int tv_guest_stream_check(struct tv_guest_stream *gs);
 /* Close the CPU files (their sub-buffers stay whole); the meta stays. */
 void tv_guest_stream_close_files(struct tv_guest_stream *gs);
 void tv_guest_stream_fini(struct tv_guest_stream *gs);

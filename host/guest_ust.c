@@ -233,6 +233,30 @@ int tv_guest_ust_end(struct tv_guest_stream *gs, uint32_t idx, const unsigned ch
 	return 0;
 }
 
+/*
+ * The process's domain as the session reader will see it (formats from
+ * its metadata, header page): one it would refuse is marked rejected in its
+ * meta, said once naming the guest and process, and still listed (the
+ * reader leaves it out with a warning).
+ */
+static int proc_check(struct tv_guest_stream *gs, struct tv_guest_ust *u)
+{
+	char session[PATH_MAX], dir[PATH_MAX + 96], why[sizeof(u->status) - 12];
+	const char *sub;
+	int ret;
+
+	if (!gs->check_domain || split_dir(gs->dir, session, sizeof(session), &sub))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/%s", session, tv_ust_domain_subdir(u->dom));
+	ret = gs->check_domain(dir, NULL, why, sizeof(why));
+	if (!ret || ret == -ENOMEM)
+		return ret;
+	snprintf(u->status, sizeof(u->status), "rejected: %s", why);
+	tv_warn("Traced process rejected, its domain will not be read: guest=\"%s\", pid=%d, domain=\"%s\": %s",
+		sub, u->hdr.pid, tv_ust_domain_subdir(u->dom), why);
+	return tv_ust_domain_finish(u->dom, &u->c, u->lost, u->status, 0);
+}
+
 size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, size_t max)
 {
 	size_t n = 0;
@@ -242,7 +266,8 @@ size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, siz
 
 		if (!u || !u->dom)
 			continue;
-		if (!tv_ust_domain_finish(u->dom, &u->c, u->lost, u->status, 0) && n < max)
+		if (!tv_ust_domain_finish(u->dom, &u->c, u->lost, u->status, 0) &&
+		    !proc_check(gs, u) && n < max)
 			subdirs[n++] = tv_ust_domain_subdir(u->dom);
 	}
 	return n;

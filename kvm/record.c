@@ -63,7 +63,9 @@ struct tv_recorder {
 	struct tv_vcpu_map vcpus;
 	struct vm_label *labels;	/* names given by --guest pid:... */
 	size_t nr_labels;
-	char domains[4096];		/* session.meta's list: host, guests, xen, traced processes */
+	/* session.meta's list: host, guests, xen, traced processes; grows (a
+	 * guest's many processes must not leave another guest out) */
+	struct tv_strbuf domains;
 	/*
 	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu,
 	 * _set_vm_name and _add_domain while the main thread records.  @lock
@@ -425,9 +427,10 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);
-	snprintf(rec->domains, sizeof(rec->domains), "host");
 	rec->outdir = strdup(opts->outdir);
-	if (!rec->outdir) {
+	if (!rec->outdir || tv_strbuf_append(&rec->domains, "host")) {
+		free(rec->outdir);
+		tv_strbuf_free(&rec->domains);
 		free(rec);
 		return -ENOMEM;
 	}
@@ -690,7 +693,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	if (!err)
 		err = recorder_write_meta(rec);
 	if (!err)
-		err = tv_session_write_meta(rec->outdir, rec->domains, "host");
+		err = tv_session_write_meta(rec->outdir, rec->domains.data, "host");
 	return ret ? ret : err;
 }
 
@@ -730,6 +733,7 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	free(rec->caps);
 	free(rec->stats);
 	free(rec->outdir);
+	tv_strbuf_free(&rec->domains);
 	free(rec);
 }
 
@@ -812,17 +816,12 @@ int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int v
 
 int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir)
 {
-	size_t len;
-	int ret = 0;
+	int ret;
 
 	if (!*subdir || strchr(subdir, '/') || strchr(subdir, ',') || subdir[0] == '.')
 		return -EINVAL;
 	pthread_mutex_lock(&rec->lock);
-	len = strlen(rec->domains);
-	if (len + 1 + strlen(subdir) >= sizeof(rec->domains))
-		ret = -ENOSPC;
-	else
-		snprintf(rec->domains + len, sizeof(rec->domains) - len, ",%s", subdir);
+	ret = tv_strbuf_append(&rec->domains, ",%s", subdir);
 	pthread_mutex_unlock(&rec->lock);
 	return ret;
 }

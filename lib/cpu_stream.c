@@ -45,6 +45,27 @@ static int stream_corrupt(struct tv_cpu_stream *st, uint64_t off, const char *wh
 	return -EBADMSG;
 }
 
+/*
+ * A sub-buffer that fails validation.  In a guest's domain
+ * (dom->skip_bad_pages) it is left, counted, and the stream reads on at
+ * the next one: the guest's valid sub-buffers are still read, and the
+ * session's other domains never lose theirs (lib/reader.c says how many
+ * were left).  Elsewhere the error (logged).  Return: 0 or -EBADMSG.
+ */
+static int stream_bad_page(struct tv_cpu_stream *st, uint64_t off, const char *why)
+{
+	if (!st->dom->skip_bad_pages)
+		return stream_corrupt(st, off, why);
+	if (!st->page_bad && !st->bad_pages++) {
+		st->bad_off = off;
+		st->bad_why = why;
+	}
+	st->page_bad = 1;
+	st->data_len = 0;
+	st->rec_off = 0;
+	return 0;
+}
+
 /* cpuN.raw.zst instead of cpuN.raw (tv_session_compress): its size is inside. */
 static int stream_open_compressed(struct tv_cpu_stream *st)
 {
@@ -193,7 +214,7 @@ static int page_missed(struct tv_cpu_stream *st, uint64_t commit, size_t header)
 		uint64_t count = 0;
 
 		if (st->data_len + (size_t)st->dom->long_size > size - header)
-			return stream_corrupt(st, st->page_off, "missed-events count outside its sub-buffer");
+			return stream_bad_page(st, st->page_off, "missed-events count outside its sub-buffer");
 		memcpy(&count, st->page + header + st->data_len, (size_t)st->dom->long_size);
 		missed = count > LLONG_MAX ? LLONG_MAX : (long long)count;
 	}
@@ -251,20 +272,21 @@ static int stream_load_page(struct tv_cpu_stream *st, uint64_t off)
 	}
 	if ((size_t)n < size)
 		return stream_corrupt(st, off, "truncated sub-buffer");
+	st->page_off = off;
+	st->page_bad = 0;
 	memset(st->page + size, 0, PAGE_SLACK);
 	commit = page_commit(st);
 	st->data_len = (size_t)(commit & ~COMMIT_FLAGS_MASK);
 	if ((commit >> 32) && st->dom->long_size == 8)
-		return stream_corrupt(st, off, "sub-buffer commit word has unknown flags");
+		return stream_bad_page(st, off, "sub-buffer commit word has unknown flags");
 	if (st->data_len > size - header)
-		return stream_corrupt(st, off, "sub-buffer commit exceeds its size");
-	st->page_off = off;
+		return stream_bad_page(st, off, "sub-buffer commit exceeds its size");
 	ret = page_missed(st, commit, header);
-	if (ret)
+	if (ret || st->page_bad)
 		return ret;
 	good = page_check_records(st->page + header, st->data_len, &why);
 	if (why && good == 0)
-		return stream_corrupt(st, off + header, why);
+		return stream_bad_page(st, off + header, why);
 	st->data_len = good;
 	if (st->data_len == 0)
 		return 0;
@@ -280,11 +302,10 @@ static int stream_page_done(struct tv_cpu_stream *st)
 	const char *why;
 	size_t len = (size_t)(page_commit(st) & ~COMMIT_FLAGS_MASK);
 
-	if (st->data_len == len)
+	if (st->page_bad || st->data_len == len)
 		return 0;
 	page_check_records(st->page + header, len, &why);
-	return stream_corrupt(st, st->page_off + header + st->data_len,
-			      why ? why : "bad record");
+	return stream_bad_page(st, st->page_off + header + st->data_len, why ? why : "bad record");
 }
 
 /* The kernel's rb_fix_abs_ts(): an absolute stamp lacks the clock's top bits. */
@@ -357,7 +378,7 @@ static int stream_take_event(struct tv_cpu_stream *st, unsigned char *data, size
 	uint64_t rec_off = st->page_off + header + hdr_off;
 
 	if (len == 0 || len > INT_MAX)
-		return stream_corrupt(st, rec_off, "record outside its sub-buffer");
+		return stream_bad_page(st, rec_off, "record outside its sub-buffer");
 	memset(&st->rec, 0, sizeof(st->rec));
 	st->rec.ts = st->cur_ts;
 	st->rec.offset = st->page_off + (uint64_t)(data - st->page);
@@ -369,20 +390,18 @@ static int stream_take_event(struct tv_cpu_stream *st, unsigned char *data, size
 	st->missed = 0;
 	st->event = tv_domain_checked_event(st->dom, &st->rec, &st->pid, &why);
 	if (!st->event)
-		return stream_corrupt(st, rec_off, why);
+		return stream_bad_page(st, rec_off, why);	/* 0: the rest of it is left */
 	return 1;
 }
 
-int tv_cpu_stream_next(struct tv_cpu_stream *st)
+/* The next record's data: 1 with @data set, 0 at the end, -errno. */
+static int stream_next_data(struct tv_cpu_stream *st, unsigned char **data, size_t *len,
+			    size_t *hdr_off)
 {
-	unsigned char *data = NULL;
-	size_t len = 0, hdr_off = 0;
-
-	if (st->done)
-		return 0;
+	*data = NULL;
 	if (st->page_off != (uint64_t)-1 && st->data_len)
-		data = stream_next_record(st, &len, &hdr_off);
-	while (!data) {
+		*data = stream_next_record(st, len, hdr_off);
+	while (!*data) {
 		uint64_t next = st->page_off == (uint64_t)-1 ? 0
 							      : st->page_off + st->dom->subbuf_size;
 		int ret;
@@ -400,9 +419,25 @@ int tv_cpu_stream_next(struct tv_cpu_stream *st)
 		if (ret < 0)
 			return ret;
 		if (ret > 0)
-			data = stream_next_record(st, &len, &hdr_off);
+			*data = stream_next_record(st, len, hdr_off);
 	}
-	return stream_take_event(st, data, len, hdr_off);
+	return 1;
+}
+
+int tv_cpu_stream_next(struct tv_cpu_stream *st)
+{
+	unsigned char *data;
+	size_t len = 0, hdr_off = 0;
+	int ret;
+
+	if (st->done)
+		return 0;
+	do {
+		ret = stream_next_data(st, &data, &len, &hdr_off);
+		if (ret > 0)
+			ret = stream_take_event(st, data, len, hdr_off);
+	} while (ret == 0 && st->page_bad && !st->done);	/* a guest's bad record: read on */
+	return ret;
 }
 
 void tv_cpu_stream_close(struct tv_cpu_stream *st)

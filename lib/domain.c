@@ -24,6 +24,7 @@
 #include "proto.h"
 
 #define MAX_EVENT_ID 65536
+#define BOUNDS_BLOCK 256
 #define MAX_FORMAT_BYTES (1 << 20)
 #define FORMAT_TRIAL_SECONDS 20
 
@@ -153,7 +154,8 @@ static int load_format(struct tv_domain *dom, const char *system, const char *pa
 		tv_err("Cannot read event format: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 		return -err;
 	}
-	if (tv_format_text_check(buf, len, path)) {
+	if (tv_format_text_check(buf, len, path) ||
+	    tv_format_long_size_check(buf, dom->long_size, path)) {
 		free(buf);
 		return -EINVAL;
 	}
@@ -572,22 +574,15 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 	return 0;
 }
 
-int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
+/*
+ * What a domain's meta (@path, for errors) says about its streams, then
+ * its tep handle from the header page and formats: everything that makes
+ * the domain decodable or not.
+ */
+static int domain_decoder_load(struct tv_domain *dom, const char *path)
 {
-	char path[PATH_MAX + 16];
-	int ret;
+	int ret = domain_kind(dom, path);
 
-	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
-	domain_display_name(subdir, dom->name, sizeof(dom->name));
-	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
-	snprintf(path, sizeof(path), "%s/meta", dom->dir);
-	if (dom->incomplete && access(path, F_OK))
-		ret = incomplete_meta(dom, &dom->meta);
-	else
-		ret = tv_meta_read(path, &dom->meta);
-	if (ret)
-		return ret;
-	ret = domain_kind(dom, path);
 	if (ret)
 		return ret;
 	dom->long_size = (int)tv_meta_get_ll(dom->meta, "long_size", 8);
@@ -599,7 +594,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		return -EINVAL;
 	}
 	dom->tep = tep_alloc();
-	dom->bounds = calloc(MAX_EVENT_ID, sizeof(*dom->bounds));
+	dom->bounds = calloc(MAX_EVENT_ID / BOUNDS_BLOCK, sizeof(*dom->bounds));
 	if (!dom->tep || !dom->bounds)
 		return -ENOMEM;
 	tep_set_long_size(dom->tep, dom->long_size);
@@ -613,6 +608,32 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		ret = load_formats(dom, -1);
 	if (!ret && dom->source == &tv_xen_source)
 		ret = load_builtin_xen_formats(dom);
+	return ret;
+}
+
+static void domain_set_names(struct tv_domain *dom, const char *session_dir, const char *subdir)
+{
+	snprintf(dom->dir, sizeof(dom->dir), "%s/%s", session_dir, subdir);
+	domain_display_name(subdir, dom->name, sizeof(dom->name));
+	snprintf(dom->subdir, sizeof(dom->subdir), "%s", subdir);
+}
+
+int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir)
+{
+	char path[PATH_MAX + 16];
+	int ret;
+
+	domain_set_names(dom, session_dir, subdir);
+	snprintf(path, sizeof(path), "%s/meta", dom->dir);
+	if (!dom->meta) {
+		if (dom->incomplete && access(path, F_OK))
+			ret = incomplete_meta(dom, &dom->meta);
+		else
+			ret = tv_meta_read(path, &dom->meta);
+		if (ret)
+			return ret;
+	}
+	ret = domain_decoder_load(dom, path);
 	if (ret)
 		return ret;
 	register_printers(dom);
@@ -627,6 +648,36 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 	return 0;
 }
 
+int tv_domain_check(const char *dir, const struct tv_meta *meta, char *why, size_t size)
+{
+	struct tv_domain *dom = calloc(1, sizeof(*dom));
+	char session[PATH_MAX], path[PATH_MAX + 16];
+	const char *slash = strrchr(dir, '/');
+	struct tv_log_capture cap;
+	int ret;
+
+	if (!dom)
+		return -ENOMEM;
+	snprintf(session, sizeof(session), "%.*s", slash ? (int)(slash - dir) : 1,
+		 slash ? dir : ".");
+	domain_set_names(dom, session, slash ? slash + 1 : dir);
+	snprintf(path, sizeof(path), "%s/meta", dom->dir);
+	tv_log_capture_begin(&cap);
+	ret = meta ? 0 : tv_meta_read(path, &dom->meta);
+	if (meta)
+		dom->meta = (struct tv_meta *)meta;	/* the caller's: not freed below */
+	if (!ret)
+		ret = domain_decoder_load(dom, path);
+	tv_log_capture_end(&cap);
+	if (ret && why)
+		snprintf(why, size, "%s", cap.errors ? cap.first : strerror(-ret));
+	if (meta)
+		dom->meta = NULL;
+	tv_domain_unload(dom);
+	free(dom);
+	return ret;
+}
+
 void tv_domain_unload(struct tv_domain *dom)
 {
 	if (dom->tep)
@@ -634,8 +685,11 @@ void tv_domain_unload(struct tv_domain *dom)
 	tv_meta_free(dom->meta);
 	tv_vcpu_map_free(&dom->vcpus);
 	free(dom->tgids);
-	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
-		tv_json_layout_free(dom->bounds[i].json);
+	for (int blk = 0; dom->bounds && blk < MAX_EVENT_ID / BOUNDS_BLOCK; blk++) {
+		for (int i = 0; dom->bounds[blk] && i < BOUNDS_BLOCK; i++)
+			tv_json_layout_free(dom->bounds[blk][i].json);
+		free(dom->bounds[blk]);
+	}
 	free(dom->bounds);
 	tv_info_cache_free(dom->info_cache);
 	tv_sync_domain_release(&dom->sync);
@@ -676,6 +730,15 @@ static int dynamic_field_ok(struct tep_handle *tep, struct tep_record *rec,
 	return off + len <= (unsigned int)rec->size;
 }
 
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id)
+{
+	struct event_bounds **blk = &dom->bounds[(id / BOUNDS_BLOCK) % (MAX_EVENT_ID / BOUNDS_BLOCK)];
+
+	if (!*blk)
+		*blk = calloc(BOUNDS_BLOCK, sizeof(**blk));
+	return *blk ? &(*blk)[id % BOUNDS_BLOCK] : NULL;
+}
+
 struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why)
 {
@@ -689,7 +752,11 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 	}
 	id = (int)(dom->swap ? tep_read_number(dom->tep, rec->data, 2)
 			     : *(const uint16_t *)rec->data);
-	b = &dom->bounds[id];
+	b = tv_domain_bounds(dom, (unsigned int)id);
+	if (!b) {
+		*why = "out of memory";
+		return NULL;
+	}
 	event = b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
 		*why = "unknown event id";

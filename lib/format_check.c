@@ -9,8 +9,10 @@
  * and the offset; domain.c also runs the parser in a child process first, so
  * a kind we do not know yet is an error too, not a crash.
  */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -169,4 +171,60 @@ int tv_format_text_check(const char *text, size_t len, const char *path)
 {
 	return format_shape_ok(text, len, path) ?: print_fmt_nesting_ok(text, path) ?:
 	       print_fmt_fields_ok(text, path);
+}
+
+/*
+ * The type of a "field:TYPE NAME;" declaration (@decl, up to @end) is a
+ * long or a pointer: the kernel's word, long_size bytes.  "long long",
+ * arrays and __data_loc fields are not.
+ */
+static int field_is_word(const char *decl, const char *end)
+{
+	char type[128];
+	const char *name = end;
+	size_t n, longs = 0;
+	char *save = NULL;
+
+	while (name > decl && (name[-1] == ' ' || name[-1] == '\t'))
+		name--;
+	if (name > decl && name[-1] == ']')
+		return 0;
+	while (name > decl && (isalnum((unsigned char)name[-1]) || name[-1] == '_'))
+		name--;
+	n = (size_t)(name - decl);
+	if (n == 0 || n >= sizeof(type) || memmem(decl, n, "__data_loc", 10))
+		return 0;
+	memcpy(type, decl, n);
+	type[n] = '\0';
+	if (strchr(type, '*'))
+		return 1;
+	for (char *w = strtok_r(type, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (!strcmp(w, "long"))
+			longs++;
+		else if (strcmp(w, "unsigned") && strcmp(w, "signed") && strcmp(w, "int") &&
+			 strcmp(w, "const") && strcmp(w, "volatile"))
+			return 0;
+	}
+	return longs == 1;
+}
+
+int tv_format_long_size_check(const char *text, int long_size, const char *path)
+{
+	for (const char *p = text; (p = strstr(p, "field:")); p++) {
+		const char *decl = p + 6, *end = strchr(decl, ';'), *sz;
+		unsigned int size;
+
+		if (!end)
+			return 0;
+		sz = strstr(end, "size:");
+		if (!sz || memchr(end, '\n', (size_t)(sz - end)) ||
+		    sscanf(sz, "size:%u", &size) != 1 || !field_is_word(decl, end))
+			continue;
+		if (size != (unsigned int)long_size) {
+			tv_err("Corrupt event format: path=\"%s\", offset=%zu: a long or pointer field of %u bytes, the domain's long_size is %d",
+			       path, (size_t)(p - text), size, long_size);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

@@ -96,7 +96,15 @@ struct tv_domain {
 	int nr_cpus;
 	int incomplete;		/* its recorder never finished: no meta, maybe a short tail */
 	int follow;		/* being recorded: its streams' ends are not final */
-	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+	/*
+	 * A guest's domain: a sub-buffer that fails validation is skipped and
+	 * counted in its stream (tv_cpu_stream.bad_pages), not an error
+	 * (lib/reader.c says how many when it closes).
+	 */
+	int skip_bad_pages;
+	/* by event id: 256 blocks of 256, each made when an id in it is seen
+	 * (a session of hundreds of small domains would take 12 MB each) */
+	struct event_bounds **bounds;
 	/*
 	 * Xen's common time line (lib/xen_line.c), the reader's: the xen/
 	 * domain stamps its records on it; a pvclock domain (dom0, a domU)
@@ -110,6 +118,11 @@ struct tv_domain {
 	struct tv_info_cache *info_cache;	/* print_info.c, made on first use */
 };
 
+/*
+ * Load domain @subdir of the session: its meta (or @dom->meta when the
+ * caller set it; then @dom owns it), header page, formats and task maps.
+ * Return: 0, or -errno with the reason logged; tv_domain_unload() either way.
+ */
 int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *subdir);
 /* Read the vCPU map and task maps again (a session being recorded). */
 void tv_domain_reload_task_maps(struct tv_domain *dom);
@@ -123,6 +136,14 @@ void tv_domain_reload_task_maps(struct tv_domain *dom);
  * Return: 0, or -EINVAL with a one-line error logged naming @path.
  */
 int tv_format_text_check(const char *text, size_t len, const char *path);
+/*
+ * tv_format_long_size_check - the format's longs and pointers are
+ * @long_size bytes, as the domain's meta and header page say (a format of
+ * another word size would decode every field after them wrong)
+ *
+ * Return: 0, or -EINVAL with a one-line error logged naming @path.
+ */
+int tv_format_long_size_check(const char *text, int long_size, const char *path);
 
 /*
  * Open a session file for reading (lib/session_file.c): a regular file, and
@@ -136,6 +157,8 @@ int tv_session_open_file(const char *root, const char *path);
 /* The same inside @dom's session (the parent of its directory). */
 int tv_domain_open_file(const struct tv_domain *dom, const char *path);
 void tv_domain_unload(struct tv_domain *dom);
+/* The bounds of event @id (< 65536) of @dom, made on first use; NULL: no memory. */
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id);
 /* The event of @rec if its id is known and the record holds its fields. */
 struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_record *rec, int *pid,
 					  const char **why);
@@ -178,6 +201,10 @@ struct tv_cpu_stream {
 	struct tv_xen_line_cursor line_cursor;	/* which run of its vCPU (xen_line.c) */
 	long long missed;	/* events lost before the current one */
 	int done;
+	int page_bad;		/* the loaded sub-buffer failed validation: left */
+	uint64_t bad_pages;	/* sub-buffers skipped (dom->skip_bad_pages) */
+	uint64_t bad_off;	/* where the first one failed, */
+	const char *bad_why;	/* and why (a static string) */
 	struct tv_xen_stream *xen;	/* kind xen-trace only */
 	struct tv_zstream *zs;		/* cpuN.raw.zst: decompressed in order */
 };

@@ -28,6 +28,21 @@
 static _Atomic(tv_log_fn) log_fn;
 static void *_Atomic log_ctx;
 static _Atomic int log_max = TV_LOG_WARN;
+/* This thread's capture of errors (tv_log_capture_begin()), or NULL. */
+static __thread struct tv_log_capture *log_capture;
+
+void tv_log_capture_begin(struct tv_log_capture *c)
+{
+	c->first[0] = '\0';
+	c->errors = 0;
+	c->prev = log_capture;
+	log_capture = c;
+}
+
+void tv_log_capture_end(struct tv_log_capture *c)
+{
+	log_capture = c->prev;
+}
 
 void tv_log_set_callback(tv_log_fn fn, void *ctx)
 {
@@ -49,6 +64,16 @@ void tv_log(enum tv_log_level level, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
+	if (level == TV_LOG_ERROR && log_capture) {
+		/* kept for the caller, who says it its own way (one line) */
+		if (!log_capture->errors++) {
+			va_start(ap, fmt);
+			vsnprintf(log_capture->first, sizeof(log_capture->first), fmt, ap);
+			va_end(ap);
+		}
+		errno = saved_errno;
+		return;
+	}
 	if (!fn || (int)level > atomic_load_explicit(&log_max, memory_order_relaxed))
 		return;
 	va_start(ap, fmt);

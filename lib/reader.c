@@ -13,6 +13,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +24,9 @@
 
 #include "internal.h"
 
-#define MAX_DOMAINS 64
-
 struct tv_reader {
 	struct tv_domain *domains;
-	size_t nr_domains;
+	size_t nr_domains, cap_domains;
 	struct tv_cpu_stream *streams;
 	size_t nr_streams;
 	struct tv_cpu_stream **heap;
@@ -40,6 +40,7 @@ struct tv_reader {
 	struct tv_cpu_stream **waiting;
 	size_t nr_waiting;
 	const char *only;	/* read this domain alone (tv_reader_open_domain()) */
+	int no_ust;		/* without the traced processes' domains */
 	struct tv_xen_line *line;	/* Xen's common time line (xen_line.c), or NULL */
 };
 
@@ -143,7 +144,7 @@ static int incomplete_session(struct tv_reader *rd, const char *dir)
 
 	n = scandir(dir, &names, NULL, domain_order);
 	for (int i = 0; i < n; i++) {
-		if (found < MAX_DOMAINS && is_domain_dir(dir, names[i]->d_name)) {
+		if (is_domain_dir(dir, names[i]->d_name)) {
 			tv_strbuf_append(&list, "%s%s", found ? "," : "", names[i]->d_name);
 			found++;
 		}
@@ -171,11 +172,208 @@ static int incomplete_session(struct tv_reader *rd, const char *dir)
 	return 0;
 }
 
+/*
+ * The domains to read (tv_reader_select_domains()): process-wide, like the
+ * log settings, because a command reads its session through several
+ * readers (sync's passes, stat's analyses) that must all see the same
+ * subset.  Set before readers are opened, by one thread.
+ */
+static char **selected;
+static size_t nr_selected;
+
+int tv_reader_select_domain(const char *name)
+{
+	char **grown, *copy;
+
+	if (!name) {
+		for (size_t i = 0; i < nr_selected; i++)
+			free(selected[i]);
+		free(selected);
+		selected = NULL;
+		nr_selected = 0;
+		return 0;
+	}
+	if (!*name || strchr(name, '/') || strchr(name, ',')) {
+		tv_err("Invalid domain name: \"%s\" (host, xen, guest:NAME, guest-NAME or a traced process's ust-PARENT-PID)",
+		       name);
+		return -EINVAL;
+	}
+	copy = strdup(name);
+	grown = realloc(selected, (nr_selected + 1) * sizeof(*selected));
+	if (!copy || !grown) {
+		free(copy);
+		if (grown)
+			selected = grown;
+		return -ENOMEM;
+	}
+	/* guest:NAME as reports show it is the directory guest-NAME */
+	if (!strncmp(copy, "guest:", 6))
+		copy[5] = '-';
+	selected = grown;
+	selected[nr_selected++] = copy;
+	return 0;
+}
+
+/* Is @subdir a traced process (ust-PARENT-PID or ust-PARENT-PID.N) of @parent? */
+static int ust_child_of(const char *subdir, const char *parent)
+{
+	size_t n = strlen(parent);
+	const char *p;
+
+	if (strncmp(subdir, "ust-", 4) || strncmp(subdir + 4, parent, n) || subdir[4 + n] != '-')
+		return 0;
+	p = subdir + 5 + n;
+	if (!*p)
+		return 0;
+	for (; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || *p == '.'))
+			return 0;
+	return 1;
+}
+
+/* Domain @subdir is read: selected by name, or as a selected domain's traced process. */
+static int domain_selected(const char *subdir, unsigned char *matched)
+{
+	int yes = !nr_selected;
+
+	for (size_t i = 0; i < nr_selected; i++) {
+		if (!strcmp(subdir, selected[i]) || ust_child_of(subdir, selected[i])) {
+			matched[i] = 1;
+			yes = 1;
+		}
+	}
+	return yes;
+}
+
+/*
+ * A message said once per process: a command reads a session in several
+ * passes (sync, stat), and each would say again that a domain is left out.
+ */
+static int said_before(const char *msg)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char *said[256];
+	static size_t nr_said;
+	int seen = 0;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nr_said && !seen; i++)
+		seen = !strcmp(said[i], msg);
+	if (!seen && nr_said < sizeof(said) / sizeof(said[0]))
+		said[nr_said] = strdup(msg), nr_said += said[nr_said] != NULL;
+	pthread_mutex_unlock(&lock);
+	return seen;
+}
+
+static void warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn_once(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!said_before(msg))
+		tv_warn("%s", msg);
+}
+
+/*
+ * Only a guest's domains (its kernel's, its traced processes') are
+ * quarantined: their content comes from a guest, which may be hostile or
+ * broken, and must never cost the host or another guest its trace.  The
+ * host's, Xen's and the host's traced processes' domains are written by
+ * this recorder from the local kernel and hypervisor: damage there is a
+ * damaged or tampered session, and stays an error, as a reader must not
+ * quietly read a session without its reference clock.
+ */
+static int domain_quarantinable(const char *subdir)
+{
+	return !strncmp(subdir, "guest-", 6) || !strncmp(subdir, "ust-guest-", 10);
+}
+
+/*
+ * Load guest domain @d, or leave it out with one warning: a recorder said
+ * it rejected it (meta status=rejected: WHY), or what the reader would
+ * have refused (its error, captured).  Return: 1 loaded, 0 left out, -errno.
+ */
+static int reader_load_guest(struct tv_reader *rd, struct tv_domain *dom, const char *dir,
+			     const char *d)
+{
+	char path[PATH_MAX + 300], name[96];
+	struct tv_log_capture cap;
+	const char *status;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s/meta", dir, d);
+	snprintf(name, sizeof(name), "%s%s", strncmp(d, "guest-", 6) ? d : "guest:",
+		 strncmp(d, "guest-", 6) ? "" : d + 6);
+	tv_log_capture_begin(&cap);
+	ret = rd->incomplete && access(path, F_OK) ? 0 : tv_meta_read(path, &dom->meta);
+	status = tv_meta_get(dom->meta, "status");
+	if (!ret && status && !strncmp(status, "rejected", 8)) {
+		tv_log_capture_end(&cap);
+		warn_once("Domain quarantined, not read: domain=\"%s\", path=\"%s/%s\": %s", name, dir,
+			  d, status);
+		tv_domain_unload(dom);
+		return 0;
+	}
+	if (!ret)
+		ret = tv_domain_load(dom, dir, d);
+	tv_log_capture_end(&cap);
+	if (!ret || ret == -ENOMEM) {
+		if (ret && cap.errors)
+			tv_err("%s", cap.first);
+		return ret ? ret : 1;
+	}
+	warn_once("Domain quarantined, not read: domain=\"%s\", path=\"%s/%s\": %s", name, dir, d,
+		  cap.errors ? cap.first : strerror(-ret));
+	tv_domain_unload(dom);
+	return 0;
+}
+
+/* Load domain @d into the next slot; 1 loaded, 0 left out (quarantined), -errno. */
+static int reader_load_one(struct tv_reader *rd, const char *dir, const char *d)
+{
+	struct tv_domain *dom;
+	int ret;
+
+	if (rd->nr_domains == rd->cap_domains)
+		return -EINVAL;	/* sized from the list: cannot happen */
+	dom = &rd->domains[rd->nr_domains];
+	memset(dom, 0, sizeof(*dom));
+	dom->incomplete = rd->incomplete;
+	dom->skip_bad_pages = domain_quarantinable(d);
+	if (dom->skip_bad_pages) {
+		ret = reader_load_guest(rd, dom, dir, d);
+		if (ret > 0)
+			rd->nr_domains++;
+		return ret;
+	}
+	ret = tv_domain_load(dom, dir, d);
+	rd->nr_domains++;	/* unloaded by tv_reader_close() */
+	return ret ? ret : 1;
+}
+
+/* Every name given to tv_reader_select_domains() is a domain of the session. */
+static int reader_check_selection(const char *dir, const unsigned char *matched)
+{
+	for (size_t i = 0; i < nr_selected; i++) {
+		if (!matched[i]) {
+			tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir,
+			       selected[i]);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 static int reader_load_domains(struct tv_reader *rd, const char *dir)
 {
 	char path[PATH_MAX + 16];
 	const char *list;
 	char *copy, *save = NULL;
+	unsigned char *matched;
 	struct stat st;
 	int ret;
 
@@ -199,26 +397,40 @@ static int reader_load_domains(struct tv_reader *rd, const char *dir)
 		tv_err("Session lists no domains: path=\"%s\"", path);
 		return -EINVAL;
 	}
-	rd->domains = calloc(MAX_DOMAINS, sizeof(*rd->domains));
+	/* as many as the list names: no limit, and never moved (a domain
+	 * points into itself: info.name, info.vcpus) */
+	rd->cap_domains = 1;
+	for (const char *c = list; *c; c++)
+		rd->cap_domains += *c == ',';
+	rd->domains = calloc(rd->cap_domains, sizeof(*rd->domains));
 	copy = strdup(list);
-	if (!rd->domains || !copy) {
+	matched = calloc(nr_selected + 1, 1);
+	if (!copy || !matched || !rd->domains) {
 		free(copy);
+		free(matched);
 		return -ENOMEM;
 	}
-	for (char *d = strtok_r(copy, ",", &save); d && !ret; d = strtok_r(NULL, ",", &save)) {
-		if (rd->nr_domains == MAX_DOMAINS || strchr(d, '/') || d[0] == '.') {
+	for (char *d = strtok_r(copy, ",", &save); d && ret >= 0; d = strtok_r(NULL, ",", &save)) {
+		if (strchr(d, '/') || d[0] == '.' || strlen(d) >= sizeof(rd->domains->subdir)) {
 			tv_err("Invalid domain in session: path=\"%s\", domain=\"%s\"", path, d);
 			ret = -EINVAL;
 			break;
 		}
-		if (rd->only && strcmp(d, rd->only))
+		if (rd->only ? strcmp(d, rd->only) != 0 : !domain_selected(d, matched))
 			continue;
-		rd->domains[rd->nr_domains].incomplete = rd->incomplete;
-		ret = tv_domain_load(&rd->domains[rd->nr_domains], dir, d);
-		rd->nr_domains++;
+		if (rd->no_ust && !strncmp(d, "ust-", 4))
+			continue;
+		ret = reader_load_one(rd, dir, d);
 	}
 	free(copy);
-	return ret;
+	if (ret >= 0 && !rd->only)
+		ret = reader_check_selection(dir, matched);
+	free(matched);
+	if (ret >= 0 && !rd->nr_domains && !rd->only) {
+		tv_err("No domain left to read: path=\"%s\" (every domain chosen is quarantined)", dir);
+		ret = -ENOENT;
+	}
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -444,6 +656,7 @@ struct open_how {
 	const struct tv_sync_result *res;	/* transforms to use; NULL: DIR/sync/transforms unless raw */
 	const char *only;		/* this domain alone; NULL: all */
 	const struct tv_sync_result *line;	/* raw, pvclock domains moved to Xen's line */
+	int no_ust;			/* without the traced processes' domains */
 };
 
 static int reader_open(const char *dir, const struct open_how *how, struct tv_reader **out)
@@ -455,6 +668,7 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 		return -ENOMEM;
 	rd->follow = how->follow;
 	rd->only = how->only;
+	rd->no_ust = how->no_ust;
 	ret = reader_load_domains(rd, dir);
 	if (!ret && how->only && !rd->nr_domains) {
 		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, how->only);
@@ -499,6 +713,12 @@ int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
 			   struct tv_reader **out)
 {
 	return reader_open(dir, &(struct open_how){ .raw = 1, .line = res }, out);
+}
+
+int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
+			  struct tv_reader **out)
+{
+	return reader_open(dir, &(struct open_how){ .raw = 1, .line = line, .no_ust = 1 }, out);
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)
@@ -615,10 +835,44 @@ void tv_reader_follow_release_read(const struct tv_reader *rd)
 		stream_release_read(&rd->streams[i]);
 }
 
+/*
+ * The sub-buffers of a guest's domain left for failing validation, said
+ * once per domain: a CPU file read by several cursors (a clock in pieces)
+ * counts once, as the most any of them left.
+ */
+static void reader_say_bad_pages(const struct tv_reader *rd)
+{
+	for (size_t d = 0; d < rd->nr_domains; d++) {
+		const struct tv_cpu_stream *first = NULL, *cpu_max = NULL;
+		uint64_t total = 0;
+
+		for (size_t i = 0; i <= rd->nr_streams; i++) {
+			const struct tv_cpu_stream *st = i < rd->nr_streams ? &rd->streams[i] : NULL;
+
+			if (cpu_max && (!st || st->dom != cpu_max->dom || st->cpu != cpu_max->cpu)) {
+				total += cpu_max->bad_pages;
+				if (cpu_max->bad_pages && !first)
+					first = cpu_max;
+				cpu_max = NULL;
+			}
+			if (st && st->dom == &rd->domains[d] &&
+			    (!cpu_max || st->bad_pages > cpu_max->bad_pages))
+				cpu_max = st;
+		}
+		if (total)
+			warn_once("Corrupt sub-buffers skipped: domain=\"%s\", count=%llu, the first: path=\"%s\", offset=%llu: %s",
+				  rd->domains[d].name[0] && rd->domains[d].clock_of[0] ?
+				  rd->domains[d].subdir : rd->domains[d].name,
+				  (unsigned long long)total, first->path,
+				  (unsigned long long)first->bad_off, first->bad_why);
+	}
+}
+
 void tv_reader_close(struct tv_reader *rd)
 {
 	if (!rd)
 		return;
+	reader_say_bad_pages(rd);
 	for (size_t i = 0; i < rd->nr_streams; i++)
 		stream_close(&rd->streams[i]);
 	for (size_t d = 0; d < rd->nr_domains; d++)

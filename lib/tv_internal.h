@@ -52,6 +52,21 @@ struct tv_bounce {
 int tv_write_mapped(int fd, const struct iovec *iov, int n, struct tv_bounce *b);
 void tv_bounce_free(struct tv_bounce *b);
 
+/*
+ * Errors logged by this thread between tv_log_capture_begin() and
+ * tv_log_capture_end() do not reach the callback: the first is kept in
+ * @first and all are counted, so that a caller that turns a failure into
+ * something else (a guest domain quarantined, a guest rejected) says it in
+ * one line of its own.  Captures nest; other threads log as usual.
+ */
+struct tv_log_capture {
+	char first[512];
+	unsigned int errors;
+	struct tv_log_capture *prev;
+};
+void tv_log_capture_begin(struct tv_log_capture *c);
+void tv_log_capture_end(struct tv_log_capture *c);
+
 /* --------------------------------------------------------------- arrays */
 
 /* The TSC now, as the x86-tsc trace clock reads it (0 off x86). */
@@ -104,6 +119,19 @@ void tv_kvm_exit_reason_label(enum tv_kvm_isa isa, uint64_t code, char *buf, siz
 
 /* The entry of thread @tid in @map, added (vcpu -1) if new; NULL: no memory. */
 struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
+
+/*
+ * tv_domain_check - would the session reader decode domain directory @dir?
+ * @dir: SESSION/SUBDIR, with its header_page and events/ (lib/domain.c)
+ * @meta: its meta as it will be written (ncpus, subbuf_size, long_size,
+ *        kind), or NULL to read @dir/meta; stays the caller's
+ * @why: room for the reason, the reader's own one-line error
+ *
+ * The reader's own checks and parser (formats in a child process first),
+ * so that a recorder says at once what the reader would refuse.  Nothing
+ * is logged.  Return: 0, -ENOMEM, or another -errno with @why set.
+ */
+int tv_domain_check(const char *dir, const struct tv_meta *meta, char *why, size_t size);
 
 /* rm -r of a directory tree this process created (lib/session_dir.c). */
 int tv_session_remove_tree(const char *path);
@@ -180,5 +208,12 @@ const struct tv_xen_line *tv_reader_xen_line(const struct tv_reader *rd);
 int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t common_ns);
 int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
 			   struct tv_reader **out);
+/*
+ * tv_reader_open_raw(), or tv_reader_open_on_line() when @line is not NULL,
+ * without the traced processes' domains (ust-*): they hold no clock probes
+ * and read their parent's clock, so a sync estimate can do without them.
+ */
+int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
+			  struct tv_reader **out);
 
 #endif

@@ -359,8 +359,21 @@ int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_res
 	ret = line ? tv_reader_open_on_line(dir, line, &sc->rd) : tv_reader_open_raw(dir, &sc->rd);
 	if (ret)
 		return ret;
-	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS)
+	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS) {
+		/* a guest's many traced processes must not cost the session its sync */
+		tv_warn("More than %d domains to synchronise: the traced processes' domains (ust-*) are left out, each read in its parent's clock: path=\"%s\"",
+			MAX_DOMAINS, dir);
+		tv_reader_close(sc->rd);
+		sc->rd = NULL;
+		ret = tv_reader_open_probes(dir, line, &sc->rd);
+		if (ret)
+			return ret;
+	}
+	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS) {
+		tv_err("Too many domains to synchronise: path=\"%s\", %zu domains besides the traced processes, at most %d",
+		       dir, tv_reader_nr_domains(sc->rd), MAX_DOMAINS);
 		return -E2BIG;
+	}
 	scan_init_domains(sc);
 	while ((ret = tv_reader_next(sc->rd, &ev)) > 0) {
 		ret = scan_event(sc, &ev);

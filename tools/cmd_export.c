@@ -12,7 +12,7 @@
 static void export_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor export --format ctf|perfetto -o OUT [-q] DIR\n\n"
+		"usage: tracevisor export --format ctf|perfetto -o OUT [-q] [--domain NAME]... DIR\n\n"
 		"Writes every domain of the session DIR, in the reference clock when the\n"
 		"session was synchronised (tracevisor sync), as one trace:\n"
 		"  ctf       a CTF 1.8 directory OUT (babeltrace2, Trace Compass): one stream\n"
@@ -24,6 +24,8 @@ static void export_usage(FILE *out)
 		"  -f, --format FORMAT  ctf or perfetto\n"
 		"  -o, --output OUT     output directory (ctf) or file (perfetto)\n"
 		"  -q, --quiet          no summary\n"
+		"  --domain NAME        write this domain only (repeatable): host, xen,\n"
+		"                       guest:NAME, ust-PARENT-PID (its traced processes too)\n"
 		"  -h, --help           this help\n");
 }
 
@@ -33,6 +35,7 @@ int cmd_export(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "domain", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -46,6 +49,10 @@ int cmd_export(int argc, char **argv)
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'D':
+			if (tv_reader_select_domain(optarg))
+				return tv_cli_status(-EINVAL);
+			break;
 		case 'h': export_usage(stdout); return 0;
 		default: export_usage(stderr); return 2;
 		}

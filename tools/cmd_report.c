@@ -16,13 +16,15 @@
 static void report_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor report [--json] [--date] DIR\n\n"
+		"usage: tracevisor report [--json] [--date] [--domain NAME]... DIR\n\n"
 		"Prints every event of the session DIR in time order, one per line:\n"
 		"time, CPU, task, system:event and its fields.  Recorded text is escaped\n"
 		"for the terminal (control bytes as \\n, \\t, \\r, \\xNN); --json keeps the bytes.\n\n"
 		"  --json      JSON lines: ts (ns), domain, cpu, pid, comm, event, fields\n"
 		"  --date      the wall-clock time (UTC) instead of the trace clock's seconds;\n"
 		"              with --json, a \"date\" key beside ts\n"
+		"  --domain NAME  read this domain only (repeatable): host, xen, guest:NAME,\n"
+		"              ust-PARENT-PID; a domain's traced processes come with it\n"
 		"  -h, --help  this help\n");
 }
 
@@ -268,6 +270,7 @@ int cmd_report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "date", no_argument, NULL, 'd' },
+		{ "domain", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -283,6 +286,9 @@ int cmd_report(int argc, char **argv)
 			json = 1;
 		} else if (c == 'd') {
 			date = 1;
+		} else if (c == 'D') {
+			if (tv_reader_select_domain(optarg))
+				return tv_cli_status(-EINVAL);
 		} else if (c == 'h') {
 			report_usage(stdout);
 			return 0;

@@ -11,7 +11,7 @@
 static void stat_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor stat [--json] [--hist] [--by guest-task] DIR\n\n"
+		"usage: tracevisor stat [--json] [--hist] [--by guest-task] [--domain NAME]... DIR\n\n"
 		"Xen sessions (xen/): per domain and vCPU, time in each runstate, HVM exits\n"
 		"by reason timed VMEXIT->VMENTRY, and hypercalls and HVM handlers counted;\n"
 		"each domid named by its session domain (host, guest:NAME; JSON key domain).\n"
@@ -30,6 +30,8 @@ static void stat_usage(FILE *out)
 		"              its task, pid, and syscall, IRQ or softirq (a host + guest\n"
 		"              session, synchronised; JSON rows gain guest_task, guest_pid,\n"
 		"              guest_context)\n"
+		"  --domain NAME  analyse this domain only (repeatable): host, xen, guest:NAME,\n"
+		"              ust-PARENT-PID; a domain's traced processes come with it\n"
 		"  -h, --help  this help\n");
 }
 
@@ -279,6 +281,7 @@ int cmd_stat(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "hist", no_argument, NULL, 'H' },
 		{ "by", required_argument, NULL, 'B' },
+		{ "domain", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -292,6 +295,9 @@ int cmd_stat(int argc, char **argv)
 			json = 1;
 		} else if (c == 'H') {
 			hist = 1;
+		} else if (c == 'D') {
+			if (tv_reader_select_domain(optarg))
+				return tv_cli_status(-EINVAL);
 		} else if (c == 'B') {
 			if (strcmp(optarg, "guest-task")) {
 				tv_cli_error("stat", "unknown --by: \"%s\" (guest-task)", optarg);

@@ -11,7 +11,7 @@
 static void sync_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor sync [--dry-run] [--json] DIR\n\n"
+		"usage: tracevisor sync [--dry-run] [--json] [--domain NAME]... DIR\n\n"
 		"Estimates, for every domain of the session DIR, the transform of its\n"
 		"clock to the reference domain's (the host), from the clock-sync probes\n"
 		"recorded in the trace (doc/sync-probes.md) or the exact TSC relation, and\n"
@@ -19,6 +19,8 @@ static void sync_usage(FILE *out)
 		"domain in the reference clock.\n\n"
 		"  -n, --dry-run  print the results without storing them\n"
 		"  -j, --json     print the results as one JSON object (keys in tracevisor-sync(1))\n"
+		"  --domain NAME  estimate with this domain only (repeatable; include the\n"
+		"                 reference): printed, never stored (as --dry-run)\n"
 		"  -h, --help     this help\n");
 }
 
@@ -182,6 +184,7 @@ int cmd_sync(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "domain", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,6 +196,11 @@ int cmd_sync(int argc, char **argv)
 			dry = 1;
 		} else if (c == 'j') {
 			json = 1;
+		} else if (c == 'D') {
+			/* the transforms stored are all the domains': a subset's is only shown */
+			if (tv_reader_select_domain(optarg))
+				return tv_cli_status(-EINVAL);
+			dry = 1;
 		} else if (c == 'h') {
 			sync_usage(stdout);
 			return 0;

@@ -985,9 +985,30 @@ struct tv_reader;
  * Threads: a reader, and the events and domain info it returns, belong to
  * one thread at a time; readers of the same session in different threads
  * are independent.
+ *
+ * A guest's domain (guest-NAME, and its traced processes ust-guest-NAME-PID)
+ * that its recorder rejected (meta status=rejected: WHY) or that cannot be
+ * decoded (formats, header page, sizes) is quarantined: left out with one
+ * warning naming it, the other domains read as usual; its sub-buffers that
+ * fail validation are skipped and counted (one warning when the reader is
+ * closed).  The host's and Xen's domains are never left out: damage there
+ * is an error.
  * Return: 0 or -errno (logged).
  */
 int tv_reader_open(const char *dir, struct tv_reader **out);
+/*
+ * tv_reader_select_domain - read only the chosen domains (repeatable)
+ * @name: a domain as the session lists it (host, xen, guest-NAME,
+ *        ust-PARENT-PID) or as reports show it (guest:NAME); its traced
+ *        processes (ust-NAME-PID) come with it.  NULL: all domains again.
+ *
+ * Every reader opened afterwards reads the chosen domains only, and fails
+ * with -ENOENT (logged) when one of them is not in its session.
+ * Process-wide (a command reads its session through several readers),
+ * like the log settings: call it before opening readers, from one thread.
+ * Return: 0, -EINVAL (a name with '/' or ',', logged) or -ENOMEM.
+ */
+int tv_reader_select_domain(const char *name);
 /**
  * tv_reader_open_raw - tv_reader_open() keeping each domain's own clock
  * @dir: session directory

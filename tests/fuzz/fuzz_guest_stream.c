@@ -99,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mkdir(dir, 0755))
 		abort();
 	tv_guest_stream_init(&gs, dir, 1 << 20);
+	gs.ust_asked = 1;	/* START had ust=: the UST frames are parsed too */
 	if (data[0] & 1) {
 		tv_proto_hdr_encode(hdr, TV_MSG_META, 0, sizeof(meta) - 1);
 		tv_guest_stream_feed(&gs, hdr, sizeof(hdr));

@@ -538,7 +538,19 @@ static void test_guest_stream(void)
 	mkdir(dir, 0755);
 	snprintf(dir, sizeof(dir), "%s/s2/guest-g", tmpdir);
 	mkdir(dir, 0755);
+	/* UST frames only when START had ust= (each process is a domain) */
+	snprintf(dir, sizeof(dir), "%s/s2/guest-n", tmpdir);
+	mkdir(dir, 0755);
 	tv_guest_stream_init(&gs, dir, 1 << 24);
+	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
+	feed_frame(&gs, TV_MSG_UST_PROC, 0, proc, sizeof(proc) - 1);
+	TV_CHECK(gs.failed == -EBADMSG && strstr(gs.error, "START asked for no traced processes"),
+		 "UST_PROC without ust=: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	snprintf(dir, sizeof(dir), "%s/s2/guest-g", tmpdir);
+	tv_guest_stream_init(&gs, dir, 1 << 24);
+	gs.ust_asked = 1;
+	gs.check_domain = tv_domain_check;	/* the reader's check of each process's domain */
 	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
 	feed_frame(&gs, TV_MSG_UST_PROC, 0, proc, sizeof(proc) - 1);
 	feed_frame(&gs, TV_MSG_UST_PROC, 1, proc, sizeof(proc) - 1);
@@ -577,6 +589,7 @@ static void test_guest_stream(void)
 	snprintf(dir, sizeof(dir), "%s/s2/guest-h", tmpdir);
 	mkdir(dir, 0755);
 	tv_guest_stream_init(&gs, dir, 1 << 24);
+	gs.ust_asked = 1;
 	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
 	feed_frame(&gs, TV_MSG_UST_PROC, 0, "pid=1\nnr_bufs=5000\nsubbuf_size=4096\nnr_subbufs=2\n", 48);
 	TV_CHECK(gs.failed == -EBADMSG && strstr(gs.error, "settings"), "settings out of range: %s", gs.error);
