@@ -12,6 +12,17 @@
  * filled one is fetched with read() when draining after tracing stopped,
  * and on a flush asked while tracing (tv_capture_flush(): the live view
  * reads the session as it is written).
+ *
+ * A recorder killed with SIGKILL drains nothing: what its files hold is what
+ * it wrote before.  buffer_percent alone would leave up to half the ring
+ * buffer (seconds to hours of a quiet CPU) in the kernel, so each thread
+ * also wakes at least every TV_CAPTURE_FLUSH_MS and writes what the CPU
+ * buffer holds, the page the writer is on taken with read() and padded with
+ * zeros (as the guest agent does).  A killed recorder loses at most the
+ * events of that last interval; the rest is left in its tracefs instance,
+ * which tv_session_recover() salvages.  Cost: one read() and one page
+ * written per CPU per interval, whatever the event rate (none when the CPU
+ * traced nothing).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,7 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
@@ -110,15 +124,19 @@ static int capture_splice_available(struct tv_capture *cap)
 	}
 }
 
-/* After tracing stopped: the partly filled sub-buffers, padded to full size. */
-static int capture_read_remainder(struct tv_capture *cap)
+/*
+ * Up to @max_pages sub-buffers with read(), partly filled ones included,
+ * each padded to full size.  Return 0 once the buffer is empty or
+ * @max_pages were written, or -errno.
+ */
+static int capture_read_pages(struct tv_capture *cap, int max_pages)
 {
 	char *page = calloc(1, cap->subbuf_size);
 	int ret = 0;
 
 	if (!page)
 		return -ENOMEM;
-	for (int tries = 0; tries < 1024; tries++) {
+	for (int done = 0; done < max_pages;) {
 		ssize_t n = read(cap->raw_fd, page, cap->subbuf_size);
 
 		if (n < 0 && errno == EINTR)
@@ -133,9 +151,37 @@ static int capture_read_remainder(struct tv_capture *cap)
 			break;
 		}
 		__atomic_fetch_add(&cap->bytes, (uint64_t)cap->subbuf_size, __ATOMIC_RELAXED);
+		done++;
 	}
 	free(page);
 	return ret;
+}
+
+/* After tracing stopped, or a flush asked: the partly filled sub-buffers too. */
+static int capture_read_remainder(struct tv_capture *cap)
+{
+	return capture_read_pages(cap, 1024);
+}
+
+/*
+ * The periodic flush while tracing: the full sub-buffers by splice, then the
+ * one the writer is on by a single read().  One page, not a loop: on a busy
+ * CPU every read() would find a few new events and write a whole padded
+ * page.  What is left was traced after the splice found nothing more.
+ */
+static int capture_flush_periodic(struct tv_capture *cap)
+{
+	int ret = capture_splice_available(cap);
+
+	return ret ? ret : capture_read_pages(cap, 1);
+}
+
+static int64_t capture_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void *capture_thread(void *arg)
@@ -146,11 +192,14 @@ static void *capture_thread(void *arg)
 		{ .fd = cap->stop_fd, .events = POLLIN },
 		{ .fd = cap->flush_fd, .events = POLLIN },
 	};
+	int64_t next = capture_now_ms() + TV_CAPTURE_FLUSH_MS, now;
 	uint64_t asked;
-	int ret = 0;
+	int ret = 0, n;
 
 	for (;;) {
-		if (poll(pfd, 3, -1) < 0) {
+		now = capture_now_ms();
+		n = poll(pfd, 3, next > now ? (int)(next - now) : 0);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			ret = -errno;
@@ -158,11 +207,20 @@ static void *capture_thread(void *arg)
 		}
 		if (pfd[1].revents & POLLIN)
 			break;
-		ret = capture_splice_available(cap);
+		now = capture_now_ms();
+		if (now >= next) {
+			ret = capture_flush_periodic(cap);
+			next = now + TV_CAPTURE_FLUSH_MS;
+		} else if (n > 0) {
+			ret = capture_splice_available(cap);
+		}
 		if (!ret && (pfd[2].revents & POLLIN) && read(cap->flush_fd, &asked, sizeof(asked)) > 0) {
-			ret = capture_read_remainder(cap);
+			ret = capture_splice_available(cap);
+			if (!ret)
+				ret = capture_read_remainder(cap);
 			/* publishes the flush's file writes (see capture.h) */
 			__atomic_fetch_add(&cap->flushed, 1, __ATOMIC_RELEASE);
+			next = now + TV_CAPTURE_FLUSH_MS;
 		}
 		if (ret)
 			break;
@@ -176,6 +234,65 @@ static void *capture_thread(void *arg)
 		ret = -errno;
 	cap->error = ret;
 	return NULL;
+}
+
+int tv_capture_salvage(const char *raw_path, const char *out_path, size_t subbuf_size,
+		       size_t max_pages, uint64_t *bytes)
+{
+	struct tv_capture cap = { .raw_fd = -1, .out_fd = -1, .subbuf_size = subbuf_size };
+	struct stat st;
+	int ret = 0;
+
+	*bytes = 0;
+	cap.raw_fd = open(raw_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (cap.raw_fd < 0) {
+		ret = -errno;
+		tv_err("Cannot open ring buffer: path=\"%s\", errno=%d (%s)", raw_path, -ret, strerror(-ret));
+		return ret;
+	}
+	/* The session's own file, never a link out of it. */
+	cap.out_fd = open(out_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (cap.out_fd < 0 || fstat(cap.out_fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = cap.out_fd < 0 ? -errno : -EINVAL;
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", out_path, -ret, strerror(-ret));
+		goto out;
+	}
+	/* A write cut by the kill: its partial sub-buffer would shift every page after. */
+	if (ftruncate(cap.out_fd, st.st_size - st.st_size % (off_t)subbuf_size) ||
+	    lseek(cap.out_fd, 0, SEEK_END) < 0) {
+		ret = -errno;
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", out_path, -ret, strerror(-ret));
+		goto out;
+	}
+	ret = capture_read_pages(&cap, max_pages > INT_MAX ? INT_MAX : (int)max_pages);
+	if (!ret && fsync(cap.out_fd) && errno != EINVAL)
+		ret = -errno;
+	if (ret)
+		tv_err("Cannot salvage ring buffer: path=\"%s\" into \"%s\", errno=%d (%s)", raw_path,
+		       out_path, -ret, strerror(-ret));
+	*bytes = cap.bytes;
+out:
+	if (cap.out_fd >= 0)
+		close(cap.out_fd);
+	close(cap.raw_fd);
+	return ret;
+}
+
+static uint64_t stats_value(const char *stats, const char *key)
+{
+	const char *p = strstr(stats, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+void tv_capture_parse_stats(const char *s, uint64_t *events, uint64_t *lost)
+{
+	/* "overrun:" is also the tail of "commit overrun:": match line starts. */
+	*lost = stats_value(s, "\noverrun: ") + stats_value(s, "commit overrun: ") +
+		stats_value(s, "dropped events: ");
+	if (!strncmp(s, "overrun: ", 9))
+		*lost += stats_value(s, "overrun: ");
+	*events = stats_value(s, "read events: ");
 }
 
 int tv_capture_start(struct tv_capture *cap)

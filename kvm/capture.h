@@ -38,6 +38,14 @@ struct tv_capture {
 	char out_path[4096];
 };
 
+/*
+ * The longest a traced event waits in the ring buffer before it is in its
+ * stream file while tracing: what a SIGKILLed recorder can lose.  Under a
+ * second with room for the capture thread's scheduling delay on a busy
+ * host, so that the loss stays within the last second.
+ */
+#define TV_CAPTURE_FLUSH_MS 800
+
 int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *out_path,
 		    int stop_fd, size_t subbuf_size);
 int tv_capture_start(struct tv_capture *cap);
@@ -48,6 +56,16 @@ int tv_capture_start(struct tv_capture *cap);
  */
 int tv_capture_flush(struct tv_capture *cap);
 uint64_t tv_capture_flushed(const struct tv_capture *cap);
+/*
+ * A killed recorder's leftovers: append what the ring buffer @raw_path
+ * still holds (tracing off), up to @max_pages sub-buffers, to the stream
+ * file @out_path, first cut to whole sub-buffers (a write cut short by the
+ * kill).  *@bytes: bytes appended.  Return: 0 or -errno (logged).
+ */
+int tv_capture_salvage(const char *raw_path, const char *out_path, size_t subbuf_size,
+		       size_t max_pages, uint64_t *bytes);
+/* A per_cpu/cpuN/stats text: "read events" and overrun + commit overrun + dropped. */
+void tv_capture_parse_stats(const char *stats, uint64_t *events, uint64_t *lost);
 /* Joins the thread (which drains everything left once stop_fd fires). */
 int tv_capture_join(struct tv_capture *cap);
 void tv_capture_close(struct tv_capture *cap);

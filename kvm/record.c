@@ -7,7 +7,11 @@
  * Life cycle: create (instance + static files) -> start (threads, tracing on)
  * -> stop (tracing off, drain, stats, metadata) -> destroy (instance gone).
  * The instance is named "tracevisor-PID" so that a later run can tell a
- * stale instance (its PID is dead) from one in use and remove it.
+ * stale instance (its PID is dead) from one in use.  The session directory
+ * and the instance are tied (kvm/recover.c): a later run salvages what a
+ * killed recorder left in its instance into that session, then removes it.
+ * host/meta is written at the start (status=recording) and again at the
+ * end, so that a killed recorder's session reads with its clock and sizes.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -34,6 +38,7 @@
 #include "events.h"
 #include "session_files.h"
 #include "probes.h"
+#include "recover.h"
 
 #define INSTANCE_PREFIX "tracevisor-"
 
@@ -81,6 +86,7 @@ struct tv_recorder {
 	uint64_t start_tsc, stop_tsc;
 	struct timespec start_raw, stop_raw, start_wall;
 	int started, stopped;
+	int tied;			/* DIR/recorder written: removed at the end */
 };
 
 static int instance_pid(const char *name)
@@ -95,14 +101,25 @@ static int instance_pid(const char *name)
 int tv_tracefs_cleanup_stale(void)
 {
 	char **names = tracefs_instances("^" INSTANCE_PREFIX);
+	const char *tracing_dir = tracefs_tracing_dir();
 	int removed = 0;
 
-	for (size_t i = 0; names && names[i]; i++) {
+	for (size_t i = 0; names && names[i] && tracing_dir; i++) {
 		int pid = instance_pid(names[i]);
 		struct tracefs_instance *inst;
 
-		if (pid < 0 || !(kill(pid, 0) < 0 && errno == ESRCH))
+		if (pid < 0)
 			continue;
+		/* a dead recorder's events go to its session first */
+		switch (tv_recover_stale(tracing_dir, names[i], pid)) {
+		case TV_STALE_ALIVE:
+			continue;
+		case TV_STALE_DONE:
+			removed++;
+			continue;
+		case TV_STALE_DEAD:
+			break;
+		}
 		inst = tracefs_instance_alloc(NULL, names[i]);
 		if (!inst)
 			continue;
@@ -118,6 +135,8 @@ int tv_tracefs_cleanup_stale(void)
 		tracefs_instance_free(inst);
 	}
 	tracefs_list_free(names);
+	if (tracing_dir)
+		tv_recover_prune_registry(tracing_dir);
 	return removed;
 }
 
@@ -315,7 +334,11 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 		       rec->tracing_dir, name, err, strerror(err));
 		return -err;
 	}
-	ret = instance_write(rec, "tracing_on", "0");
+	/* first: a recorder killed from here on leaves a session to salvage into */
+	ret = tv_recover_tie_write(rec->outdir, rec->tracing_dir, name);
+	rec->tied = !ret;
+	if (!ret)
+		ret = instance_write(rec, "tracing_on", "0");
 	snprintf(val, sizeof(val), "%u", kb);
 	if (!ret)
 		ret = instance_write(rec, "buffer_size_kb", val);
@@ -486,6 +509,9 @@ static void recorder_mark_realtime(struct tv_recorder *rec, uint64_t seq)
 	tv_recorder_write_marker(rec, m, sizeof(m));
 }
 
+static int recorder_write_meta(struct tv_recorder *rec, bool final);
+static int recorder_write_maps(struct tv_recorder *rec, bool tasks);
+
 static inline uint64_t read_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -515,14 +541,17 @@ int tv_recorder_start(struct tv_recorder *rec)
 	rec->started = 1;
 	if (!ret)
 		recorder_mark_realtime(rec, 0);
+	/*
+	 * For a killed recorder's session: its clock, sizes and VMs (the map
+	 * scanned above: a second scan of /proc costs ~50 ms).  Not the task
+	 * maps: reading saved_tgids costs ~10 ms of CPU, and a salvage copies
+	 * them (kvm/recover.c).
+	 */
+	if (!ret)
+		ret = recorder_write_meta(rec, false);
+	if (!ret)
+		ret = recorder_write_maps(rec, false);
 	return ret;
-}
-
-static uint64_t stats_value(const char *stats, const char *key)
-{
-	const char *p = strstr(stats, key);
-
-	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
 }
 
 static void recorder_read_cpu_stats(struct tv_recorder *rec, int cpu)
@@ -536,16 +565,16 @@ static void recorder_read_cpu_stats(struct tv_recorder *rec, int cpu)
 	st->bytes = rec->caps[cpu].bytes;
 	if (!s)
 		return;
-	/* "overrun:" is also the tail of "commit overrun:": match line starts. */
-	st->lost = stats_value(s, "\noverrun: ") + stats_value(s, "commit overrun: ") +
-		   stats_value(s, "dropped events: ");
-	if (!strncmp(s, "overrun: ", 9))
-		st->lost += stats_value(s, "overrun: ");
-	st->events = stats_value(s, "read events: ");
+	tv_capture_parse_stats(s, &st->events, &st->lost);
 	free(s);
 }
 
-static int recorder_write_meta(struct tv_recorder *rec)
+/*
+ * DIR/host/meta.  At the start (!@final): what is known then, with
+ * status=recording, so that a killed recorder's session reads with its
+ * clock; at the end: everything, with the counts.
+ */
+static int recorder_write_meta(struct tv_recorder *rec, bool final)
 {
 	struct tv_meta *m = tv_meta_new();
 	struct utsname uts;
@@ -559,6 +588,8 @@ static int recorder_write_meta(struct tv_recorder *rec)
 	uname(&uts);
 	secs = (double)(rec->stop_raw.tv_sec - rec->start_raw.tv_sec) +
 	       (double)(rec->stop_raw.tv_nsec - rec->start_raw.tv_nsec) / 1e9;
+	if (!final)
+		secs = 0;
 	tv_meta_set(m, "domain", "host");
 	tv_meta_set(m, "kind", "linux-ftrace");
 	tv_meta_set(m, "clock", "%s", rec->clock);
@@ -580,8 +611,10 @@ static int recorder_write_meta(struct tv_recorder *rec)
 	}
 	tv_meta_set(m, "start_realtime_ns", "%lld",
 		    (long long)rec->start_wall.tv_sec * 1000000000LL + rec->start_wall.tv_nsec);
-	tv_meta_set(m, "duration_ns", "%.0f", secs * 1e9);
-	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+	tv_meta_set(m, "status", final ? "complete" : "recording");
+	if (final)
+		tv_meta_set(m, "duration_ns", "%.0f", secs * 1e9);
+	for (int cpu = 0; cpu < rec->nr_cpus && final; cpu++) {
 		char key[48];
 		struct tv_record_cpu_stats *st = &rec->stats[cpu];
 
@@ -595,9 +628,11 @@ static int recorder_write_meta(struct tv_recorder *rec)
 		events += st->events;
 		bytes += st->bytes;
 	}
-	tv_meta_set(m, "events_total", "%llu", (unsigned long long)events);
-	tv_meta_set(m, "lost_total", "%llu", (unsigned long long)lost);
-	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
+	if (final) {
+		tv_meta_set(m, "events_total", "%llu", (unsigned long long)events);
+		tv_meta_set(m, "lost_total", "%llu", (unsigned long long)lost);
+		tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
+	}
 	{
 		struct tv_strbuf sb = { 0 };
 
@@ -654,18 +689,24 @@ int tv_recorder_flush(struct tv_recorder *rec, int timeout_ms)
 
 int tv_recorder_checkpoint(struct tv_recorder *rec)
 {
-	char path[PATH_MAX + 32];
-	int ret;
-
 	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
 	pthread_mutex_unlock(&rec->lock);
+	return recorder_write_maps(rec, true);
+}
+
+/* The vCPU map as scanned last, and (@tasks) the task maps as they are now. */
+static int recorder_write_maps(struct tv_recorder *rec, bool tasks)
+{
+	char path[PATH_MAX + 32];
+	int ret;
+
 	recorder_apply_labels(rec);
 	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
 	pthread_mutex_lock(&rec->lock);
 	ret = tv_vcpu_map_write(&rec->vcpus, path);
 	pthread_mutex_unlock(&rec->lock);
-	return ret ? ret : tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
+	return ret || !tasks ? ret : tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
 }
 
 int tv_recorder_stop(struct tv_recorder *rec)
@@ -691,7 +732,7 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	}
 	err = tv_recorder_checkpoint(rec);
 	if (!err)
-		err = recorder_write_meta(rec);
+		err = recorder_write_meta(rec, true);
 	if (!err)
 		err = tv_session_write_meta(rec->outdir, rec->domains.data, "host");
 	return ret ? ret : err;
@@ -716,6 +757,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 		if (tracefs_instance_destroy(rec->instance))
 			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d (%s)",
 				tracefs_instance_get_name(rec->instance), errno, strerror(errno));
+		else if (rec->tied)	/* nothing left to salvage */
+			tv_recover_tie_remove(rec->outdir, tracefs_instance_get_name(rec->instance));
 		tracefs_instance_free(rec->instance);
 	}
 	/* after the instance: a probe still enabled somewhere cannot go */

@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
 	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON" },
 	{ "compress", cmd_compress, "compress a session's stream files (zstd); every command reads them" },
+	{ "recover", cmd_recover, "salvage a killed recorder's events from its tracefs instance into its session" },
 };
 
 static const char *current_cmd = "tracevisor";

@@ -287,9 +287,43 @@ uint64_t tv_recorder_bytes(const struct tv_recorder *rec);
 /**
  * tv_tracefs_cleanup_stale - remove tracefs instances of dead tracevisor runs
  *
- * Return: 0 or -errno.
+ * An instance whose recorder was killed (its pid gone, or reused: the
+ * process start time differs) and whose session directory still exists
+ * and is incomplete is first salvaged into that session, as
+ * tv_session_recover() does (one info line); the others are removed.
+ * Instances of running recorders are left alone.
+ * Return: the number of instances removed.
  */
 int tv_tracefs_cleanup_stale(void);
+
+/* What tv_session_recover() salvaged. */
+struct tv_recover_stats {
+	int pid;			/* the killed recorder's */
+	char instance[64];		/* its tracefs instance, now removed */
+	int ncpus;
+	uint64_t bytes;			/* appended to DIR/host/cpuN.raw */
+	uint64_t salvaged_events;	/* of @events, those the recovery read */
+	uint64_t events;		/* the kernel's count of events read from the buffers */
+	uint64_t lost;			/* the kernel's overrun + dropped counts */
+};
+/**
+ * tv_session_recover - salvage a killed recorder's trace into its session
+ * @dir: the session directory a host recorder was writing when killed
+ * @st: filled with what was salvaged (caller-owned)
+ *
+ * The session's DIR/recorder file names the recorder (pid, start time,
+ * boot) and its tracefs instance.  Once the recorder is known dead, tracing
+ * in the instance is turned off, what its per-CPU buffers still hold is
+ * appended to DIR/host/cpuN.raw in whole sub-buffers, DIR/host/meta is
+ * rewritten with status=recovered and the kernel's counts, and the
+ * instance is removed.  The session stays without session.meta: readers
+ * still say it is incomplete.  Needs root.
+ * Return: 0; -ENOENT (not a recording with a recorder file, or its
+ * instance is gone), -EBUSY (the recorder still runs, or another process
+ * is salvaging it), -EEXIST (the session is complete), -EALREADY (already
+ * recovered), or another -errno; every failure logged in one line.
+ */
+int tv_session_recover(const char *dir, struct tv_recover_stats *st);
 
 /**
  * tv_recorder_write_marker - write a raw marker into the recording's trace
