@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -417,6 +418,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	return 0;
 }
 
+/* The open-file limit record was started with: the library raises it (host/recorder.c), COMMAND gets this. */
+static struct rlimit caller_nofile;
+static int caller_nofile_known;
+
 /* Fork COMMAND; report exec failure through a close-on-exec pipe. */
 static pid_t start_command(char **command, const sigset_t *saved_mask)
 {
@@ -428,6 +433,8 @@ static pid_t start_command(char **command, const sigset_t *saved_mask)
 	pid = fork();
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, saved_mask, NULL);
+		if (caller_nofile_known)
+			setrlimit(RLIMIT_NOFILE, &caller_nofile);
 		execvp(command[0], command);
 		err = errno;
 		if (write(status_pipe[1], &err, sizeof(err)) < 0)
@@ -801,6 +808,7 @@ int cmd_record(int argc, char **argv)
 	cli.so.nr_guests = cli.nr_guests;
 	cli.so.notify = record_notify;
 	cli.so.notify_ctx = &cli;
+	caller_nofile_known = !getrlimit(RLIMIT_NOFILE, &caller_nofile);
 	ret = tv_session_record_start(&cli.so, &srec);
 	if (ret) {
 		tv_session_record_destroy(srec);
