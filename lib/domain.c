@@ -23,7 +23,6 @@
 #include "xen_trace.h"
 #include "proto.h"
 
-#define MAX_EVENT_ID 65536
 #define MAX_FORMAT_BYTES (1 << 20)
 #define FORMAT_TRIAL_SECONDS 20
 
@@ -599,8 +598,7 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 		return -EINVAL;
 	}
 	dom->tep = tep_alloc();
-	dom->bounds = calloc(MAX_EVENT_ID, sizeof(*dom->bounds));
-	if (!dom->tep || !dom->bounds)
+	if (!dom->tep)
 		return -ENOMEM;
 	tep_set_long_size(dom->tep, dom->long_size);
 	dom->swap = tep_is_file_bigendian(dom->tep) != tep_is_local_bigendian(dom->tep);
@@ -634,12 +632,23 @@ void tv_domain_unload(struct tv_domain *dom)
 	tv_meta_free(dom->meta);
 	tv_vcpu_map_free(&dom->vcpus);
 	free(dom->tgids);
-	for (int i = 0; dom->bounds && i < MAX_EVENT_ID; i++)
-		tv_json_layout_free(dom->bounds[i].json);
-	free(dom->bounds);
+	for (int p = 0; p < 256; p++) {
+		for (int i = 0; dom->bounds[p] && i < 256; i++)
+			tv_json_layout_free(dom->bounds[p][i].json);
+		free(dom->bounds[p]);
+	}
 	tv_info_cache_free(dom->info_cache);
 	tv_sync_domain_release(&dom->sync);
 	memset(dom, 0, sizeof(*dom));
+}
+
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id)
+{
+	struct event_bounds **page = &dom->bounds[(id >> 8) & 0xff];
+
+	if (!*page)
+		*page = calloc(256, sizeof(**page));
+	return *page ? &(*page)[id & 0xff] : NULL;
 }
 
 static void compute_bounds(struct tep_event *event, struct event_bounds *b)
@@ -689,10 +698,14 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 	}
 	id = (int)(dom->swap ? tep_read_number(dom->tep, rec->data, 2)
 			     : *(const uint16_t *)rec->data);
-	b = &dom->bounds[id];
-	event = b->checked ? b->event : tep_find_event(dom->tep, id);
+	b = dom->bounds[id >> 8] ? &dom->bounds[id >> 8][id & 0xff] : NULL;
+	event = b && b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
-		*why = "unknown event id";
+		*why = "unknown event id";	/* no page made for it */
+		return NULL;
+	}
+	if (!b && !(b = tv_domain_bounds(dom, (unsigned int)id))) {
+		*why = "out of memory";
 		return NULL;
 	}
 	if (!b->checked)

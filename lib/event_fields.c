@@ -250,7 +250,9 @@ static struct json_layout *json_layout_of(const struct tv_event *ev)
 	if (!ev->domain_info || !ev->format)
 		return NULL;
 	dom = (struct tv_domain *)((char *)ev->domain_info - offsetof(struct tv_domain, info));
-	b = &dom->bounds[ev->format->id & 0xffff];
+	b = tv_domain_bounds(dom, (unsigned int)ev->format->id & 0xffff);
+	if (!b)
+		return NULL;	/* the slow path */
 	if (!b->json)
 		b->json = json_layout_compile(ev->format);
 	return b->json;

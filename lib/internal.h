@@ -35,6 +35,8 @@ struct event_bounds {
 
 struct tv_domain;
 struct tv_cpu_stream;
+/* @id's entry in @dom's bounds (domain.c), made on first use: NULL when out of memory. */
+struct event_bounds *tv_domain_bounds(struct tv_domain *dom, unsigned int id);
 
 /*
  * A stream source: how the cpuN.* files of a domain of one meta `kind` are
@@ -96,7 +98,12 @@ struct tv_domain {
 	int nr_cpus;
 	int incomplete;		/* its recorder never finished: no meta, maybe a short tail */
 	int follow;		/* being recorded: its streams' ends are not final */
-	struct event_bounds *bounds;	/* indexed by event id, 65536 entries */
+	/*
+	 * By event id, in pages of 256 made for the ids its records use: a
+	 * session of many small domains (60 traced processes of one event
+	 * each) took 11 MB per domain with one flat table of 65536.
+	 */
+	struct event_bounds *bounds[256];
 	/*
 	 * Xen's common time line (lib/xen_line.c), the reader's: the xen/
 	 * domain stamps its records on it; a pvclock domain (dom0, a domU)

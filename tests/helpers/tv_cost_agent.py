@@ -10,6 +10,8 @@ MODE:
   meta-mem   256 traced processes, each with ~4 MiB of metadata (1 GiB)
   ncpus      META ncpus=1024, a page of data on every CPU, then one a
              second on CPU 1023
+  ust-many   60 traced processes of one event and one sub-buffer each
+             (a session of many small UST domains, for the readers)
   clock-back 10,000 pages on CPU 0, each starting 1 us before the one
              before it (its clock steps back 10,000 times)
 Each answers PING and STOP (LOSS + END) as an agent does.
@@ -80,6 +82,20 @@ def main():
         for idx in range(256):
             ust_proc(a, idx, 5000 + idx)
             endless_meta(a, idx, (4 << 20) - 4096)
+    if mode == "ust-many":
+        fmt = ("event 1 demo:tick\nname: tick\nID: 1\nformat:\n"
+               "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+               "\tfield:unsigned short common_size;\toffset:2;\tsize:2;\tsigned:0;\n"
+               "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+               "\tfield:u64 n;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+               "print fmt: \"n=%llu\", REC->n\nend\n").encode()
+        for idx in range(60):
+            ust_proc(a, idx, 6000 + idx)
+            a.send(UST_META, idx, fmt)
+            recs = b"".join(struct.pack("<QHHiQ", t0 + k * 1000, 1, 24, 6000 + idx, k)
+                            for k in range(100))
+            a.send(UST_DATA, idx << 16, recs + b"\0" * (4096 - len(recs)))
+            a.send(UST_END, idx, kv({"status": "complete", "cpu0.lost": 0}))
     if mode == "clock-back":
         pages = [a.page(t0 - k * 1000, [(100, a.sched_switch(next_pid=k % 30000 + 1))])
                  for k in range(10000)]
