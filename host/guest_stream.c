@@ -81,6 +81,14 @@ static int parse_count(const char *s, long long min, long long max, long long *o
 	return 0;
 }
 
+/*
+ * The CPU files are all created at META (the reader wants one per CPU) but
+ * opened only to write, and a guest holds at most TV_GUEST_MAX_OPEN_CPU_FILES
+ * of them open at once: a META with ncpus=1024 must not take 1024 of the
+ * recorder's descriptors (with the usual limit of 1024, the host's and the
+ * other guests' files, pipes and timers would fail).  Past the budget the
+ * guest's open ones are closed and reopened for appending as written.
+ */
 static int open_cpu_files(struct tv_guest_stream *gs)
 {
 	char path[PATH_MAX + 32];
@@ -92,13 +100,42 @@ static int open_cpu_files(struct tv_guest_stream *gs)
 	for (int cpu = 0; cpu < gs->ncpus; cpu++)
 		gs->cpu_fd[cpu] = -1;
 	for (int cpu = 0; cpu < gs->ncpus; cpu++) {
+		int fd;
+
 		snprintf(path, sizeof(path), "%s/cpu%d.raw", gs->dir, cpu);
-		gs->cpu_fd[cpu] = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				       0644);
-		if (gs->cpu_fd[cpu] < 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
 			return stream_fail(gs, -errno, "Cannot create stream file: path=\"%s\", errno=%d",
 					   path, errno);
+		if (cpu < TV_GUEST_MAX_OPEN_CPU_FILES)
+			gs->cpu_fd[cpu] = fd;	/* the usual guest: kept open */
+		else
+			close(fd);
 	}
+	return 0;
+}
+
+/* CPU @cpu's file open for appending, within the guest's budget: 0 or the stream's failure. */
+static int cpu_file_open(struct tv_guest_stream *gs, int cpu)
+{
+	char path[PATH_MAX + 32];
+	int open_now = 0;
+
+	if (gs->cpu_fd[cpu] >= 0)
+		return 0;
+	for (int c = 0; c < gs->ncpus; c++)
+		open_now += gs->cpu_fd[c] >= 0;
+	if (open_now >= TV_GUEST_MAX_OPEN_CPU_FILES) {
+		if (!gs->fd_budget_said++)
+			tv_info("Guest writes more than %d CPU files: path=\"%s\": they are reopened as written (the per-guest budget of open files)",
+				TV_GUEST_MAX_OPEN_CPU_FILES, gs->dir);
+		tv_guest_stream_close_files(gs);
+	}
+	snprintf(path, sizeof(path), "%s/cpu%d.raw", gs->dir, cpu);
+	gs->cpu_fd[cpu] = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (gs->cpu_fd[cpu] < 0)
+		return stream_fail(gs, -errno, "Cannot open stream file: path=\"%s\", errno=%d", path,
+				   errno);
 	return 0;
 }
 
@@ -205,6 +242,8 @@ static int handle_data(struct tv_guest_stream *gs, uint32_t cpu, const unsigned 
 		return stream_fail(gs, -EBADMSG,
 				   "protocol error: DATA for cpu %u of %d with %zu bytes (not whole %zu-byte sub-buffers)",
 				   cpu, gs->ncpus, len, gs->subbuf_size);
+	if (cpu_file_open(gs, (int)cpu))
+		return gs->failed;
 	ret = write_whole(gs->cpu_fd[cpu], p, len);
 	if (ret)
 		return stream_fail(gs, ret, "Cannot write stream file: path=\"%s/cpu%u.raw\", errno=%d",

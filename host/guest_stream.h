@@ -13,8 +13,11 @@
 
 struct tv_meta;
 struct tv_guest_ust;
+struct tv_ust_meta_pool;
 
 #define TV_GUEST_MAX_FILES 4096
+/* CPU stream files one guest holds open at once (host/guest_stream.c) */
+#define TV_GUEST_MAX_OPEN_CPU_FILES 64
 
 struct tv_guest_stream {
 	char dir[PATH_MAX];		/* DIR/guest-NAME, created by the caller */
@@ -24,8 +27,9 @@ struct tv_guest_stream {
 	size_t len, cap;
 	int ncpus;			/* 0 until META */
 	size_t subbuf_size;
-	int *cpu_fd;
+	int *cpu_fd;			/* -1: closed (at most TV_GUEST_MAX_OPEN_CPU_FILES open) */
 	uint64_t *cpu_bytes;
+	unsigned fd_budget_said;	/* the guest went past it: said once */
 	unsigned nr_files;
 	struct tv_meta *guest_meta;	/* META + END keys, checked */
 	int ready, ended;
@@ -50,6 +54,7 @@ struct tv_guest_stream {
 	 * has no reader): 0, or -errno with @why set.
 	 */
 	int (*check_domain)(const char *dir, const struct tv_meta *meta, char *why, size_t size);
+	struct tv_ust_meta_pool *ust_pool;	/* their metadata bytes, in all (host/guest_ust.c) */
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;

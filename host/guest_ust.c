@@ -10,6 +10,12 @@
  * sub-buffers) is a protocol error that ends the guest's stream; records
  * that lie only cut that process off, keeping what was valid.
  *
+ * Costs are the guest's, bounded whatever it sends: metadata is parsed in
+ * linear time (lib/ust_consumer.c), at most TV_UST_MAX_META bytes per
+ * process and TV_GUEST_UST_META_MAX in all its processes (the process that
+ * passes it is cut off, naming the limit), and a process's stream files
+ * are open only while one of its UST_DATA frames is written.
+ *
  * Threads: the guest's own thread (the one feeding its stream).
  */
 #define _GNU_SOURCE
@@ -23,6 +29,9 @@
 #include "proto.h"
 #include "ust_consumer.h"
 #include "guest_stream.h"
+
+/* The metadata a guest's traced processes may make the recorder hold, in all. */
+#define TV_GUEST_UST_META_MAX (16ull << 20)
 
 struct tv_guest_ust {
 	struct tv_ust_shm_header hdr;	/* from UST_PROC, checked */
@@ -94,10 +103,18 @@ int tv_guest_ust_proc(struct tv_guest_stream *gs, uint32_t idx, const unsigned c
 			 TV_PROTO_MAX_UST);
 		return -EBADMSG;
 	}
+	if (!gs->ust_pool) {
+		gs->ust_pool = calloc(1, sizeof(*gs->ust_pool));
+		if (!gs->ust_pool)
+			return -ENOMEM;
+		gs->ust_pool->max = TV_GUEST_UST_META_MAX;
+		gs->ust_pool->owner = "guest";
+	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
 	gs->ust[idx] = u;
+	u->c.pool = gs->ust_pool;
 	u->hdr.subbuf_size = 0;
 	if (tv_proto_kv_parse((const char *)p, len, proc_key, u) || !u->hdr.pid || !u->hdr.nr_bufs ||
 	    !u->hdr.subbuf_size || !u->hdr.nr_subbufs) {
@@ -192,10 +209,13 @@ int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned c
 		ret = tv_ust_domain_write(u->dom, b, copy);
 		if (ret) {
 			free(copy);
+			tv_ust_domain_close_files(u->dom);
 			return ret;
 		}
 	}
 	free(copy);
+	/* no descriptor held between frames: 256 processes of 1024 buffers cost none */
+	tv_ust_domain_close_files(u->dom);
 	return 0;
 }
 
@@ -303,4 +323,6 @@ void tv_guest_ust_free(struct tv_guest_stream *gs)
 		free(u);
 		gs->ust[i] = NULL;
 	}
+	free(gs->ust_pool);
+	gs->ust_pool = NULL;
 }

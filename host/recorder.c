@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -275,6 +276,25 @@ static int ust_join(struct tv_session_record *s)
 	return 0;
 }
 
+/*
+ * The soft limit of open files up to the hard one: 1024, the usual soft
+ * limit, is what one guest's 1024 CPU files alone would take.  Each guest
+ * also has its own budget (TV_GUEST_MAX_OPEN_CPU_FILES, UST files only
+ * while written), so this is headroom, not the bound.  A command that
+ * record starts gets the caller's limit back (tools/cmd_record.c).
+ */
+static void nofile_raise(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur >= r.rlim_max)
+		return;
+	r.rlim_cur = r.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &r))
+		tv_warn("Cannot raise the open-file limit to its hard limit %llu: errno=%d (%s)",
+			(unsigned long long)r.rlim_max, errno, strerror(errno));
+}
+
 int tv_session_record_start(const struct tv_session_record_opts *opts,
 			    struct tv_session_record **out)
 {
@@ -284,6 +304,7 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	*out = s;
 	if (!s)
 		return -ENOMEM;
+	nofile_raise();
 	s->opts = *opts;
 	if (opts->host.nr_events > TV_SESSION_MAX_EVENTS) {
 		tv_err("too many events (at most %d)", TV_SESSION_MAX_EVENTS);

@@ -50,6 +50,8 @@
 #define UST_MAX_PROCS 48
 #define UST_TICK_MS 20
 #define UST_FLUSH_WAIT_MS 1500
+/* The metadata all the host's traced processes may make the recorder hold (4 MiB each at most). */
+#define UST_META_POOL (64ull << 20)
 
 struct ust_proc {
 	struct tv_ust_conn conn;	/* its registration connection and mapping */
@@ -70,6 +72,7 @@ struct tv_ust_recorder {
 	size_t nr_patterns;
 	struct ust_proc *procs[UST_MAX_PROCS];
 	size_t nr_procs;
+	struct tv_ust_meta_pool meta_pool;	/* their metadata, in all */
 	pthread_t thread;
 	int started;
 	int stop;			/* atomic: the caller asks the thread to end */
@@ -101,6 +104,7 @@ static int proc_map(struct tv_ust_recorder *u, struct ust_proc *p)
 {
 	if (tv_ust_consumer_init(&p->c, p->conn.map, p->conn.map_size))
 		return -EBADMSG;
+	p->c.pool = &u->meta_pool;
 	p->buf = malloc(p->c.hdr.subbuf_size);
 	if (!p->buf)
 		return -ENOMEM;
@@ -509,6 +513,8 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 	if (!u)
 		return -ENOMEM;
 	u->listen_fd = -1;
+	u->meta_pool.max = UST_META_POOL;
+	u->meta_pool.owner = "recorder";
 	pthread_mutex_init(&u->snap_lock, NULL);
 	pthread_cond_init(&u->snap_cond, NULL);
 	snprintf(u->dir, sizeof(u->dir), "%s", opts->outdir);

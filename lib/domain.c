@@ -752,14 +752,16 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 	}
 	id = (int)(dom->swap ? tep_read_number(dom->tep, rec->data, 2)
 			     : *(const uint16_t *)rec->data);
-	b = tv_domain_bounds(dom, (unsigned int)id);
-	if (!b) {
-		*why = "out of memory";
-		return NULL;
-	}
-	event = b->checked ? b->event : tep_find_event(dom->tep, id);
+	/* a block is made only for known ids: a guest's random ids make none */
+	b = dom->bounds[id / BOUNDS_BLOCK] ? &dom->bounds[id / BOUNDS_BLOCK][id % BOUNDS_BLOCK]
+					   : NULL;
+	event = b && b->checked ? b->event : tep_find_event(dom->tep, id);
 	if (!event) {
 		*why = "unknown event id";
+		return NULL;
+	}
+	if (!b && !(b = tv_domain_bounds(dom, (unsigned int)id))) {
+		*why = "out of memory";
 		return NULL;
 	}
 	if (!b->checked)

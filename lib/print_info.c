@@ -109,7 +109,7 @@ struct tv_info_fmt {
 };
 
 struct tv_info_cache {
-	struct tv_info_fmt **fmts;	/* by event id; &not_compiled if tep prints it */
+	struct tv_info_fmt **fmts[256];	/* by event id, pages of 256 made on use; &not_compiled if tep prints it */
 	struct trace_seq seq;
 };
 
@@ -866,14 +866,18 @@ static struct tv_info_cache *domain_cache(struct tv_domain *dom)
 	dom->info_cache = calloc(1, sizeof(*dom->info_cache));
 	if (!dom->info_cache)
 		return NULL;
-	dom->info_cache->fmts = calloc(MAX_EVENT_ID, sizeof(*dom->info_cache->fmts));
-	if (!dom->info_cache->fmts) {
-		free(dom->info_cache);
-		dom->info_cache = NULL;
-		return NULL;
-	}
 	trace_seq_init(&dom->info_cache->seq);
 	return dom->info_cache;
+}
+
+/* @id's slot (0 <= @id < MAX_EVENT_ID), its page made on first use: memory follows the ids used. */
+static struct tv_info_fmt **fmt_slot(struct tv_info_cache *cache, int id)
+{
+	struct tv_info_fmt ***page = &cache->fmts[id >> 8];
+
+	if (!*page)
+		*page = calloc(256, sizeof(**page));
+	return *page ? &(*page)[id & 0xff] : NULL;
 }
 
 int tv_event_append_info(const struct tv_event *ev, struct tv_strbuf *sb)
@@ -891,7 +895,9 @@ int tv_event_append_info(const struct tv_event *ev, struct tv_strbuf *sb)
 		return -ENOMEM;
 	if (id < 0 || id >= MAX_EVENT_ID)
 		return append_by_tep(cache, ev, sb);
-	slot = &cache->fmts[id];
+	slot = fmt_slot(cache, id);
+	if (!slot)
+		return -ENOMEM;
 	if (!*slot)
 		*slot = compile_event(ev->tep, ev->format, dom->long_size);
 	if (*slot == &not_compiled)
@@ -904,21 +910,24 @@ int tv_event_info_compiled(const struct tv_event *ev)
 	struct tv_domain *dom = container_of(ev->domain_info, struct tv_domain, info);
 	struct tv_info_cache *cache = domain_cache(dom);
 	int id = ev->format ? ev->format->id : -1;
+	struct tv_info_fmt **slot;
 
-	if (!cache || id < 0 || id >= MAX_EVENT_ID)
+	if (!cache || id < 0 || id >= MAX_EVENT_ID || !(slot = fmt_slot(cache, id)))
 		return 0;
-	if (!cache->fmts[id])
-		cache->fmts[id] = compile_event(ev->tep, ev->format, dom->long_size);
-	return cache->fmts[id] != &not_compiled;
+	if (!*slot)
+		*slot = compile_event(ev->tep, ev->format, dom->long_size);
+	return *slot != &not_compiled;
 }
 
 void tv_info_cache_free(struct tv_info_cache *cache)
 {
 	if (!cache)
 		return;
-	for (int i = 0; i < MAX_EVENT_ID; i++)
-		fmt_free(cache->fmts[i]);
-	free(cache->fmts);
+	for (int p = 0; p < 256; p++) {
+		for (int i = 0; cache->fmts[p] && i < 256; i++)
+			fmt_free(cache->fmts[p][i]);
+		free(cache->fmts[p]);
+	}
 	trace_seq_destroy(&cache->seq);
 	free(cache);
 }

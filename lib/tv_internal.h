@@ -178,8 +178,17 @@ int tv_ust_domain_create(const char *session_dir, const char *parent,
 			 const struct tv_ust_shm_header *hdr, struct tv_ust_domain **out);
 /* Write the format file of every event of @c not written yet: 0 or -errno (logged). */
 int tv_ust_domain_add_events(struct tv_ust_domain *d, const struct tv_ust_consumer *c);
-/* Append one sub-buffer (hdr.subbuf_size bytes, records checked) of buffer @b. */
+/*
+ * Append one sub-buffer (hdr.subbuf_size bytes, records checked) of buffer
+ * @b.  A domain holds at most TV_UST_DOMAIN_MAX_FDS stream files open at
+ * once (a process with 1024 buffers does not take 1024 descriptors): past
+ * that, its open ones are closed and reopened for appending when written
+ * again.
+ */
+#define TV_UST_DOMAIN_MAX_FDS 16
 int tv_ust_domain_write(struct tv_ust_domain *d, unsigned int b, const void *subbuf);
+/* Close its open stream files (reopened for appending by the next write). */
+void tv_ust_domain_close_files(struct tv_ust_domain *d);
 /*
  * tv_ust_domain_finish - close the stream files, write saved_cmdlines,
  * saved_tgids and meta

@@ -131,6 +131,7 @@ void tv_ust_consumer_release(struct tv_ust_consumer *c)
 	c->bufs = NULL;
 	c->events = NULL;
 	c->meta = NULL;
+	c->meta_len = c->meta_cap = c->meta_parsed = c->meta_scanned = 0;
 }
 
 uint64_t tv_ust_consumer_lost(const struct tv_ust_consumer *c, unsigned int b)
@@ -225,6 +226,30 @@ static int format_names(const char *fmt, size_t len, unsigned long id, const cha
 	return len >= (size_t)w && !memcmp(fmt, want, (size_t)w);
 }
 
+/* "event ID PROVIDER:EVENT\n" is at most this long: a longer line is a lie, said at once. */
+#define META_LINE_MAX (6 + 20 + 1 + TV_UST_NAME_MAX + 1 + TV_UST_NAME_MAX + 1)
+
+/*
+ * The end of the format starting at @fmt: its first "end" line.  Searched
+ * from where the last search of this entry stopped (c->meta_scanned, less
+ * the 3 bytes of a marker cut by the end of the data then), never from
+ * @fmt again: an entry that arrives a byte at a time, or an empty append
+ * repeated, costs no rescan.  Return: the marker, or NULL (not there yet).
+ */
+static const char *format_end(struct tv_ust_consumer *c, const char *fmt, const char *end)
+{
+	const char *from = c->meta + (c->meta_scanned > 3 ? c->meta_scanned - 3 : 0);
+	const char *stop;
+
+	if (from < fmt)
+		from = fmt;
+	for (stop = from; (size_t)(end - stop) >= 4; stop++)
+		if ((stop == fmt || stop[-1] == '\n') && !memcmp(stop, TV_UST_META_END, 4))
+			return stop;
+	c->meta_scanned = c->meta_len;
+	return NULL;
+}
+
 /*
  * One entry at c->meta + c->meta_parsed: "event ID PROVIDER:EVENT\n",
  * format text, "end\n".  Return: its length, 0 when not whole yet, or
@@ -237,11 +262,14 @@ static long meta_entry(struct tv_ust_consumer *c, uint16_t *id_out)
 	unsigned long id;
 	char *e;
 
-	if (c->meta_parsed >= c->meta_len)
+	if (c->meta_parsed >= c->meta_len || c->meta_scanned == c->meta_len)
 		return 0;	/* nothing new (and c->meta may still be NULL) */
 	p = c->meta + c->meta_parsed;
 	end = c->meta + c->meta_len;
-	nl = memchr(p, '\n', (size_t)(end - p));
+	nl = memchr(p, '\n', (size_t)(end - p) < META_LINE_MAX ? (size_t)(end - p) : META_LINE_MAX);
+	if (!nl && (size_t)(end - p) >= META_LINE_MAX)
+		return cut(c, "metadata at %zu: an \"event\" line longer than %d bytes", c->meta_parsed,
+			   META_LINE_MAX);
 	if (!nl)
 		return 0;
 	if ((size_t)(end - p) < 6 || memcmp(p, TV_UST_META_EVENT, 6))
@@ -258,13 +286,10 @@ static long meta_entry(struct tv_ust_consumer *c, uint16_t *id_out)
 	if (c->events[id].id)
 		return cut(c, "metadata at %zu: event id %lu defined twice", c->meta_parsed, id);
 	fmt = nl + 1;
-	/* the format ends at the first "end" line */
-	for (stop = fmt; stop < end; stop++) {
-		if ((stop == fmt || stop[-1] == '\n') && (size_t)(end - stop) >= 4 && !memcmp(stop, TV_UST_META_END, 4))
-			break;
-	}
-	if (stop >= end)
+	stop = format_end(c, fmt, end);
+	if (!stop)
 		return 0;
+	c->meta_scanned = 0;	/* the next entry starts its own search */
 	if (tv_ust_format_scan(fmt, (size_t)(stop - fmt), &ev, &why))
 		return cut(c, "metadata: event %lu's format: %s", id, why);
 	if (!format_names(fmt, (size_t)(stop - fmt), id, colon + 1, (size_t)(nl - colon - 1)))
@@ -281,17 +306,30 @@ static long meta_entry(struct tv_ust_consumer *c, uint16_t *id_out)
 	return (long)(stop + 4 - p);
 }
 
-/* The formats point into c->meta: move them when it moves. */
+/*
+ * Room for @len bytes (and a NUL), doubled as it grows: appends of any
+ * size cost amortised O(size).  The formats point into c->meta: moved with it.
+ */
 static int meta_grow(struct tv_ust_consumer *c, size_t len)
 {
-	char *m = realloc(c->meta, len + 1);
+	size_t cap = c->meta_cap ? c->meta_cap : 4096;
+	char *m;
 
+	if (len + 1 <= c->meta_cap)
+		return 0;
+	while (cap < len + 1)
+		cap *= 2;
+	if (cap > (size_t)TV_UST_MAX_META + 1)
+		cap = len + 1 > (size_t)TV_UST_MAX_META + 1 ? len + 1 : (size_t)TV_UST_MAX_META + 1;
+	m = realloc(c->meta, cap);
 	if (!m)
 		return -ENOMEM;
-	for (size_t i = 0; i <= TV_UST_MAX_ID; i++)
-		if (c->events[i].id)
-			c->events[i].format = m + c->events[i].format_off;
+	if (m != c->meta)
+		for (size_t i = 0; i <= TV_UST_MAX_ID; i++)
+			if (c->events[i].id)
+				c->events[i].format = m + c->events[i].format_off;
 	c->meta = m;
+	c->meta_cap = cap;
 	return 0;
 }
 
@@ -324,12 +362,18 @@ int tv_ust_meta_append(struct tv_ust_consumer *c, const void *text, size_t n, ui
 	if (!c->events && !(c->events = calloc(TV_UST_MAX_ID + 1, sizeof(*c->events))))
 		return -ENOMEM;
 	if (n > TV_UST_MAX_META - c->meta_len)
-		return cut(c, "more than %u bytes of metadata", TV_UST_MAX_META);
+		return cut(c, "more than %u bytes of metadata (the limit per process)", TV_UST_MAX_META);
+	if (n && c->pool && n > c->pool->max - c->pool->used)
+		return cut(c, "its %s's traced processes sent more than %" PRIu64
+			   " bytes of metadata in all (the limit per %s)", c->pool->owner, c->pool->max,
+			   c->pool->owner);
 	if (n) {
 		if (meta_grow(c, c->meta_len + n))
 			return -ENOMEM;
 		memcpy(c->meta + c->meta_len, text, n);
 		c->meta_len += n;
+		if (c->pool)
+			c->pool->used += n;
 		c->meta[c->meta_len] = '\0';
 	}
 	for (;;) {

@@ -31,6 +31,18 @@
 #define TV_UST_MAX_DYN		8
 #define TV_UST_NAME_MAX		63
 
+/*
+ * A budget of metadata bytes shared by several processes (every traced
+ * process of one guest, or of the host's recorder): each byte a consumer
+ * copies counts against it, so a guest's processes together cannot make
+ * the recorder hold more than @max bytes.  A process whose metadata would
+ * pass it is cut off (its why names @owner and the limit).
+ */
+struct tv_ust_meta_pool {
+	uint64_t used, max;
+	const char *owner;		/* "guest", "recorder": for the reason */
+};
+
 /* One event of the metadata, as checked. */
 struct tv_ust_event {
 	uint16_t id;
@@ -59,7 +71,16 @@ struct tv_ust_consumer {
 	struct tv_ust_buf_state *bufs;	/* hdr.nr_bufs */
 	char *meta;			/* private copy of the metadata read so far */
 	size_t meta_len;		/* bytes copied */
+	size_t meta_cap;		/* bytes allocated at @meta (grown geometrically) */
 	size_t meta_parsed;		/* bytes of whole entries parsed */
+	/*
+	 * The entry at @meta_parsed was searched up to here and is not whole
+	 * yet: the next search starts here, so each byte is looked at a
+	 * bounded number of times however the metadata arrives (linear time).
+	 */
+	size_t meta_scanned;
+	/* Shared by the consumers of one guest or recorder (NULL: none), set by the caller. */
+	struct tv_ust_meta_pool *pool;
 	struct tv_ust_event *events;	/* by id; events[id].id == 0: unknown */
 	size_t nr_events;		/* entries parsed */
 	int cut;			/* a lie was seen: read nothing more */
@@ -89,7 +110,9 @@ int tv_ust_consumer_meta_update(struct tv_ust_consumer *c, uint16_t *new_ids, si
 /*
  * tv_ust_meta_append - parse metadata that came another way (a guest's
  * agent): @c zeroed, or a consumer of a mapping.  Same returns as
- * tv_ust_consumer_meta_update(); a cap of TV_UST_MAX_META bytes in all.
+ * tv_ust_consumer_meta_update(); a cap of TV_UST_MAX_META bytes in all,
+ * and of c->pool's when set.  Linear: a call costs O(@len + the entries it
+ * completes), whatever was appended before (an empty append is O(1)).
  */
 int tv_ust_meta_append(struct tv_ust_consumer *c, const void *text, size_t len, uint16_t *new_ids,
 		       size_t max_new);

@@ -33,6 +33,8 @@ struct tv_ust_domain {
 	int *fds;			/* cpuN.ust per buffer, -1 until written */
 	uint64_t *bytes, *events;	/* per buffer */
 	unsigned char *written;		/* by id: format file written */
+	size_t events_seen;		/* the consumer's nr_events when its formats were last written */
+	unsigned int nr_open;		/* fds[] >= 0, at most TV_UST_DOMAIN_MAX_FDS */
 	struct { int tid; } tids[UST_MAX_TIDS];	/* threads seen, for saved_cmdlines */
 	size_t nr_tids;
 };
@@ -128,6 +130,8 @@ int tv_ust_domain_add_events(struct tv_ust_domain *d, const struct tv_ust_consum
 {
 	char path[4400];
 
+	if (c->nr_events == d->events_seen)
+		return 0;	/* nothing new: called every tick and every frame, so O(1) */
 	for (unsigned int id = TV_UST_ID_FIRST; c->events && id <= TV_UST_MAX_ID; id++) {
 		const struct tv_ust_event *ev = &c->events[id];
 		int ret;
@@ -146,6 +150,7 @@ int tv_ust_domain_add_events(struct tv_ust_domain *d, const struct tv_ust_consum
 			return ret;
 		d->written[id] = 1;
 	}
+	d->events_seen = c->nr_events;
 	return 0;
 }
 
@@ -184,14 +189,19 @@ int tv_ust_domain_write(struct tv_ust_domain *d, unsigned int b, const void *sub
 	if (b >= d->hdr.nr_bufs)
 		return -EINVAL;
 	if (d->fds[b] < 0) {
+		if (d->nr_open >= TV_UST_DOMAIN_MAX_FDS)
+			tv_ust_domain_close_files(d);
 		snprintf(path, sizeof(path), "%s/cpu%u.ust", d->dir, b);
-		d->fds[b] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		/* created once; written before: a file this domain closed to stay in its budget */
+		d->fds[b] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW |
+				       (d->bytes[b] ? O_APPEND : O_CREAT | O_TRUNC), 0644);
 		if (d->fds[b] < 0) {
 			int err = errno;
 
 			tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
 			return -err;
 		}
+		d->nr_open++;
 	}
 	while (done < d->hdr.subbuf_size) {
 		ssize_t n = write(d->fds[b], (const char *)subbuf + done, d->hdr.subbuf_size - done);
@@ -210,6 +220,17 @@ int tv_ust_domain_write(struct tv_ust_domain *d, unsigned int b, const void *sub
 	d->bytes[b] += d->hdr.subbuf_size;
 	count_records(d, b, subbuf);
 	return 0;
+}
+
+void tv_ust_domain_close_files(struct tv_ust_domain *d)
+{
+	for (unsigned int b = 0; d->fds && b < d->hdr.nr_bufs && d->nr_open; b++)
+		if (d->fds[b] >= 0) {
+			close(d->fds[b]);
+			d->fds[b] = -1;
+			d->nr_open--;
+		}
+	d->nr_open = 0;
 }
 
 static const char *mode_name(uint32_t mode)
@@ -268,11 +289,7 @@ int tv_ust_domain_finish(struct tv_ust_domain *d, const struct tv_ust_consumer *
 	for (char *p = comm; *p; p++)	/* one word in saved_cmdlines and meta */
 		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == ',')
 			*p = '_';
-	for (unsigned int b = 0; b < d->hdr.nr_bufs; b++)
-		if (d->fds[b] >= 0) {
-			close(d->fds[b]);
-			d->fds[b] = -1;
-		}
+	tv_ust_domain_close_files(d);
 	tv_meta_set(m, "domain", "%s", d->subdir);
 	tv_meta_set(m, "kind", "ust");
 	tv_meta_set(m, "parent", "%s", d->parent);

@@ -32,11 +32,19 @@
 #define CONTEXT_SIZE (8 * 6 + 4 + 4)
 #define CONTEXT_TID_SIZE 4	/* a thread stream's packet.context ends with its tid */
 #define MAX_CPUS 4096		/* per domain: more is a corrupt cpu number */
+/* Files one CPU (or thread) stream may be split into where its time goes back (doc/ctf-export.md). */
+#define CTF_MAX_LANES 8
 
+/*
+ * One stream file.  A CPU stream whose time goes back goes on in another
+ * of its files (a "lane"): the one whose last event is the latest not after
+ * the new one, or a new file, at most CTF_MAX_LANES in all; only the lane
+ * being written has the stream's packet buffer and an open FILE.
+ */
 struct ctf_stream {
-	FILE *f;
+	FILE *f;		/* the active lane's only */
 	char *path;
-	unsigned char *buf;
+	unsigned char *buf;	/* the active lane's only: moved at a switch */
 	size_t len;
 	uint64_t ts_begin, ts_end, seq, discarded;
 	uint64_t last_ts;	/* of the last event written to this stream file */
@@ -45,7 +53,12 @@ struct ctf_stream {
 	uint32_t cpu;
 	int32_t tid;		/* a thread stream's thread; -1: a CPU stream */
 	uint64_t instance;
-	unsigned int generation;	/* files this domain CPU was split into, minus 1 */
+	unsigned int generation;	/* its lane: file DOMAIN_cpuN, then .1, .2... */
+	/* the first lane only: the stream's other lanes and the one written now */
+	struct ctf_stream *lanes[CTF_MAX_LANES];	/* [0] is itself */
+	unsigned int nr_lanes;
+	struct ctf_stream *active;
+	uint64_t dropped;	/* events that went back before every lane, left out */
 };
 
 /* The streams of one domain, indexed by CPU, or its threads' (a ust domain). */
@@ -66,6 +79,7 @@ struct ctf_writer {
 	size_t nr_domains;
 	uint64_t nr_streams;	/* stream files written, and the next instance id */
 	uint64_t nr_splits;
+	uint64_t nr_dropped;	/* events left out: a stream went back more than its lanes allow */
 	struct tep_event *ref_raw_data;	/* the reference's ftrace:raw_data, or NULL */
 	int have_wall_clock;		/* the recorder's CLOCK_REALTIME marker seen */
 	struct tv_wall_clock wall;
@@ -501,6 +515,8 @@ static int stream_new(struct ctf_writer *w, const struct tv_event *ev, int32_t t
 	s->domain = (uint32_t)ev->domain_index;
 	s->cpu = (uint32_t)ev->cpu;
 	s->tid = tid;
+	s->lanes[0] = s->active = s;
+	s->nr_lanes = 1;
 	ret = stream_open_file(w, s);
 	if (ret) {
 		stream_free(s);
@@ -585,35 +601,104 @@ static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ct
 	return 0;
 }
 
-/*
- * An event earlier than the last one of its stream (a CPU's clock or
- * buffer going back, a guest's timestamps mapped across a clock step): CTF
- * readers need every stream in time order.  Trace Compass stops indexing a
- * stream file at a packet that begins before the previous one
- * (StreamInputPacketIndex.append) and seeks within a packet by reading
- * until the time sought (CTFStreamInputReader.seek); babeltrace2's muxer
- * fails.  So the stream goes on in a new file, each file in order and
- * every event kept with its own timestamp.
- */
-static int stream_split(struct ctf_writer *w, struct ctf_stream *s, const struct tv_event *ev)
+/* Leave the active lane at a packet boundary: its packet written, its file closed, its buffer given to @to. */
+static int lane_leave(struct ctf_stream *base, struct ctf_writer *w, struct ctf_stream *to)
 {
-	int ret = flush_packet(w, s);
+	struct ctf_stream *from = base->active;
+	int ret = flush_packet(w, from);
 
 	if (ret)
 		return ret;
-	ret = fclose(s->f);
-	s->f = NULL;
+	ret = fclose(from->f);
+	from->f = NULL;
 	if (ret) {
-		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno, strerror(errno));
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", from->path, errno,
+		       strerror(errno));
 		return -EIO;
+	}
+	to->buf = from->buf;
+	from->buf = NULL;
+	base->active = to;
+	return 0;
+}
+
+/* A lane of @base written before, open again for appending. */
+static int lane_reopen(struct ctf_stream *l)
+{
+	l->f = fopen(l->path, "ae");
+	if (!l->f) {
+		int err = errno;
+
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", l->path, err, strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+/*
+ * An event earlier than the last one of its stream's file (a CPU's clock or
+ * buffer going back, a guest's timestamps mapped across a clock step): CTF
+ * readers need every stream file in time order.  Trace Compass stops
+ * indexing a stream file at a packet that begins before the previous one
+ * (StreamInputPacketIndex.append) and seeks within a packet by reading
+ * until the time sought (CTFStreamInputReader.seek); babeltrace2's muxer
+ * fails.  So the step back is a packet boundary, and the stream goes on in
+ * the file of its own whose last event is the latest not after this one
+ * (a clock that steps back and runs on, again and again, alternates between
+ * two files), or in a new file while there are fewer than CTF_MAX_LANES;
+ * every event keeps its own timestamp.  An event earlier than the ends of
+ * all CTF_MAX_LANES files is left out and counted (events_discarded of the
+ * file it fits least badly, and one warning at the end): a crafted stream
+ * stepping back 10,000 times makes 8 files, not 10,000.
+ * Return: 0 with *@out the lane to write to, or NULL (left out); -errno.
+ */
+static int lane_pick(struct ctf_writer *w, struct ctf_stream *base, const struct tv_event *ev,
+		     struct ctf_stream **out)
+{
+	struct ctf_stream *cur = base->active, *best = NULL, *oldest = base;
+	int ret;
+
+	*out = cur;
+	if (!cur->nr_events || ev->ts >= cur->last_ts)
+		return 0;
+	for (unsigned int i = 0; i < base->nr_lanes; i++) {
+		struct ctf_stream *l = base->lanes[i];
+
+		if (l->last_ts <= ev->ts && (!best || l->last_ts > best->last_ts))
+			best = l;
+		if (l->last_ts < oldest->last_ts)
+			oldest = l;
 	}
 	if (!w->nr_splits++)
 		tv_warn("Time goes back in a CPU stream, which goes on in another CTF stream "
 			"file: domain=\"%s\", cpu=%u, ts=%llu, previous_ts=%llu",
-			ev->domain, s->cpu, (unsigned long long)ev->ts,
-			(unsigned long long)s->last_ts);
-	s->generation++;
-	return stream_open_file(w, s);
+			ev->domain, base->cpu, (unsigned long long)ev->ts,
+			(unsigned long long)cur->last_ts);
+	if (!best && base->nr_lanes == CTF_MAX_LANES) {
+		oldest->discarded++;	/* said in its next packet, or in none if it has no more */
+		base->dropped++;
+		w->nr_dropped++;
+		*out = NULL;
+		return 0;
+	}
+	if (best) {
+		ret = lane_leave(base, w, best) ?: lane_reopen(best);
+		*out = best;
+		return ret;
+	}
+	best = calloc(1, sizeof(*best));
+	if (!best)
+		return -ENOMEM;
+	best->domain = base->domain;
+	best->cpu = base->cpu;
+	best->tid = base->tid;
+	best->generation = base->nr_lanes;
+	base->lanes[base->nr_lanes++] = best;
+	ret = lane_leave(base, w, best);
+	if (!ret)
+		ret = stream_open_file(w, best);
+	*out = best;
+	return ret;
 }
 
 /* An event's fields, compiled once per event id. */
@@ -723,11 +808,9 @@ static int encode_event(struct ctf_writer *w, struct ctf_stream *s, const struct
 		       ev->domain, ev->cpu, (unsigned long long)ev->ts, size);
 		return -E2BIG;
 	}
-	if (s->nr_events && ev->ts < s->last_ts) {
-		ret = stream_split(w, s, ev);
-		if (ret)
-			return ret;
-	}
+	ret = lane_pick(w, s, ev, &s);
+	if (ret || !s)
+		return ret;
 	if (s->len + size > PACKET_DATA) {
 		ret = flush_packet(w, s);
 		if (ret)
@@ -896,18 +979,32 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 	return write_metadata(w);
 }
 
-/* Flush and close @s (unless an error came first), then free it; the first error is kept. */
+/*
+ * Flush and close @s's active lane (unless an error came first), then free
+ * every lane; the first error is kept.  A lane's discarded count that no
+ * packet carries (events left out after its last one) is lost to CTF
+ * readers: the warning at the end says the total.
+ */
 static int stream_finish(struct ctf_writer *w, struct ctf_stream *s, int ret)
 {
+	struct ctf_stream *a;
+
 	if (!s)
 		return ret;
-	if (!ret && s->f)
-		ret = flush_packet(w, s);
-	if (s->f && fclose(s->f) && !ret) {
-		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno,
+	a = s->active;
+	if (!ret && a->f)
+		ret = flush_packet(w, a);
+	if (a->f && fclose(a->f) && !ret) {
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", a->path, errno,
 		       strerror(errno));
 		ret = -EIO;
 	}
+	if (s->dropped)
+		tv_warn("Time went back in a CPU stream before the ends of all its %d CTF stream files: %llu events left out: domain=\"%s\", cpu=%u",
+			CTF_MAX_LANES, (unsigned long long)s->dropped,
+			tv_reader_domain(w->rd, s->domain)->name, s->cpu);
+	for (unsigned int i = 1; i < s->nr_lanes; i++)
+		stream_free(s->lanes[i]);
 	stream_free(s);
 	return ret;
 }
@@ -927,8 +1024,9 @@ static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 		free(c->by_id[i]);
 	free(c->by_id);
 	if (!ret && w->nr_splits)
-		tv_warn("Time went back %llu times in CPU streams: %llu stream files written",
-			(unsigned long long)w->nr_splits, (unsigned long long)w->nr_streams);
+		tv_warn("Time went back %llu times in CPU streams: %llu stream files written, %llu events left out",
+			(unsigned long long)w->nr_splits, (unsigned long long)w->nr_streams,
+			(unsigned long long)w->nr_dropped);
 	return ret;
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -436,6 +437,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	return 0;
 }
 
+/* The open-file limit record was started with: the library raises it (host/recorder.c), COMMAND gets this. */
+static struct rlimit caller_nofile;
+static int caller_nofile_known;
+
 /* Fork COMMAND; report exec failure through a close-on-exec pipe. */
 static pid_t start_command(char **command, const sigset_t *saved_mask)
 {
@@ -447,6 +452,8 @@ static pid_t start_command(char **command, const sigset_t *saved_mask)
 	pid = fork();
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, saved_mask, NULL);
+		if (caller_nofile_known)
+			setrlimit(RLIMIT_NOFILE, &caller_nofile);
 		execvp(command[0], command);
 		err = errno;
 		if (write(status_pipe[1], &err, sizeof(err)) < 0)
@@ -975,6 +982,7 @@ int cmd_record(int argc, char **argv)
 		if (cli.duration * 1000 < TV_SESSION_GUEST_READY_TIMEOUT_MS)
 			cli.so.guest_ready_timeout_ms = (int)(cli.duration * 1000) + 1;
 	}
+	caller_nofile_known = !getrlimit(RLIMIT_NOFILE, &caller_nofile);
 	ret = tv_session_record_start(&cli.so, &srec);
 	if (ret) {
 		tv_session_record_destroy(srec);

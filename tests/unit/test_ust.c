@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <event-parse.h>
@@ -228,6 +229,64 @@ static void test_meta(void)
 		}
 	}
 	free(s.map);
+}
+
+/*
+ * Metadata in linear time (issue #22): an entry a byte at a time (its "end"
+ * cut anywhere) parses as a whole one does; an entry of ~4 MiB that never
+ * ends, then 2000 empty appends, costs no rescan (quadratic before: each
+ * empty UST_META frame of a guest searched the 4 MiB again); a pool shared
+ * by two consumers cuts the one that passes it.
+ */
+static void test_meta_linear(void)
+{
+	static const char one[] = "event 1 a:b\nname: b\nID: 1\nformat:\n"
+				  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n"
+				  "event 2 a:c\nname: c\nID: 2\nformat:\n"
+				  "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\nend\n";
+	struct tv_ust_meta_pool pool = { 0, 100, "guest" };
+	struct tv_ust_consumer c, d;
+	struct timespec t0, t1;
+	size_t big = (4u << 20) - 4096;
+	char *text = malloc(big);
+	int found = 0;
+
+	memset(&c, 0, sizeof(c));
+	for (size_t i = 0; i < sizeof(one) - 1; i++)
+		found += tv_ust_meta_append(&c, one + i, 1, NULL, 0);
+	TV_CHECK(found == 2 && !c.cut && c.events[2].id == 2 && c.meta_parsed == sizeof(one) - 1,
+		 "byte at a time: %d events, cut %d (%s)", found, c.cut, c.why);
+	tv_ust_consumer_release(&c);
+
+	memset(&c, 0, sizeof(c));
+	/* the first entry but its "end", then lines of x */
+	memcpy(text, one, (size_t)(strstr(one, "end\n") - one));
+	memset(text + (strstr(one, "end\n") - one), 'x', big - (size_t)(strstr(one, "end\n") - one));
+	for (size_t off = big - 1; off > (size_t)(strstr(one, "end\n") - one); off -= 80)
+		text[off] = '\n';
+	TV_CHECK(tv_ust_meta_append(&c, text, big, NULL, 0) == 0 && !c.cut, "an entry that does not end");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 2000; i++)
+		tv_ust_meta_append(&c, NULL, 0, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	TV_CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 100,
+		 "2000 empty appends after 4 MiB took %ld ms", (long)((t1.tv_sec - t0.tv_sec) * 1000 +
+									  (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	TV_CHECK(tv_ust_meta_append(&c, "end\n", 4, NULL, 0) == 1 && !c.cut,
+		 "its end found after all: %s", c.why);
+	tv_ust_consumer_release(&c);
+	free(text);
+
+	memset(&c, 0, sizeof(c));
+	memset(&d, 0, sizeof(d));
+	c.pool = d.pool = &pool;
+	TV_CHECK(tv_ust_meta_append(&c, one, 60, NULL, 0) == 0 && !c.cut, "60 bytes of the pool's 100");
+	TV_CHECK(tv_ust_meta_append(&d, one, 60, NULL, 0) == -EBADMSG && d.cut &&
+		 strstr(d.why, "100 bytes of metadata in all (the limit per guest)"),
+		 "the second consumer passes the pool: %s", d.why);
+	TV_CHECK(pool.used == 60, "the pool counts what it let in: %llu", (unsigned long long)pool.used);
+	tv_ust_consumer_release(&c);
+	tv_ust_consumer_release(&d);
 }
 
 static char tmpdir[64];
@@ -603,6 +662,7 @@ int main(void)
 		return 1;
 	test_init_checks();
 	test_meta();
+	test_meta_linear();
 	test_read_and_session();
 	test_recover_partial();
 	test_snapshot();
