@@ -37,7 +37,7 @@ run() {
 		[ -n "$ul" ] && ulimit -n "$ul"
 		exec /usr/bin/time -f "%e %U %S %M" -o "$TV_TMP/$name.time" timeout -s KILL 60 \
 			"$TV" record -o "$S" -e sched:sched_switch --guest "serial:$TV_TMP/$name-evil.sock,name:evil" \
-			--guest "serial:$TV_TMP/$name-good.sock,name:good" --duration "$dur"
+			--guest "serial:$TV_TMP/$name-good.sock,name:good" --ust "*" --ust-socket "$TV_TMP/$name-ust.sock" --duration "$dur"
 	) >"$TV_TMP/$name.out" 2>"$TV_TMP/$name.err" &
 	RPID=$!
 }
