@@ -178,7 +178,7 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/
 # libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)
 FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
-	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c
+	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c
 $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \

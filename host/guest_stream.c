@@ -186,21 +186,6 @@ static int make_parents(struct tv_guest_stream *gs, const char *rel)
 	return 0;
 }
 
-static int write_whole(int fd, const unsigned char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int handle_file(struct tv_guest_stream *gs, const unsigned char *p, size_t len)
 {
 	char rel[TV_PROTO_MAX_PATH + 1], path[PATH_MAX + TV_PROTO_MAX_PATH + 2];
@@ -222,7 +207,7 @@ static int handle_file(struct tv_guest_stream *gs, const unsigned char *p, size_
 	if (fd < 0)
 		return stream_fail(gs, -errno, "Cannot create file: path=\"%s\", errno=%d", path,
 				   errno);
-	ret = write_whole(fd, content, clen);
+	ret = tv_write_all(fd, content, clen);
 	close(fd);
 	if (ret)
 		return stream_fail(gs, ret, "Cannot write file: path=\"%s\", errno=%d", path, -ret);
@@ -244,7 +229,7 @@ static int handle_data(struct tv_guest_stream *gs, uint32_t cpu, const unsigned 
 				   cpu, gs->ncpus, len, gs->subbuf_size);
 	if (cpu_file_open(gs, (int)cpu))
 		return gs->failed;
-	ret = write_whole(gs->cpu_fd[cpu], p, len);
+	ret = tv_write_all(gs->cpu_fd[cpu], p, len);
 	if (ret)
 		return stream_fail(gs, ret, "Cannot write stream file: path=\"%s/cpu%u.raw\", errno=%d",
 				   gs->dir, cpu, -ret);

@@ -21,9 +21,10 @@
 
 #define BOUNCE_SIZE (256u * 1024)	/* one write per 256 KiB copied */
 
-/* @len bytes at @p to @fd, short writes resumed. */
-static int write_all(int fd, const char *p, size_t len)
+int tv_write_all(int fd, const void *buf, size_t len)
 {
+	const char *p = buf;
+
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -49,7 +50,7 @@ static int write_bounced(int fd, const char *p, size_t len, struct tv_bounce *b)
 		int ret;
 
 		memcpy(b->buf, p, n);
-		ret = write_all(fd, b->buf, n);
+		ret = tv_write_all(fd, b->buf, n);
 		if (ret)
 			return ret;
 		p += n;
