@@ -222,13 +222,22 @@ e2e: deps
 	@$(MAKE) --no-print-directory all
 	@tests/run-tests --only e2e
 
+# Each bench's output also goes to build/bench/logs/NAME.log; at the end
+# bench/summarize rewrites bench/README.md from their RESULT lines (a bench
+# that failed stops the run, after the summary of those that ran).
+BENCH_LOGS := $(BUILD)/bench/logs
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench; do \
-		echo "== bench/$$b"; t0=$$(date +%s); bench/$$b; rc=$$?; \
-		echo "== bench/$$b: status $$rc, $$(( $$(date +%s) - t0 )) s"; \
-		[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc; \
-	done
+	@rm -rf $(BENCH_LOGS); mkdir -p $(BENCH_LOGS); \
+	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench; do \
+		echo "== bench/$$b"; t0=$$(date +%s); \
+		{ PYTHONUNBUFFERED=1 bench/$$b; echo $$? >$(BENCH_LOGS)/$$b.status; } 2>&1 | tee $(BENCH_LOGS)/$$b.log; \
+		rc=$$(cat $(BENCH_LOGS)/$$b.status); echo $$(( $$(date +%s) - t0 )) >$(BENCH_LOGS)/$$b.seconds; \
+		echo "== bench/$$b: status $$rc, $$(cat $(BENCH_LOGS)/$$b.seconds) s"; \
+		[ $$rc = 0 ] || [ $$rc = 77 ] || break; \
+	done; \
+	bench/summarize $(BENCH_LOGS) || exit 1; \
+	[ $$rc = 0 ] || [ $$rc = 77 ] || exit $$rc
 
 install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_SO) $(LIBUST)
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
