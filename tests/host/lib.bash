@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-# Shared helpers for root-tier tests (sourced).  Tests exit 0 pass, 77 skip.
+# Shared helpers for host-tier tests, and unit-tier scripts (sourced).
+# Tests exit 0 pass, 77 skip, else fail (tests/README.md).
 set -u
 : "${TV:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/tracevisor}"
 : "${TV_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -10,7 +11,14 @@ VMM="$TV_ROOT/build/tests/tv-testvmm"
 SYSCALLS="$TV_ROOT/build/tests/tv-syscalls"
 TRACEFS=/sys/kernel/tracing
 
-skip() { echo "$*" >&2; exit 77; }
+# skip WHY: this machine cannot run the test.  Under CI=true (.ci/run) a
+# skip is a failure: CI's machine has every tool (make deps), and a test
+# that quietly did not run would hide what it checks.
+skip() {
+	[ "${CI:-}" = true ] && { echo "FAIL: $* (a skip, and CI=true allows none)" >&2; exit 1; }
+	echo "$*" >&2
+	exit 77
+}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }

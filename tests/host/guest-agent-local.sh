@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # tracevisor-agent and record --guest on this host, without a VM: the
 # agent's "virtio-serial port" is one end of a pty pair relayed to another
-# (tests/root/ptyrelay.py), and the host records serial:OTHER_END.  Both
+# (tests/host/ptyrelay.py), and the host records serial:OTHER_END.  Both
 # record into their own tracefs instances of this kernel.  Checks the
 # session layout, that both domains decode, message probes on both sides,
 # no instance left behind, and a dead agent (killed mid-recording) giving a
@@ -18,7 +18,7 @@ LIBC=$(ldd "$SYSCALLS" | awk '/libc.so/ {print $3}')
 
 start_relay() {
 	rm -f "$TV_TMP/ptys"
-	python3 "$TV_ROOT/tests/root/ptyrelay.py" >"$TV_TMP/ptys" &
+	python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
 	RELAY=$!
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # top --guest on this host, without a VM (tests/e2e/kvm-svm-top-guest.sh
 # checks the joined rows on a real KVM guest): the agent's "virtio-serial
-# port" is one end of a pty pair relayed to another (tests/root/ptyrelay.py).
+# port" is one end of a pty pair relayed to another (tests/host/ptyrelay.py).
 # top starts the agent's session on its own recorder (x86-tsc), shows its
 # intervals (JSON keys as without --guest), and at the end the guest is
 # stopped first: the kept session lists host and guest-loc, complete, with
@@ -16,7 +16,7 @@ require_tracefs
 AGENT=$TV_ROOT/build/tracevisor-agent
 [ -x "$AGENT" ] || fail "build/tracevisor-agent missing (make)"
 grep -qw x86-tsc "$TRACEFS/trace_clock" || fail "no x86-tsc trace clock here (top --guest needs it)"
-python3 "$TV_ROOT/tests/root/ptyrelay.py" >"$TV_TMP/ptys" &
+python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
 RELAY=$!
 trap 'kill $RELAY ${APID:-} 2>/dev/null' EXIT
 for _ in $(seq 10); do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
