@@ -107,6 +107,17 @@ lab_kvm() {	# NAME: one lab run of $TV_TMP/NAME.l1.sh into KVM_OUT
 # instance_left PID: the tracefs instance of the recorder PID is still there
 # (by its pid: other people's recorders may run on this host meanwhile).
 instance_left() { [ -e "$TRACEFS/instances/tracevisor-$1" ]; }
+# probes_left PID...: how many dynamic events the recorders PID... still
+# have in tracefs (their groups tvprobe_PID and tvfunc_PID, and libbpf's
+# legacy libbpf_PID_* ones), not anyone else's.
+probes_left() {
+	local pids
+	pids=$(IFS='|'; echo "$*")
+	# dynamic_events lists kprobes and uprobes alike, where there is one
+	if [ -e $TRACEFS/dynamic_events ]; then cat $TRACEFS/dynamic_events
+	else cat $TRACEFS/uprobe_events $TRACEFS/kprobe_events 2>/dev/null; fi |
+		grep -cE "^.:((tvprobe|tvfunc)_($pids)/|[^ ]*/libbpf_($pids)_)"
+}
 
 # json_count FILE PYTHON_EXPR: count JSON lines where EXPR (on e) is true.
 json_count() {

@@ -25,7 +25,9 @@ read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
 APID=$!
 S=$TV_TMP/s
 "$TV" top --guest "serial:$HPTY,name:loc" --json --count 4 --interval 0.5 -o "$S" \
-	>"$TV_TMP/top.jsonl" 2>"$TV_TMP/top.err" || { cat "$TV_TMP/top.err" "$TV_TMP/agent.log" >&2; fail "top --guest failed"; }
+	>"$TV_TMP/top.jsonl" 2>"$TV_TMP/top.err" &
+TOP=$!
+wait $TOP || { cat "$TV_TMP/top.err" "$TV_TMP/agent.log" >&2; fail "top --guest failed"; }
 wait $APID || fail "agent exited $?"
 python3 - "$TV_TMP/top.jsonl" <<'PY' || fail "top --guest intervals"
 import json, sys
@@ -50,7 +52,8 @@ pongs=$(grep -c "^guest:loc .*pong_send" "$TV_TMP/r")
 [ "$sw" -gt 0 ] && [ "$pongs" -gt 0 ] || fail "the guest's stream: $sw sched_switch, $pongs probes"
 "$TV" sync "$S" >"$TV_TMP/sync" 2>&1 || { cat "$TV_TMP/sync" >&2; fail "sync of the session top kept"; }
 "$TV" stat --by guest-task --json "$S" >/dev/null || fail "stat --by guest-task of the session top kept"
-! ls "$TRACEFS/instances" | grep -qE "^tracevisor-($$|agent-$APID)\$" || fail "an instance was left: $(ls "$TRACEFS/instances")"
+# top's and the agent's own instances (by pid: other people's recorders may run here)
+! ls "$TRACEFS/instances" | grep -qE "^tracevisor-($TOP|agent-$APID)\$" || fail "an instance was left: $(ls "$TRACEFS/instances")"
 
 "$TV" top --guest "serial:$HPTY,name:x" --bpf --count 1 >/dev/null 2>"$TV_TMP/e1" && fail "--guest with --bpf accepted"
 [ "$(wc -l <"$TV_TMP/e1")" = 1 ] && grep -q "not with --replay or --bpf" "$TV_TMP/e1" || fail "--guest --bpf: $(cat "$TV_TMP/e1")"
