@@ -39,4 +39,9 @@ expect_error "$s" "Corrupt header page format: path=\"$s/host/header_page\"" "he
 # A symlink inside the session is fine.
 s=$(mk in); mv "$s/host/cpu0.raw" "$s/cpu0.data"; ln -s ../cpu0.data "$s/host/cpu0.raw"
 "$TV" report "$s" | cmp -s - "$SAMPLE/expected.txt" || fail "symlink inside the session: report differs"
-echo "untrusted sessions refused with one clear error" >&2
+# A comm holding a newline (anyone may name a task so: prctl(PR_SET_NAME))
+# splits its saved_cmdlines line: the tasks after it keep their names.
+s=$(mk comm-nl); { printf '999 \033[2Jhost\nX\233\n'; cat "$SAMPLE/host/saved_cmdlines"; } >"$s/host/saved_cmdlines"
+"$TV" report "$s" | cmp -s - "$SAMPLE/expected.txt" ||
+	fail "a comm with a newline in saved_cmdlines: report differs: $("$TV" report "$s" | head -n 1)"
+echo "untrusted sessions refused with one clear error; a comm with a newline spoils no other" >&2
