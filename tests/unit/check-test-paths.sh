@@ -5,7 +5,7 @@
 # by a path that moved (tests/root became tests/host) would fail, or worse
 # check nothing, far from the cause.  A name with a placeholder (NAME,
 # SAMPLE, a glob or a prefix such as tests/unit/test_) is not a path;
-# tests/helpers/tv-X names the program built from tv-X.c.
+# tests/helpers/tv-NAME names the program built from tv-NAME.c.
 cd "$TV_ROOT" || exit 1
 command -v git >/dev/null && [ -e .git ] || { echo "not a git checkout: nothing to check" >&2; exit 0; }
 bad=0 n=0
