@@ -175,7 +175,7 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/
 		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c \
 		lib/ust_consumer.c lib/ust_listen.c
 
-# libFuzzer target of the host's guest-stream parser (tests/root/fuzz-guest-stream.sh).
+# libFuzzer target of the host's guest-stream parser (tests/unit/fuzz-guest-stream.sh).
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)
 FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
 	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c
@@ -185,13 +185,13 @@ $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 		$(shell pkg-config --cflags libtraceevent) $(FUZZ_GUEST_SRCS) \
 		$(shell pkg-config --libs libtraceevent)
 
-# libFuzzer target of the user-space tracer's buffer consumer (tests/root/fuzz-ust-buffer.sh).
+# libFuzzer target of the user-space tracer's buffer consumer (tests/unit/fuzz-ust-buffer.sh).
 $(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Ilib -o $@ tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c
 
-# libFuzzer target of the whole session reader (tests/root/fuzz-session.sh):
+# libFuzzer target of the whole session reader (tests/unit/fuzz-session.sh):
 # the library's sources built again with the sanitizers.
 $(FUZZ_SESSION): tests/fuzz/fuzz_session.c $(LIB_SRCS) $(wildcard lib/*.h include/tracevisor/*.h)
 	@mkdir -p $(dir $@)
@@ -220,7 +220,7 @@ check: deps
 
 e2e: deps
 	@$(MAKE) --no-print-directory all
-	@tests/run-tests --only e2e
+	@tests/run-tests --only lab-self --only lab
 
 # Each bench's output also goes to build/bench/logs/NAME.log; at the end
 # bench/summarize rewrites bench/README.md from their RESULT lines (a bench

@@ -400,6 +400,25 @@ static int cmp_tid(const void *a, const void *b)
 	return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/*
+ * saved_cmdlines' "PID COMM" lines.  A comm may hold a newline (anyone may
+ * name a task so: prctl(PR_SET_NAME)), which the kernel writes as is, so its
+ * tail comes as a line of its own: skipped here, where
+ * tep_parse_saved_cmdlines() stops at it and every later task stays "<...>".
+ */
+static void load_cmdlines(struct tv_domain *dom, char *buf)
+{
+	char *save = NULL;
+
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *end;
+		long pid = strtol(line, &end, 10);
+
+		if (end != line && *end == ' ' && pid >= 0 && pid <= INT_MAX)
+			tep_register_comm(dom->tep, end + 1, (int)pid);
+	}
+}
+
 static void load_task_maps(struct tv_domain *dom)
 {
 	char path[PATH_MAX + 32];
@@ -409,7 +428,7 @@ static void load_task_maps(struct tv_domain *dom)
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", dom->dir);
 	buf = read_whole(dom, path, 16 << 20, NULL);
 	if (buf)
-		tep_parse_saved_cmdlines(dom->tep, buf);
+		load_cmdlines(dom, buf);
 	free(buf);
 	snprintf(path, sizeof(path), "%s/saved_tgids", dom->dir);
 	buf = read_whole(dom, path, 16 << 20, NULL);

@@ -12,7 +12,7 @@
 #    p50 between half and 1.15x (+ 3 us) of stat's (the recording's probes
 #    on the same function add their own ring-buffer writes to what they
 #    time: microseconds in nested TCG; the histogram's own precision is
-#    checked by tests/root/top-bpf-functions.sh and test_top_hist); 0 lost;
+#    checked by tests/host/top-bpf-functions.sh and test_top_hist); 0 lost;
 #  - the fentry/fexit path (forced with TV_BPF_FENTRY=1: L1 has kprobes)
 #    counts K calls of one more run;
 #  - beside it, top --bpf without functions shows no func: row;

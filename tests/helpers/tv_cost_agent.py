@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Fake guests for tests/root/hostile-cost.sh (issue #22, bounded cost).
+"""Fake guests for tests/host/hostile-cost.sh (issue #22, bounded cost).
 
     python3 tv_cost_agent.py MODE SOCKET
 

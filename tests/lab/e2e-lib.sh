@@ -8,7 +8,9 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LAB=$REPO/tests/lab/lab
 T=$(mktemp -d "${TV_TMP:-${TMPDIR:-/tmp}}/lab-e2e.XXXXXX")
 
+# Under CI=true (.ci/run) a skip is a failure: CI must run every test.
 skip() {
+	[ "${CI:-}" = true ] && { echo "FAIL: $* (a skip, and CI=true allows none)" >&2; exit 1; }
 	echo "SKIP: $*" >&2
 	exit 77
 }

@@ -1698,7 +1698,7 @@ int main(int argc, char **argv)
 	char cmd[600];
 
 	/* The committed multi-domain sample tests/samples/synced-multi
-	 * (tests/root/golden-outputs.sh): host, three guests and Xen. */
+	 * (tests/unit/golden-outputs.sh): host, three guests and Xen. */
 	if (argc == 3 && !strcmp(argv[1], "--write-golden")) {
 		if (mkdir(argv[2], 0755)) {
 			perror(argv[2]);

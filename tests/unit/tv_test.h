@@ -2,7 +2,9 @@
 /*
  * Minimal unit-test harness: each test_*.c is one program; TV_CHECK records
  * a failure and goes on, and main() ends with tv_test_done(), which prints
- * "N passed, N failed" for the program and exits non-zero on any failure.
+ * "N passed, N failed" for the program and exits non-zero on any failure,
+ * or when no check ran at all (a program whose checks were all skipped or
+ * never reached proves nothing, and must not pass).
  */
 #ifndef TV_TEST_H
 #define TV_TEST_H
@@ -51,6 +53,10 @@ static inline char *tv_test_slurp(const char *path)
 static inline int tv_test_done(const char *name)
 {
 	printf("%s: %d checks passed, %d failed\n", name, tv_test_passed, tv_test_failed);
+	if (tv_test_passed + tv_test_failed == 0) {
+		fprintf(stderr, "FAIL %s: no check ran\n", name);
+		return 1;
+	}
 	return tv_test_failed ? 1 : 0;
 }
 

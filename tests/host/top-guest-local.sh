@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # top --guest on this host, without a VM (tests/e2e/kvm-svm-top-guest.sh
 # checks the joined rows on a real KVM guest): the agent's "virtio-serial
-# port" is one end of a pty pair relayed to another (tests/root/ptyrelay.py).
+# port" is one end of a pty pair relayed to another (tests/host/ptyrelay.py).
 # top starts the agent's session on its own recorder (x86-tsc), shows its
 # intervals (JSON keys as without --guest), and at the end the guest is
 # stopped first: the kept session lists host and guest-loc, complete, with
@@ -16,7 +16,7 @@ require_tracefs
 AGENT=$TV_ROOT/build/tracevisor-agent
 [ -x "$AGENT" ] || fail "build/tracevisor-agent missing (make)"
 grep -qw x86-tsc "$TRACEFS/trace_clock" || fail "no x86-tsc trace clock here (top --guest needs it)"
-python3 "$TV_ROOT/tests/root/ptyrelay.py" >"$TV_TMP/ptys" &
+python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
 RELAY=$!
 trap 'kill $RELAY ${APID:-} 2>/dev/null' EXIT
 for _ in $(seq 10); do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
@@ -25,7 +25,9 @@ read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
 APID=$!
 S=$TV_TMP/s
 "$TV" top --guest "serial:$HPTY,name:loc" --json --count 4 --interval 0.5 -o "$S" \
-	>"$TV_TMP/top.jsonl" 2>"$TV_TMP/top.err" || { cat "$TV_TMP/top.err" "$TV_TMP/agent.log" >&2; fail "top --guest failed"; }
+	>"$TV_TMP/top.jsonl" 2>"$TV_TMP/top.err" &
+TOP=$!
+wait $TOP || { cat "$TV_TMP/top.err" "$TV_TMP/agent.log" >&2; fail "top --guest failed"; }
 wait $APID || fail "agent exited $?"
 python3 - "$TV_TMP/top.jsonl" <<'PY' || fail "top --guest intervals"
 import json, sys
@@ -50,7 +52,8 @@ pongs=$(grep -c "^guest:loc .*pong_send" "$TV_TMP/r")
 [ "$sw" -gt 0 ] && [ "$pongs" -gt 0 ] || fail "the guest's stream: $sw sched_switch, $pongs probes"
 "$TV" sync "$S" >"$TV_TMP/sync" 2>&1 || { cat "$TV_TMP/sync" >&2; fail "sync of the session top kept"; }
 "$TV" stat --by guest-task --json "$S" >/dev/null || fail "stat --by guest-task of the session top kept"
-! ls "$TRACEFS/instances" | grep -qE "^tracevisor-($$|agent-$APID)\$" || fail "an instance was left: $(ls "$TRACEFS/instances")"
+# top's and the agent's own instances (by pid: other people's recorders may run here)
+! ls "$TRACEFS/instances" | grep -qE "^tracevisor-($TOP|agent-$APID)\$" || fail "an instance was left: $(ls "$TRACEFS/instances")"
 
 "$TV" top --guest "serial:$HPTY,name:x" --bpf --count 1 >/dev/null 2>"$TV_TMP/e1" && fail "--guest with --bpf accepted"
 [ "$(wc -l <"$TV_TMP/e1")" = 1 ] && grep -q "not with --replay or --bpf" "$TV_TMP/e1" || fail "--guest --bpf: $(cat "$TV_TMP/e1")"

@@ -7,7 +7,7 @@
 #                  guest-jump (clock in two pieces), guest-nested (through
 #                  guest-good) and xen, with probes: sync, then every output
 # Expected files: tests/golden/SAMPLE/.  After a change that is meant,
-# GOLDEN_UPDATE=1 bash tests/root/golden-outputs.sh rewrites them (review
+# GOLDEN_UPDATE=1 bash tests/unit/golden-outputs.sh rewrites them (review
 # the diff before committing).
 #   sync.txt, transforms  tracevisor sync's table and sync/transforms
 #   report.txt, report.json, stat.txt
@@ -15,7 +15,7 @@
 #   ctf.metadata          export --format ctf's TSDL, uuid masked
 #   ctf.txt               babeltrace2 --clock-gmt on the CTF export (the
 #                         stream files decoded; skipped without babeltrace2)
-. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/../host/lib.bash"
 cd "$TV_ROOT" || exit 1
 G=tests/golden
 bad=0

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-# Shared helpers for root-tier tests (sourced).  Tests exit 0 pass, 77 skip.
+# Shared helpers for host-tier tests, and unit-tier scripts (sourced).
+# Tests exit 0 pass, 77 skip, else fail (tests/README.md).
 set -u
 : "${TV:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/tracevisor}"
 : "${TV_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -10,7 +11,14 @@ VMM="$TV_ROOT/build/tests/tv-testvmm"
 SYSCALLS="$TV_ROOT/build/tests/tv-syscalls"
 TRACEFS=/sys/kernel/tracing
 
-skip() { echo "$*" >&2; exit 77; }
+# skip WHY: this machine cannot run the test.  Under CI=true (.ci/run) a
+# skip is a failure: CI's machine has every tool (make deps), and a test
+# that quietly did not run would hide what it checks.
+skip() {
+	[ "${CI:-}" = true ] && { echo "FAIL: $* (a skip, and CI=true allows none)" >&2; exit 1; }
+	echo "$*" >&2
+	exit 77
+}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
@@ -99,6 +107,17 @@ lab_kvm() {	# NAME: one lab run of $TV_TMP/NAME.l1.sh into KVM_OUT
 # instance_left PID: the tracefs instance of the recorder PID is still there
 # (by its pid: other people's recorders may run on this host meanwhile).
 instance_left() { [ -e "$TRACEFS/instances/tracevisor-$1" ]; }
+# probes_left PID...: how many dynamic events the recorders PID... still
+# have in tracefs (their groups tvprobe_PID and tvfunc_PID, and libbpf's
+# legacy libbpf_PID_* ones), not anyone else's.
+probes_left() {
+	local pids
+	pids=$(IFS='|'; echo "$*")
+	# dynamic_events lists kprobes and uprobes alike, where there is one
+	if [ -e $TRACEFS/dynamic_events ]; then cat $TRACEFS/dynamic_events
+	else cat $TRACEFS/uprobe_events $TRACEFS/kprobe_events 2>/dev/null; fi |
+		grep -cE "^.:((tvprobe|tvfunc)_($pids)/|[^ ]*/libbpf_($pids)_)"
+}
 
 # json_count FILE PYTHON_EXPR: count JSON lines where EXPR (on e) is true.
 json_count() {

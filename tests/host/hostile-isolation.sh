@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # A guest can only ever spoil its own domain (issue #22, point 1): two fake
-# agents (tests/root/hostile_isolation.py over tests/helpers/tv_fake_agent.py),
+# agents (tests/host/hostile_isolation.py over tests/helpers/tv_fake_agent.py),
 # an honest guest "good" and a guest "evil" that sends, one case each, a
 # format file of random bytes, a header_page of random bytes, a random
 # sub-buffer among valid ones, a UST_PROC frame without ust= in START, a
@@ -14,7 +14,7 @@
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
-DRIVER=$TV_ROOT/tests/root/hostile_isolation.py
+DRIVER=$TV_ROOT/tests/host/hostile_isolation.py
 GOOD_EVENTS=60
 trap 'kill ${DPID:-} 2>/dev/null' EXIT
 

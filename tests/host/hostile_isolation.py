@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The two fake guests of tests/root/hostile-isolation.sh (issue #22, point 1).
+"""The two fake guests of tests/host/hostile-isolation.sh (issue #22, point 1).
 
 python3 hostile_isolation.py CASE EVIL_SOCK GOOD_SOCK
 

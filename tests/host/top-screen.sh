@@ -7,11 +7,12 @@
 #    q (quit), read back from the screen, on a replay of tests/samples/svm-exits
 #    (tests/e2e/kvm-svm-top-guest.sh shows the guest view's rows in the lab);
 #  - live, full screen, ended by Ctrl-C: exit 0, the kept session complete
-#    (stat reads it), no tracefs instance left;
+#    (stat reads it), its tracefs instance gone (top's own, by its pid:
+#    other people's recorders may run on this host);
 #  - live --json --count 2: two intervals of ~0.2 s, 0 lost; the temporary
 #    session removed;
 #  - a live interval under 10 ms, or an unknown TERM: a one-line error,
-#    exit 1, nothing left in tracefs.
+#    exit 1, no instance of that top left in tracefs.
 . "$(dirname "$0")/lib.bash"
 require_root
 require_tracefs
@@ -20,6 +21,8 @@ T=$TV_TMP
 S=tv-top-$$
 trap 'tmux kill-session -t $S 2>/dev/null' EXIT
 screen() { tmux capture-pane -p -t $S; }
+# pid_first FILE: the tmux command that follows runs with its pid in FILE
+pid_first() { echo "sh -c 'echo \$\$ >\"\$0\"; exec \"\$@\"' $1"; }
 wait_screen() {	# PATTERN: until the screen shows it (5 s)
 	for _ in $(seq 50); do screen | grep -q -- "$1" && return 0; sleep 0.1; done
 	screen >&2
@@ -51,27 +54,32 @@ for _ in $(seq 50); do [ -s "$T/rc1" ] && break; sleep 0.1; done
 tmux kill-session -t $S
 
 tmux new-session -d -s $S -x 140 -y 30 \
-	"$TV top --interval 0.2 -o $T/live; echo TOP-EXIT=\$? > $T/rc2; sleep 60"
+	"$(pid_first "$T/top2.pid") $TV top --interval 0.2 -o $T/live; echo TOP-EXIT=\$? > $T/rc2; sleep 60"
 wait_screen "0.20s interval"
 tmux send-keys -t $S C-c
 for _ in $(seq 100); do [ -s "$T/rc2" ] && break; sleep 0.1; done
 [ "$(cat "$T/rc2" 2>/dev/null)" = TOP-EXIT=0 ] || fail "Ctrl-C: top did not exit 0: $(cat "$T/rc2" 2>/dev/null)"
 [ -f "$T/live/session.meta" ] || fail "Ctrl-C: the kept session has no session.meta"
 "$TV" stat "$T/live" >/dev/null || fail "stat cannot read the session top kept"
-! ls $TRACEFS/instances | grep -q "^tracevisor-" || fail "a tracefs instance was left: $(ls $TRACEFS/instances)"
+top2=$(cat "$T/top2.pid") && [ -n "$top2" ] || fail "no pid of the live top"
+! instance_left "$top2" || fail "the tracefs instance of top (tracevisor-$top2) was left"
 tmux kill-session -t $S
 
 # An unknown terminal: one line, exit 1, nothing left in tracefs.
 tmux new-session -d -s $S -x 140 -y 30 \
-	"TERM=nosuchterm $TV top --interval 0.2 2>$T/term.err; echo TOP-EXIT=\$? > $T/rc3; sleep 60"
+	"TERM=nosuchterm $(pid_first "$T/top3.pid") $TV top --interval 0.2 2>$T/term.err; echo TOP-EXIT=\$? > $T/rc3; sleep 60"
 for _ in $(seq 100); do [ -s "$T/rc3" ] && break; sleep 0.1; done
 [ "$(cat "$T/rc3" 2>/dev/null)" = TOP-EXIT=1 ] || fail "unknown TERM: top did not exit 1: $(cat "$T/rc3" 2>/dev/null)"
 [ "$(wc -l <"$T/term.err")" = 1 ] && grep -q 'TERM="nosuchterm" is unknown' "$T/term.err" ||
 	fail "unknown TERM: $(cat "$T/term.err")"
-! ls $TRACEFS/instances | grep -q "^tracevisor-" || fail "unknown TERM: a tracefs instance was left"
+top3=$(cat "$T/top3.pid") && [ -n "$top3" ] || fail "no pid of the top with an unknown TERM"
+! instance_left "$top3" || fail "unknown TERM: the tracefs instance tracevisor-$top3 was left"
 tmux kill-session -t $S
 
-TMPDIR=$T "$TV" top --json --count 2 --interval 0.2 >"$T/live.jsonl" || fail "top --json --count 2 failed"
+TMPDIR=$T "$TV" top --json --count 2 --interval 0.2 >"$T/live.jsonl" &
+top4=$!
+wait $top4 || fail "top --json --count 2 failed"
+! instance_left $top4 || fail "top --json --count 2 left its instance tracevisor-$top4"
 python3 - "$T/live.jsonl" <<'PY' || fail "top --json intervals"
 import json, sys
 ivs = [json.loads(l) for l in open(sys.argv[1])]

@@ -12,7 +12,7 @@ require_tracefs
 AGENT=$TV_ROOT/build/tracevisor-agent
 DEMO=$TV_ROOT/build/examples/ust-demo
 [ -x "$AGENT" ] && [ -x "$DEMO" ] || fail "build/tracevisor-agent or build/examples/ust-demo missing (make)"
-python3 "$TV_ROOT/tests/root/ptyrelay.py" >"$TV_TMP/ptys" & RELAY=$!
+python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" & RELAY=$!
 trap 'kill $RELAY ${APID:-} 2>/dev/null' EXIT
 for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"

@@ -6,7 +6,7 @@
 # hangs (-timeout), 0 leaks (LeakSanitizer; tests/fuzz/lsan.supp lists the
 # leaks inside libtraceevent).  What it finds is kept under tests/samples
 # (fuzz-*, README-fuzz.md).  Needs no root; skips without clang.
-. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/../host/lib.bash"
 command -v clang >/dev/null || skip "clang not installed (libFuzzer)"
 cd "$TV_ROOT" || exit 1
 make -s build/fuzz/fuzz_session >"$TV_TMP/build.log" 2>&1 || { cat "$TV_TMP/build.log" >&2; fail "make fuzz failed"; }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # tracevisor-agent and record --guest on this host, without a VM: the
 # agent's "virtio-serial port" is one end of a pty pair relayed to another
-# (tests/root/ptyrelay.py), and the host records serial:OTHER_END.  Both
+# (tests/host/ptyrelay.py), and the host records serial:OTHER_END.  Both
 # record into their own tracefs instances of this kernel.  Checks the
 # session layout, that both domains decode, message probes on both sides,
 # no instance left behind, and a dead agent (killed mid-recording) giving a
@@ -18,7 +18,7 @@ LIBC=$(ldd "$SYSCALLS" | awk '/libc.so/ {print $3}')
 
 start_relay() {
 	rm -f "$TV_TMP/ptys"
-	python3 "$TV_ROOT/tests/root/ptyrelay.py" >"$TV_TMP/ptys" &
+	python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
 	RELAY=$!
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
@@ -115,19 +115,26 @@ S4=$TV_TMP/s4
 	--guest-events raw_syscalls:sys_enter -f 'id == 110 && comm == "tv-syscalls"' \
 	--guest-events "uprobe:gsc=$LIBC:syscall nr=%di:s64" -f 'nr == 8' \
 	--guest-events sched:sched_switch --duration 3 \
-	-- sh -c "sleep 0.5; $SYSCALLS --getppids 100 --seeks 30 --quiet" 2>"$TV_TMP/record4.log" ||
+	-- sh -c "sleep 0.5; exec $SYSCALLS --getppids 100 --seeks 30 >$TV_TMP/w4.out" 2>"$TV_TMP/record4.log" ||
 	{ cat "$TV_TMP/record4.log" "$TV_TMP/agent3.log" >&2; fail "record with guest filters failed"; }
 wait $A3 || fail "agent exited $?"
 kill $RELAY
 "$TV" report "$S4" >"$TV_TMP/r4" || fail "report of the filtered session failed"
+# Exactly our workload's calls (by its pid), and nothing the filter should
+# have dropped: other tv-syscalls may run on this host (the "guest" here),
+# and pass the filter too.
+w4=$(sed -n 's/^tv-syscalls: pid=\([0-9]*\) .*/\1/p' "$TV_TMP/w4.out")
+[ -n "$w4" ] || fail "tv-syscalls said: $(cat "$TV_TMP/w4.out")"
 enter=$(grep -c "^guest:flt .*raw_syscalls:sys_enter" "$TV_TMP/r4")
-enter110=$(grep -c "^guest:flt  *tv-syscalls-.*raw_syscalls:sys_enter NR 110 " "$TV_TMP/r4")
-[ "$enter" = 100 ] && [ "$enter110" = 100 ] ||
-	fail "guest raw_syscalls:sys_enter with 'id == 110 && comm == \"tv-syscalls\"': $enter events ($enter110 getppid of tv-syscalls), want exactly 100"
+enter110=$(grep -c "^guest:flt  *tv-syscalls-[0-9]* .*raw_syscalls:sys_enter NR 110 " "$TV_TMP/r4")
+ours=$(grep -c "^guest:flt  *tv-syscalls-$w4 .*raw_syscalls:sys_enter NR 110 " "$TV_TMP/r4")
+[ "$ours" = 100 ] && [ "$enter" = "$enter110" ] ||
+	fail "guest raw_syscalls:sys_enter with 'id == 110 && comm == \"tv-syscalls\"': $enter events ($enter110 getppid of a tv-syscalls, $ours of ours), want exactly 100 of ours and none outside the filter"
 gsc=$(grep -c "^guest:flt .*probes:gsc " "$TV_TMP/r4")
 gsc8=$(grep -c "^guest:flt .*probes:gsc .*nr=8$" "$TV_TMP/r4")
-[ "$gsc" = 30 ] && [ "$gsc8" = 30 ] ||
-	fail "guest uprobe gsc with 'nr == 8': $gsc hits ($gsc8 with nr=8), want exactly the 30 lseeks of 130 syscall() calls"
+gsc_ours=$(grep -c "^guest:flt  *tv-syscalls-$w4 .*probes:gsc .*nr=8$" "$TV_TMP/r4")
+[ "$gsc_ours" = 30 ] && [ "$gsc" = "$gsc8" ] ||
+	fail "guest uprobe gsc with 'nr == 8': $gsc hits ($gsc8 with nr=8, $gsc_ours of ours), want exactly the 30 lseeks of our 130 syscall() calls and none outside the filter"
 switches=$(grep -c "^guest:flt .*sched:sched_switch" "$TV_TMP/r4")
 [ "$switches" -gt 10 ] || fail "the unfiltered guest sched_switch list has $switches events"
 grep -q "tvprobe_$A3/" /sys/kernel/tracing/dynamic_events && fail "the filtered probe was left behind"

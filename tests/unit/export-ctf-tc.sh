@@ -9,7 +9,7 @@
 # read by babeltrace2 (when installed): no error, and no warning but the
 # discarded-events ones of a sample that lost events.  Then the checker must
 # fail on broken copies, one rule each, so that it can fail.  Needs no root.
-. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/../host/lib.bash"
 command -v python3 >/dev/null || skip "needs python3"
 CHECK="python3 $TV_ROOT/tests/ctf_tc_check.py"
 SAMPLES=$TV_ROOT/tests/samples

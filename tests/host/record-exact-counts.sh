@@ -38,8 +38,11 @@ N=2000 M=1000 K=500
 # on this host meanwhile, and the recorder has no pid filter.
 kvm_run kvm "$(cat <<'SH'
 "$TV" record -q -o "$OUT/s" -- sh -c 'echo $$ > "$0"; exec "$@"' "$OUT/vmm.pid" \
-	"$VMM" --outs $N --ins $M --cpuids $K --quiet
-[ -z "$(ls /sys/kernel/tracing/instances | grep '^tracevisor-')" ] || { echo "tracefs instance left behind"; exit 3; }
+	"$VMM" --outs $N --ins $M --cpuids $K --quiet &
+r=$!
+wait $r
+# this recorder's instance only: other people's may run on this host
+[ ! -e /sys/kernel/tracing/instances/tracevisor-$r ] || { echo "tracefs instance tracevisor-$r left behind"; exit 3; }
 "$TV" stat --json "$OUT/s" > "$OUT/stat-there.json"
 SH
 )" N=$N M=$M K=$K
