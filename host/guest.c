@@ -499,7 +499,7 @@ static void save_tsc(struct tv_guest *g)
 	if (glob(pattern, 0, NULL, &gl))
 		return;
 	snprintf(path, sizeof(path), "%s/tsc", g->dir);
-	out = fopen(path, "we");
+	out = tv_file_fcreate(path, "TSC file");
 	for (size_t i = 0; out && i < gl.gl_pathc; i++) {
 		const char *vcpu = strrchr(gl.gl_pathv[i], '/') + 5;
 

@@ -55,12 +55,9 @@ static int write_segments(const char *dir, const struct tv_sync_domain *d)
 	int err = 0;
 
 	snprintf(path, sizeof(path), "%s/sync/%s.tsc", dir, d->domain);
-	f = fopen(path, "we");
-	if (!f) {
-		err = errno;
-		tv_err("Cannot create TSC segments file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	f = tv_file_fcreate(path, "TSC segments file");
+	if (!f)
+		return -errno;
 	for (size_t i = 0; i < d->nr_tsc_segments; i++)
 		fprintf(f, "%u %llu %llu%s\n", d->tsc_segments[i].vcpu,
 			(unsigned long long)d->tsc_segments[i].from_host,

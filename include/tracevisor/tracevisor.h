@@ -136,7 +136,10 @@ long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long 
  * @meta: the set
  * @path: file to create or replace
  *
- * Return: 0 or -errno (logged).
+ * @path.tmp is created new (O_EXCL | O_NOFOLLOW, a regular file left
+ * there removed first), synced, and renamed over @path: neither a symlink
+ * at @path.tmp nor one at @path makes it write elsewhere.
+ * Return: 0 or -errno (logged; -ELOOP: a symbolic link at @path.tmp).
  */
 int tv_meta_write(const struct tv_meta *meta, const char *path);
 /**
