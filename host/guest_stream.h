@@ -73,8 +73,9 @@ void tv_guest_stream_expect_hello(struct tv_guest_stream *gs, uint64_t nonce);
  * Check the guest's domain as the session reader will (header page,
  * formats, their word size against META's long_size), when it is described
  * (READY, and at the end for formats sent later): on a failure gs->rejected
- * says why (logged once, naming the guest) and 0 is returned, so the
- * recorder marks the domain status=rejected.  Return: 0 or -ENOMEM.
+ * says why (not logged: the guest's status, "rejected: WHY", is what its
+ * recorder says) and 0 is returned, so the recorder marks the domain
+ * status=rejected.  Return: 0 or -ENOMEM.
  */
 int tv_guest_stream_check(struct tv_guest_stream *gs);
 /* Close the CPU files (their sub-buffers stay whole); the meta stays. */

@@ -808,7 +808,12 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 		cli->guest_refused = 1;	/* bad input (a guest filter...): the rest is kept */
 	if (cli->quiet && !cli->guest_refused)
 		return;
-	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
+	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": ") &&
+	    !strncmp(strstr(detail, ": ") + 2, "rejected: ", 10))
+		/* its domain is one the readers would refuse: the one line at once */
+		fprintf(stderr, "tracevisor record: guest %s rejected, its domain will not be read: %s; recording the rest\n",
+			tv_cli_text(name), tv_cli_text(strstr(detail, ": ") + 12));
+	else if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
 		/* the one line that says why (a guest filter its kernel refused...),
 		 * after the status word ("failed: ", "truncated: ") */
 		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n",
