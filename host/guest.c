@@ -1084,7 +1084,7 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	snprintf(st->status, sizeof(st->status), "%s", g->status);
 	/* the guest's thread writes them until it is joined */
 	if (!g->started)
-		tv_guest_ust_counts(&g->gs, &st->ust_procs, &st->ust_events, &st->ust_lost);
+		tv_guest_ust_counts(&g->gs, st);
 }
 
 const char *tv_guest_name(const struct tv_guest *g)

@@ -7,7 +7,8 @@
 #     record's CPU time (was 2.5 s per 5 s of recording: every frame searched
 #     the 4 MiB again);
 #  2. 16 traced processes of 4 MiB of metadata each: record's max RSS (the
-#     guest's 16 MiB budget cuts the 5th on; was all of it held);
+#     guest's 16 MiB budget cuts the 5th on; was all of it held), and the
+#     summary counts the 16 and the 12 cut off;
 #  3. META ncpus=1024 and data on every CPU under `ulimit -n 1024`: record
 #     stops at --duration with both guests complete, its open descriptors
 #     bounded (was: timerfd_create failed with EMFILE, record never stopped);
@@ -82,6 +83,9 @@ grep -q 'Traced process cut off: guest=".*/guest-evil", pid=5004, .*more than 16
 grep -q "^status=truncated: .*limit per guest" "$S/ust-guest-evil-5015/meta" || fail "mem: no truncated status"
 grep -q "^status=truncated: the agent did not end it" "$S/ust-guest-evil-5000/meta" ||
 	fail "mem: the first process, within the budget, was cut off: $(grep status "$S/ust-guest-evil-5000/meta")"
+# the summary counts every process announced, and says which were cut off
+grep -q "^tracevisor record: guest evil: ust: 16 processes (12 cut off, 4 not ended by the agent), 0 events, 0 lost$" "$TV_TMP/mem.err" ||
+	fail "mem: the summary does not count the processes cut off: $(grep 'guest evil: ust' "$TV_TMP/mem.err")"
 fi
 
 # 3. Open files: ncpus=1024 under a limit of 1024 (soft and hard).

@@ -158,6 +158,8 @@ if want ust-meta; then
 		fail "ust-meta: the traced process's status: $(grep status= "$S/ust-guest-evil-4242/meta")"
 	grep -q 'evil.*4242.*rejected\|rejected.*evil.*4242' "$TV_TMP/record.log" ||
 		fail "ust-meta: record does not say the process was rejected: $(cat "$TV_TMP/record.log")"
+	grep -q '^tracevisor record: guest evil: ust: 1 processes (1 rejected), ' "$TV_TMP/record.log" ||
+		fail "ust-meta: the summary does not count the rejected process: $(grep 'guest evil: ust' "$TV_TMP/record.log")"
 	read_all 0
 	"$TV" report "$S" 2>&1 >/dev/null | grep -q 'warning: Domain quarantined, not read: domain="ust-guest-evil-4242"' ||
 		fail "ust-meta: report does not say the process's domain is quarantined"
