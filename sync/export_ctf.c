@@ -420,13 +420,9 @@ static int write_metadata(struct ctf_writer *w)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/metadata", w->out);
-	m = fopen(path, "we");
-	if (!m) {
-		int err = errno;
-
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	m = tv_file_fcreate(path, "metadata file");
+	if (!m)
+		return -errno;
 	tsdl_header(w, m);
 	ret = tsdl_streams(w, m);
 	if (ret)
