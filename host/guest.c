@@ -499,7 +499,7 @@ static void save_tsc(struct tv_guest *g)
 	if (glob(pattern, 0, NULL, &gl))
 		return;
 	snprintf(path, sizeof(path), "%s/tsc", g->dir);
-	out = fopen(path, "we");
+	out = tv_file_fcreate(path, "TSC file");
 	for (size_t i = 0; out && i < gl.gl_pathc; i++) {
 		const char *vcpu = strrchr(gl.gl_pathv[i], '/') + 5;
 
@@ -1084,7 +1084,7 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	snprintf(st->status, sizeof(st->status), "%s", g->status);
 	/* the guest's thread writes them until it is joined */
 	if (!g->started)
-		tv_guest_ust_counts(&g->gs, &st->ust_procs, &st->ust_events, &st->ust_lost);
+		tv_guest_ust_counts(&g->gs, st);
 }
 
 const char *tv_guest_name(const struct tv_guest *g)

@@ -383,19 +383,13 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 
 int tv_guest_stream_check(struct tv_guest_stream *gs)
 {
-	const char *name = strrchr(gs->dir, '/');
 	int ret;
 
 	if (!gs->ncpus || gs->rejected[0] || !gs->check_domain)
 		return 0;
+	/* not logged: the guest's status says it, once (record's line at READY, its summary) */
 	ret = gs->check_domain(gs->dir, gs->guest_meta, gs->rejected, sizeof(gs->rejected));
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret) {
-		name = name && !strncmp(name + 1, "guest-", 6) ? name + 7 : gs->dir;
-		tv_warn("Guest %s rejected, its domain will not be read: %s", name, gs->rejected);
-	}
-	return 0;
+	return ret == -ENOMEM ? ret : 0;
 }
 
 /* ---------------------------------------------------------------- feed */

@@ -73,8 +73,9 @@ void tv_guest_stream_expect_hello(struct tv_guest_stream *gs, uint64_t nonce);
  * Check the guest's domain as the session reader will (header page,
  * formats, their word size against META's long_size), when it is described
  * (READY, and at the end for formats sent later): on a failure gs->rejected
- * says why (logged once, naming the guest) and 0 is returned, so the
- * recorder marks the domain status=rejected.  Return: 0 or -ENOMEM.
+ * says why (not logged: the guest's status, "rejected: WHY", is what its
+ * recorder says) and 0 is returned, so the recorder marks the domain
+ * status=rejected.  Return: 0 or -ENOMEM.
  */
 int tv_guest_stream_check(struct tv_guest_stream *gs);
 /* Close the CPU files (their sub-buffers stay whole); the meta stays. */
@@ -96,9 +97,12 @@ int tv_guest_ust_end(struct tv_guest_stream *gs, uint32_t idx, const unsigned ch
 		     char *err, size_t err_size);
 /* Write every process's meta; its subdirectories (up to @max) into @subdirs. */
 size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, size_t max);
-/* Processes with a domain, their valid records, their discarded events (a stopped stream). */
-void tv_guest_ust_counts(const struct tv_guest_stream *gs, unsigned int *procs, uint64_t *events,
-			 uint64_t *lost);
+/*
+ * Into @st's ust_* fields: the processes with a domain (announced), their
+ * valid records, their discarded events, and the ones not complete, by
+ * why (a stopped stream).
+ */
+void tv_guest_ust_counts(const struct tv_guest_stream *gs, struct tv_guest_stats *st);
 void tv_guest_ust_free(struct tv_guest_stream *gs);
 
 #endif

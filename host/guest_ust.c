@@ -293,20 +293,27 @@ size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, siz
 	return n;
 }
 
-void tv_guest_ust_counts(const struct tv_guest_stream *gs, unsigned int *procs, uint64_t *events,
-			 uint64_t *lost)
+void tv_guest_ust_counts(const struct tv_guest_stream *gs, struct tv_guest_stats *st)
 {
-	*procs = 0;
-	*events = *lost = 0;
+	st->ust_procs = st->ust_cut = st->ust_rejected = st->ust_unended = st->ust_other = 0;
+	st->ust_events = st->ust_lost = 0;
 	for (size_t i = 0; i < TV_PROTO_MAX_UST; i++) {
 		const struct tv_guest_ust *u = gs->ust[i];
 
 		if (!u || !u->dom)
 			continue;
-		(*procs)++;
-		*events += u->records;
+		st->ust_procs++;	/* announced: cut off or not, it has its domain */
+		st->ust_events += u->records;
 		for (unsigned int b = 0; b < u->hdr.nr_bufs; b++)
-			*lost += u->lost[b];
+			st->ust_lost += u->lost[b];
+		if (!strncmp(u->status, "rejected", 8))
+			st->ust_rejected++;
+		else if (u->c.cut)
+			st->ust_cut++;
+		else if (!u->ended)
+			st->ust_unended++;
+		else if (strcmp(u->status, "complete"))
+			st->ust_other++;
 	}
 }
 

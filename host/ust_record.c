@@ -46,7 +46,15 @@
 #include "ust_listen.h"
 #include "ust_record.h"
 
-/* a session is read with at most 64 domains (lib/reader.c): leave room for the kernels */
+/*
+ * The host's own traced processes recorded at once: each holds its
+ * registration socket, the shared memory of its buffers and up to
+ * TV_UST_DOMAIN_MAX_FDS stream files.  (It once left room for the kernels
+ * in the reader's 64 domains; the reader has no domain limit now, and sync
+ * gives at most 64 domains a line of their own, reading the ust-* ones
+ * beyond in their parent's clock: sync/sync_session.h.)  A guest's traced
+ * processes are bounded apart, per guest (TV_PROTO_MAX_UST).
+ */
 #define UST_MAX_PROCS 48
 #define UST_TICK_MS 20
 #define UST_FLUSH_WAIT_MS 1500

@@ -60,12 +60,9 @@ int tv_capture_open(struct tv_capture *cap, const char *raw_path, const char *ou
 		tv_err("Cannot open ring buffer: path=\"%s\", errno=%d (%s)", raw_path, -ret, strerror(-ret));
 		return ret;
 	}
-	cap->out_fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (cap->out_fd < 0) {
-		ret = -errno;
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", out_path, -ret, strerror(-ret));
-		return ret;
-	}
+	cap->out_fd = tv_file_create(out_path, 0, "stream file");
+	if (cap->out_fd < 0)
+		return cap->out_fd;
 	cap->flush_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (cap->flush_fd < 0) {
 		ret = -errno;

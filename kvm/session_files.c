@@ -29,12 +29,10 @@ static int copy_file(const char *src, const char *dst)
 		tv_err("Cannot open tracefs file: path=\"%s\", errno=%d (%s)", src, err, strerror(err));
 		return -err;
 	}
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	out = tv_file_create(dst, 0, "file");
 	if (out < 0) {
-		ret = -errno;
-		tv_err("Cannot create file: path=\"%s\", errno=%d (%s)", dst, -ret, strerror(-ret));
 		close(in);
-		return ret;
+		return out;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		if (write(out, buf, (size_t)n) != n) {

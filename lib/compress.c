@@ -221,11 +221,9 @@ static int compress_file(const char *dir, const char *name, struct tv_compress_s
 			close(in);
 		return ret;
 	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		ret = -errno;
-		tv_err("Cannot create file: path=\"%s\", errno=%d (%s)", tmp, errno, strerror(errno));
-	}
+	out = tv_file_create(tmp, 0, "file");
+	if (out < 0)
+		ret = out;
 	if (!ret)
 		ret = compress_fd(in, out, (uint64_t)sb.st_size, &why);
 	if (!ret && fsync(out))

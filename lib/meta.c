@@ -118,6 +118,11 @@ long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long 
 	return (errno || *end) ? def : n;
 }
 
+/*
+ * Written whole to FILE.tmp, synced, then renamed over FILE: a reader
+ * never sees half a file, a crash leaves the old one.  FILE.tmp is made
+ * new (tv_file_create()): a symlink planted there is refused, not followed.
+ */
 int tv_meta_write(const struct tv_meta *meta, const char *path)
 {
 	char tmp[4096];
@@ -126,12 +131,9 @@ int tv_meta_write(const struct tv_meta *meta, const char *path)
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f) {
-		ret = -errno;
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", tmp, -ret, strerror(-ret));
-		return ret;
-	}
+	f = tv_file_fcreate(tmp, "metadata file");
+	if (!f)
+		return -errno;
 	for (size_t i = 0; i < meta->nr; i++)
 		fprintf(f, "%s=%s\n", meta->entries[i].key, meta->entries[i].value);
 	if (fflush(f) || fsync(fileno(f)))

@@ -101,3 +101,72 @@ int tv_domain_open_file(const struct tv_domain *dom, const char *path)
 		snprintf(root, sizeof(root), ".");
 	return tv_session_open_file(root, path);
 }
+
+/*
+ * Writing a file inside a session (issue #22): the directory is shared
+ * with what a guest sent and may be writable by others, so a name may
+ * already be taken by a symlink planted there to make the recorder (root)
+ * write somewhere else, or by a hard link.  Never open an existing name:
+ * create it new (O_EXCL: a symlink at @path fails too, whatever it points
+ * to), after removing a regular file left there (an earlier run's .tmp, a
+ * file written again); a symlink or any other kind of file is refused.
+ */
+int tv_file_create_at(int dfd, const char *path, const char *shown, int flags, const char *what)
+{
+	for (int tries = 0;; tries++) {
+		int fd = openat(dfd, path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | flags,
+				0644);
+		struct stat st;
+		int err;
+
+		if (fd >= 0)
+			return fd;
+		err = errno;
+		if (err != EEXIST || tries || fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW)) {
+			tv_err("Cannot create %s: path=\"%s\", errno=%d (%s)", what, shown, err,
+			       strerror(err));
+			return -err;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			tv_err("Cannot create %s: path=\"%s\" is a symbolic link (not followed)", what,
+			       shown);
+			return -ELOOP;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			tv_err("Cannot create %s: path=\"%s\" is not a regular file (type=%s)", what,
+			       shown, file_type(st.st_mode));
+			return -EEXIST;
+		}
+		if (unlinkat(dfd, path, 0) && errno != ENOENT) {
+			err = errno;
+			tv_err("Cannot replace %s: path=\"%s\", errno=%d (%s)", what, shown, err,
+			       strerror(err));
+			return -err;
+		}
+	}
+}
+
+int tv_file_create(const char *path, int flags, const char *what)
+{
+	return tv_file_create_at(AT_FDCWD, path, path, flags, what);
+}
+
+FILE *tv_file_fcreate(const char *path, const char *what)
+{
+	int fd = tv_file_create(path, 0, what);
+	FILE *f;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		int err = errno;
+
+		tv_err("Cannot create %s: path=\"%s\", errno=%d (%s)", what, path, err, strerror(err));
+		close(fd);
+		errno = err;
+	}
+	return f;
+}

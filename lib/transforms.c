@@ -55,12 +55,9 @@ static int write_segments(const char *dir, const struct tv_sync_domain *d)
 	int err = 0;
 
 	snprintf(path, sizeof(path), "%s/sync/%s.tsc", dir, d->domain);
-	f = fopen(path, "we");
-	if (!f) {
-		err = errno;
-		tv_err("Cannot create TSC segments file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	f = tv_file_fcreate(path, "TSC segments file");
+	if (!f)
+		return -errno;
 	for (size_t i = 0; i < d->nr_tsc_segments; i++)
 		fprintf(f, "%u %llu %llu%s\n", d->tsc_segments[i].vcpu,
 			(unsigned long long)d->tsc_segments[i].from_host,
@@ -170,6 +167,10 @@ static int put_domain(struct tv_meta *m, const struct tv_sync_domain *d)
 	}
 	if (d->xen_line)
 		ret = ret ?: put(m, d->domain, "xen_line_pvclock_ns", "%lld", (long long)d->pvclock_ns);
+	/* only where there are some: sessions without forgeries read as before, and
+	 * readers take keys by name, so older ones ignore it */
+	if (d->foreign_probes)
+		ret = ret ?: put(m, d->domain, "foreign_probes", "%zu", d->foreign_probes);
 	ret = ret ?: put(m, d->domain, "message", "%s", e->message);
 	if (!ret && !strcmp(d->method, "tsc"))
 		ret = put_tsc(m, d);
@@ -327,6 +328,7 @@ static int get_domain(const struct tv_meta *m, struct tv_sync_domain *d)
 	snprintf(e->message, sizeof(e->message), "%s", get(m, d->domain, "message"));
 	d->xen_line = *get(m, d->domain, "xen_line_pvclock_ns") != 0;
 	d->pvclock_ns = get_ll(m, d->domain, "xen_line_pvclock_ns");
+	d->foreign_probes = (size_t)get_ll(m, d->domain, "foreign_probes");
 	if (!strcmp(d->method, "hull"))
 		return get_pieces(m, d);
 	return strcmp(d->method, "tsc") ? 0 : get_tsc(m, d);

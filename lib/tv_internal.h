@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -134,6 +135,28 @@ struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
  * is logged.  Return: 0, -ENOMEM, or another -errno with @why set.
  */
 int tv_domain_check(const char *dir, const struct tv_meta *meta, char *why, size_t size);
+
+/**
+ * tv_file_create_at - create a file for writing inside a session, never
+ *   through a link planted there (lib/session_file.c)
+ * @dfd: the directory @path is relative to, or AT_FDCWD
+ * @path: the file; a regular file already there is removed first, a
+ *   symbolic link (or a directory, FIFO...) refused
+ * @shown: @path as the error says it (the whole path when @dfd is a directory)
+ * @flags: more open(2) flags (O_APPEND...), or 0
+ * @what: what the file is, for the error ("metadata file", "stream file")
+ *
+ * Opened O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode 0644:
+ * always a new file of this process, so neither a symlink nor a hard link
+ * at @path makes it write elsewhere.  Return: the fd (the caller closes
+ * it), or -errno with one line logged naming @what and @shown (-ELOOP: a
+ * symbolic link is there).
+ */
+int tv_file_create_at(int dfd, const char *path, const char *shown, int flags, const char *what);
+/* tv_file_create_at() of @path relative to the working directory. */
+int tv_file_create(const char *path, int flags, const char *what);
+/* The same as a stdio stream for writing (fclose() it); NULL with errno set, logged. */
+FILE *tv_file_fcreate(const char *path, const char *what);
 
 /* rm -r of a directory tree this process created (lib/session_dir.c). */
 int tv_session_remove_tree(const char *path);

@@ -41,14 +41,15 @@ struct tv_ust_domain {
 
 static int write_text(const char *path, const char *text, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	ssize_t n = -1;
+	int fd = tv_file_create(path, 0, "session file");
+	ssize_t n;
 
-	if (fd >= 0) {
-		n = write(fd, text, len);
-		if (close(fd))
-			n = -1;
-	}
+	if (fd < 0)
+		return fd;	/* said */
+	errno = 0;
+	n = write(fd, text, len);
+	if (close(fd))
+		n = -1;
 	if (n != (ssize_t)len) {
 		int err = errno ? errno : EIO;
 
@@ -193,8 +194,15 @@ int tv_ust_domain_write(struct tv_ust_domain *d, unsigned int b, const void *sub
 			tv_ust_domain_close_files(d);
 		snprintf(path, sizeof(path), "%s/cpu%u.ust", d->dir, b);
 		/* created once; written before: a file this domain closed to stay in its budget */
-		d->fds[b] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW |
-				       (d->bytes[b] ? O_APPEND : O_CREAT | O_TRUNC), 0644);
+		if (!d->bytes[b]) {
+			int fd = tv_file_create(path, 0, "stream file");
+
+			if (fd < 0)
+				return fd;	/* said */
+			d->fds[b] = fd;
+		} else {
+			d->fds[b] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_APPEND);
+		}
 		if (d->fds[b] < 0) {
 			int err = errno;
 

@@ -45,14 +45,10 @@ int tv_vcpu_map_add(struct tv_vcpu_map *map, pid_t tid, pid_t vm_pid, int vcpu)
 
 int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path)
 {
-	FILE *f = fopen(path, "we");
+	FILE *f = tv_file_fcreate(path, "vCPU map");
 
-	if (!f) {
-		int err = errno;
-
-		tv_err("Cannot create vCPU map: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	if (!f)
+		return -errno;
 	fprintf(f, "# tid vm_pid vcpu vm_name\n");
 	for (size_t i = 0; i < map->nr; i++) {
 		const struct tv_vcpu_thread *t = &map->threads[i];

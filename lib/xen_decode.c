@@ -694,16 +694,23 @@ static int write_format(int dfd, const char *dir, int id)
 	char path[4300];
 	size_t len = 0, off = 0;
 	char *text = tv_xen_format_text(id, &len);
-	int fd, err = 0;
+	int fd = -1, err = 0;
 
 	if (!text)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "%s/format", name);
 	if (mkdirat(dfd, name, 0755) && errno != EEXIST)
 		err = errno;
-	fd = err ? -1 : openat(dfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0 && !err)
-		err = errno;
+	if (!err) {
+		char shown[8600];
+
+		snprintf(shown, sizeof(shown), "%s/%s", dir, path);
+		fd = tv_file_create_at(dfd, path, shown, 0, "event format");
+		if (fd < 0) {
+			free(text);
+			return fd;	/* said */
+		}
+	}
 	while (!err && off < len) {
 		ssize_t n = write(fd, text + off, len - off);
 
@@ -746,7 +753,7 @@ int tv_xen_write_formats(const char *domain_dir)
 			ret = write_format(dfd, path, id);
 	close(dfd);
 	snprintf(path, sizeof(path), "%s/header_page", domain_dir);
-	f = fopen(path, "we");
+	f = tv_file_fcreate(path, "header page");
 	if (!f)
 		return -errno;
 	fputs(header_page, f);

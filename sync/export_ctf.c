@@ -5,9 +5,11 @@
  * and CPU, and for a traced process's user-space events (kind "ust") a
  * stream per thread and CPU instead: no stream mixes threads, its packets
  * say the thread (packet.context tid), and its CPU stays one, as Trace
- * Compass takes it per stream (doc/ctf-export.md).  Events are typed from the recorded format files.  Each stream
- * fills one packet buffer and writes it when full, so memory does not
- * depend on the trace size.  Metadata is TSDL text, as LTTng writes it,
+ * Compass takes it per stream (doc/ctf-export.md); threads beyond
+ * CTF_MAX_THREAD_STREAMS share their CPU's stream.  Events are typed from
+ * the recorded format files.  Each stream fills one packet buffer and
+ * writes it when full; at most CTF_MAX_OPEN_STREAMS streams hold a buffer
+ * and an open file, so neither memory nor descriptors depend on the trace.  Metadata is TSDL text, as LTTng writes it,
  * which babeltrace2 and Trace Compass both read; the Trace Compass rules it
  * follows are listed, with their source files, in doc/ctf-export.md and
  * checked by tests/ctf_tc_check.py.
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <event-parse.h>
@@ -34,6 +37,20 @@
 #define MAX_CPUS 4096		/* per domain: more is a corrupt cpu number */
 /* Files one CPU (or thread) stream may be split into where its time goes back (doc/ctf-export.md). */
 #define CTF_MAX_LANES 8
+/*
+ * A traced process's (thread, CPU) streams of their own; the events of its
+ * other threads go to its CPU streams (tid -1): a guest process writing
+ * records with thousands of thread ids makes at most this many files
+ * (times CTF_MAX_LANES), not one per thread id (doc/ctf-export.md).
+ */
+#define CTF_MAX_THREAD_STREAMS 256
+/*
+ * Stream files open at once, with their packet buffers, in the whole
+ * export (a quarter of RLIMIT_NOFILE when that is lower): the least
+ * recently written one beyond it ends its packet and is closed, and
+ * reopened for appending when written again.
+ */
+#define CTF_MAX_OPEN_STREAMS 256
 
 /*
  * One stream file.  A CPU stream whose time goes back goes on in another
@@ -52,6 +69,7 @@ struct ctf_stream {
 	uint32_t domain;
 	uint32_t cpu;
 	int32_t tid;		/* a thread stream's thread; -1: a CPU stream */
+	int has_tid;		/* a ust domain's: packet.context ends with tid (-1: several) */
 	uint64_t instance;
 	unsigned int generation;	/* its lane: file DOMAIN_cpuN, then .1, .2... */
 	/* the first lane only: the stream's other lanes and the one written now */
@@ -59,6 +77,8 @@ struct ctf_stream {
 	unsigned int nr_lanes;
 	struct ctf_stream *active;
 	uint64_t dropped;	/* events that went back before every lane, left out */
+	int open;		/* its active lane has a FILE and the buffer: in the writer's list */
+	struct ctf_stream *newer, *older;	/* the writer's open streams, by last use */
 };
 
 /* The streams of one domain, indexed by CPU, or its threads' (a ust domain). */
@@ -69,6 +89,7 @@ struct ctf_domain_streams {
 	struct ctf_stream **threads;	/* in order of first event */
 	size_t nr_threads, cap_threads;
 	struct ctf_stream *last;	/* the last thread stream used (runs of one thread) */
+	uint64_t folded;		/* events of threads beyond CTF_MAX_THREAD_STREAMS */
 };
 
 struct ctf_writer {
@@ -80,6 +101,9 @@ struct ctf_writer {
 	uint64_t nr_streams;	/* stream files written, and the next instance id */
 	uint64_t nr_splits;
 	uint64_t nr_dropped;	/* events left out: a stream went back more than its lanes allow */
+	struct ctf_stream *newest, *oldest;	/* the open streams, by last use */
+	unsigned int nr_open, max_open;
+	uint64_t nr_closed;	/* streams closed to stay within max_open */
 	struct tep_event *ref_raw_data;	/* the reference's ftrace:raw_data, or NULL */
 	int have_wall_clock;		/* the recorder's CLOCK_REALTIME marker seen */
 	struct tv_wall_clock wall;
@@ -396,13 +420,9 @@ static int write_metadata(struct ctf_writer *w)
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/metadata", w->out);
-	m = fopen(path, "we");
-	if (!m) {
-		int err = errno;
-
-		tv_err("Cannot create metadata file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	m = tv_file_fcreate(path, "metadata file");
+	if (!m)
+		return -errno;
 	tsdl_header(w, m);
 	ret = tsdl_streams(w, m);
 	if (ret)
@@ -427,7 +447,7 @@ static void put_u64(unsigned char *p, uint64_t v)
 static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 {
 	unsigned char hdr[HEADER_SIZE + CONTEXT_SIZE + CONTEXT_TID_SIZE];
-	size_t hdr_size = HEADER_SIZE + CONTEXT_SIZE + (s->tid >= 0 ? CONTEXT_TID_SIZE : 0);
+	size_t hdr_size = HEADER_SIZE + CONTEXT_SIZE + (s->has_tid ? CONTEXT_TID_SIZE : 0);
 	uint64_t bits = (uint64_t)(hdr_size + s->len) * 8;
 
 	/*
@@ -449,7 +469,7 @@ static int flush_packet(struct ctf_writer *w, struct ctf_stream *s)
 	put_u64(hdr + 72, s->discarded);
 	put_u32(hdr + 80, s->cpu);
 	put_u32(hdr + 84, s->domain);
-	if (s->tid >= 0)
+	if (s->has_tid)
 		put_u32(hdr + 88, (uint32_t)s->tid);
 	if (fwrite(hdr, hdr_size, 1, s->f) != 1 || fwrite(s->buf, s->len, 1, s->f) != 1) {
 		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", s->path, errno, strerror(errno));
@@ -478,13 +498,9 @@ static int stream_open_file(struct ctf_writer *w, struct ctf_stream *s)
 	s->path = strdup(path);
 	if (!s->path)
 		return -ENOMEM;
-	s->f = fopen(path, "we");
-	if (!s->f) {
-		int err = errno;
-
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-		return -err;
-	}
+	s->f = tv_file_fcreate(path, "stream file");
+	if (!s->f)
+		return -errno;
 	/* babeltrace2 takes files with one stream_instance_id for one stream. */
 	s->instance = w->nr_streams++;
 	s->seq = 0;
@@ -502,22 +518,122 @@ static void stream_free(struct ctf_stream *s)
 	free(s);
 }
 
+/* @s out of the writer's list of open streams. */
+static void open_list_remove(struct ctf_writer *w, struct ctf_stream *s)
+{
+	if (s->newer)
+		s->newer->older = s->older;
+	else
+		w->newest = s->older;
+	if (s->older)
+		s->older->newer = s->newer;
+	else
+		w->oldest = s->newer;
+	s->newer = s->older = NULL;
+}
+
+static void open_list_push(struct ctf_writer *w, struct ctf_stream *s)
+{
+	s->older = w->newest;
+	s->newer = NULL;
+	if (w->newest)
+		w->newest->newer = s;
+	else
+		w->oldest = s;
+	w->newest = s;
+}
+
+/* A lane of a stream written before, open again for appending (never through a link). */
+static int lane_reopen(struct ctf_stream *l)
+{
+	int fd = open(l->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+
+	l->f = fd < 0 ? NULL : fdopen(fd, "a");
+	if (!l->f) {
+		int err = errno;
+
+		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", l->path, err, strerror(err));
+		if (fd >= 0)
+			close(fd);
+		return -err;
+	}
+	return 0;
+}
+
+/*
+ * Close the stream written least recently: its packet ends there (a packet
+ * boundary is valid anywhere), its file is closed and its buffer freed.
+ */
+static int stream_close_oldest(struct ctf_writer *w)
+{
+	struct ctf_stream *s = w->oldest, *a = s->active;
+	int ret = flush_packet(w, a);
+
+	if (fclose(a->f) && !ret) {
+		tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", a->path, errno,
+		       strerror(errno));
+		ret = -EIO;
+	}
+	a->f = NULL;
+	free(a->buf);
+	a->buf = NULL;
+	open_list_remove(w, s);
+	s->open = 0;
+	w->nr_open--;
+	w->nr_closed++;
+	return ret;
+}
+
+/*
+ * @s ready to write: its active lane's file open (created on first use)
+ * and a packet buffer, within the writer's CTF_MAX_OPEN_STREAMS; @s
+ * becomes the most recently used.
+ */
+static int stream_activate(struct ctf_writer *w, struct ctf_stream *s)
+{
+	struct ctf_stream *a = s->active;
+	int ret;
+
+	if (s->open) {
+		if (w->newest != s) {
+			open_list_remove(w, s);
+			open_list_push(w, s);
+		}
+		return 0;
+	}
+	if (w->nr_open >= w->max_open && (ret = stream_close_oldest(w)))
+		return ret;
+	a->buf = malloc(PACKET_DATA);
+	if (!a->buf)
+		return -ENOMEM;
+	ret = a->path ? lane_reopen(a) : stream_open_file(w, a);
+	if (ret) {
+		free(a->buf);
+		a->buf = NULL;
+		return ret;
+	}
+	s->open = 1;
+	w->nr_open++;
+	open_list_push(w, s);
+	return 0;
+}
+
+/* A stream of @ev's domain and CPU, of thread @tid (-1: none, or several), opened. */
 static int stream_new(struct ctf_writer *w, const struct tv_event *ev, int32_t tid,
 		      struct ctf_stream **out)
 {
 	struct ctf_stream *s = calloc(1, sizeof(*s));
 	int ret;
 
-	if (!s || !(s->buf = malloc(PACKET_DATA))) {
-		free(s);
+	if (!s)
 		return -ENOMEM;
-	}
 	s->domain = (uint32_t)ev->domain_index;
 	s->cpu = (uint32_t)ev->cpu;
 	s->tid = tid;
+	s->has_tid = w->doms[ev->domain_index].per_thread;
 	s->lanes[0] = s->active = s;
 	s->nr_lanes = 1;
-	ret = stream_open_file(w, s);
+	ret = stream_activate(w, s);
 	if (ret) {
 		stream_free(s);
 		return ret;
@@ -526,11 +642,38 @@ static int stream_new(struct ctf_writer *w, const struct tv_event *ev, int32_t t
 	return 0;
 }
 
+static int cpu_stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ctf_stream **out)
+{
+	struct ctf_domain_streams *ds = &w->doms[ev->domain_index];
+	size_t cpu = (size_t)ev->cpu;
+	int ret;
+
+	if (cpu >= ds->nr) {
+		struct ctf_stream **grown = realloc(ds->cpu, (cpu + 1) * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + ds->nr, 0, (cpu + 1 - ds->nr) * sizeof(*grown));
+		ds->cpu = grown;
+		ds->nr = cpu + 1;
+	}
+	if (ds->cpu[cpu]) {
+		*out = ds->cpu[cpu];
+		return stream_activate(w, *out);
+	}
+	ret = stream_new(w, ev, -1, out);
+	if (!ret)
+		ds->cpu[cpu] = *out;
+	return ret;
+}
+
 /*
  * A ust domain's stream of the event's thread (common_pid, the tid) on its
- * CPU.  Threads and CPUs are few (lib/ust_session.c keeps at most 4096
- * threads) and events come in runs of one thread: the last stream is
- * tried first.
+ * CPU.  Events come in runs of one thread: the last stream is tried first.
+ * Beyond CTF_MAX_THREAD_STREAMS (thread, CPU) pairs, a thread's events go
+ * to the domain's stream of that CPU (tid -1; each event's pid is its
+ * thread): the thread ids are the traced process's to choose, a guest's
+ * could make one file per id.
  */
 static int thread_stream_get(struct ctf_writer *w, const struct tv_event *ev,
 			     struct ctf_stream **out)
@@ -542,13 +685,20 @@ static int thread_stream_get(struct ctf_writer *w, const struct tv_event *ev,
 
 	if (ds->last && ds->last->tid == tid && ds->last->cpu == (uint32_t)ev->cpu) {
 		*out = ds->last;
-		return 0;
+		return stream_activate(w, *out);
 	}
 	for (size_t i = 0; i < ds->nr_threads; i++)
 		if (ds->threads[i]->tid == tid && ds->threads[i]->cpu == (uint32_t)ev->cpu) {
 			*out = ds->last = ds->threads[i];
-			return 0;
+			return stream_activate(w, *out);
 		}
+	if (ds->nr_threads == CTF_MAX_THREAD_STREAMS) {
+		if (!ds->folded++)
+			tv_warn("More than %d thread streams in a traced process: the events of its other threads go to its CPU streams (tid -1 in their packets, each event's pid its thread): domain=\"%s\", subdir=\"%s\"",
+				CTF_MAX_THREAD_STREAMS, ev->domain,
+				tv_reader_domain(w->rd, (size_t)ev->domain_index)->subdir);
+		return cpu_stream_get(w, ev, out);
+	}
 	if (ds->nr_threads == ds->cap_threads) {
 		size_t cap = ds->cap_threads ? 2 * ds->cap_threads : 16;
 		struct ctf_stream **grown = realloc(ds->threads, cap * sizeof(*grown));
@@ -566,39 +716,17 @@ static int thread_stream_get(struct ctf_writer *w, const struct tv_event *ev,
 	return 0;
 }
 
+/* @ev's stream, open for writing. */
 static int stream_get(struct ctf_writer *w, const struct tv_event *ev, struct ctf_stream **out)
 {
-	struct ctf_domain_streams *ds = &w->doms[ev->domain_index];
-	size_t cpu = (size_t)ev->cpu;
-	struct ctf_stream *s;
-	int ret;
-
-	if (ev->cpu < 0 || cpu >= MAX_CPUS) {
+	if (ev->cpu < 0 || (size_t)ev->cpu >= MAX_CPUS) {
 		tv_err("Event CPU out of range: domain=\"%s\", cpu=%d",
 		       tv_reader_domain(w->rd, (size_t)ev->domain_index)->name, ev->cpu);
 		return -ERANGE;
 	}
-	if (ds->per_thread)
+	if (w->doms[ev->domain_index].per_thread)
 		return thread_stream_get(w, ev, out);
-	if (cpu >= ds->nr) {
-		struct ctf_stream **grown = realloc(ds->cpu, (cpu + 1) * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		memset(grown + ds->nr, 0, (cpu + 1 - ds->nr) * sizeof(*grown));
-		ds->cpu = grown;
-		ds->nr = cpu + 1;
-	}
-	if (ds->cpu[cpu]) {
-		*out = ds->cpu[cpu];
-		return 0;
-	}
-	ret = stream_new(w, ev, -1, &s);
-	if (ret)
-		return ret;
-	ds->cpu[cpu] = s;
-	*out = s;
-	return 0;
+	return cpu_stream_get(w, ev, out);
 }
 
 /* Leave the active lane at a packet boundary: its packet written, its file closed, its buffer given to @to. */
@@ -619,19 +747,6 @@ static int lane_leave(struct ctf_stream *base, struct ctf_writer *w, struct ctf_
 	to->buf = from->buf;
 	from->buf = NULL;
 	base->active = to;
-	return 0;
-}
-
-/* A lane of @base written before, open again for appending. */
-static int lane_reopen(struct ctf_stream *l)
-{
-	l->f = fopen(l->path, "ae");
-	if (!l->f) {
-		int err = errno;
-
-		tv_err("Cannot open stream file: path=\"%s\", errno=%d (%s)", l->path, err, strerror(err));
-		return -err;
-	}
 	return 0;
 }
 
@@ -692,6 +807,7 @@ static int lane_pick(struct ctf_writer *w, struct ctf_stream *base, const struct
 	best->domain = base->domain;
 	best->cpu = base->cpu;
 	best->tid = base->tid;
+	best->has_tid = base->has_tid;
 	best->generation = base->nr_lanes;
 	base->lanes[base->nr_lanes++] = best;
 	ret = lane_leave(base, w, best);
@@ -947,6 +1063,7 @@ static int prepare_output(const char *out)
 static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 {
 	size_t nd = tv_reader_nr_domains(w->rd);
+	struct rlimit rl;
 	int fd, ret;
 
 	ret = prepare_output(w->out);
@@ -960,6 +1077,10 @@ static int writer_init(struct ctf_writer *w, struct layout_cache *c)
 		return -EIO;
 	}
 	close(fd);
+	w->max_open = CTF_MAX_OPEN_STREAMS;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < w->max_open)
+		w->max_open = rl.rlim_cur / 4 > 4 ? (unsigned int)(rl.rlim_cur / 4) : 4;
 	w->uuid[6] = (w->uuid[6] & 0x0f) | 0x40;	/* RFC 4122 version 4 */
 	w->uuid[8] = (w->uuid[8] & 0x3f) | 0x80;
 	w->doms = calloc(nd, sizeof(*w->doms));
@@ -991,7 +1112,7 @@ static int stream_finish(struct ctf_writer *w, struct ctf_stream *s, int ret)
 
 	if (!s)
 		return ret;
-	a = s->active;
+	a = s->active;	/* closed (its packet written) if it was the oldest of too many */
 	if (!ret && a->f)
 		ret = flush_packet(w, a);
 	if (a->f && fclose(a->f) && !ret) {
@@ -1023,6 +1144,9 @@ static int writer_finish(struct ctf_writer *w, struct layout_cache *c, int ret)
 	for (size_t i = 0; c->by_id && i < c->nr_domains * 65536; i++)
 		free(c->by_id[i]);
 	free(c->by_id);
+	if (!ret && w->nr_closed)
+		tv_info("More than %u CTF stream files written at once: %llu closed and reopened as written (their packets end there)",
+			w->max_open, (unsigned long long)w->nr_closed);
 	if (!ret && w->nr_splits)
 		tv_warn("Time went back %llu times in CPU streams: %llu stream files written, %llu events left out",
 			(unsigned long long)w->nr_splits, (unsigned long long)w->nr_streams,

@@ -808,7 +808,12 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 		cli->guest_refused = 1;	/* bad input (a guest filter...): the rest is kept */
 	if (cli->quiet && !cli->guest_refused)
 		return;
-	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
+	if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": ") &&
+	    !strncmp(strstr(detail, ": ") + 2, "rejected: ", 10))
+		/* its domain is one the readers would refuse: the one line at once */
+		fprintf(stderr, "tracevisor record: guest %s rejected, its domain will not be read: %s; recording the rest\n",
+			tv_cli_text(name), tv_cli_text(strstr(detail, ": ") + 12));
+	else if (note == TV_SESSION_GUEST_NOT_READY && err != -ETIMEDOUT && detail && strstr(detail, ": "))
 		/* the one line that says why (a guest filter its kernel refused...),
 		 * after the status word ("failed: ", "truncated: ") */
 		fprintf(stderr, "tracevisor record: guest %s failed: %s; recording the rest\n",
@@ -822,6 +827,32 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 			tv_cli_text(name));
 	else if (note == TV_SESSION_XEN_PROBES_FAILED)
 		fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
+}
+
+/*
+ * A guest's traced processes: every one it announced, and in parentheses
+ * the ones not complete, by why (each said before: cut off, rejected).
+ */
+static void print_guest_ust(struct tv_guest *g, const struct tv_guest_stats *st)
+{
+	const struct { unsigned int n; const char *what; } parts[] = {
+		{ st->ust_cut, "cut off" },
+		{ st->ust_rejected, "rejected" },
+		{ st->ust_unended, "not ended by the agent" },
+		{ st->ust_other, "ended incomplete" },
+	};
+	char why[160] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (parts[i].n && len < sizeof(why))
+			len += (size_t)snprintf(why + len, sizeof(why) - len, "%s%u %s",
+						len ? ", " : " (", parts[i].n, parts[i].what);
+	if (len && len < sizeof(why))
+		snprintf(why + len, sizeof(why) - len, ")");
+	fprintf(stderr, "tracevisor record: guest %s: ust: %u processes%s, %llu events, %llu lost\n",
+		tv_cli_text(tv_guest_name(g)), st->ust_procs, why, (unsigned long long)st->ust_events,
+		(unsigned long long)st->ust_lost);
 }
 
 static void print_guest_summary(const struct record_cli *cli, const struct tv_session_record *srec)
@@ -851,9 +882,7 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 				tv_cli_text(tv_guest_name(g)), (unsigned long long)st.pongs_dropped,
 				(unsigned long long)st.hcalls_dropped);
 		if (cli->so.ust)
-			fprintf(stderr, "tracevisor record: guest %s: ust: %u processes, %llu events, %llu lost\n",
-				tv_cli_text(tv_guest_name(g)), st.ust_procs, (unsigned long long)st.ust_events,
-				(unsigned long long)st.ust_lost);
+			print_guest_ust(g, &st);
 	}
 }
 

@@ -33,9 +33,7 @@ static FILE *import_cpu_file(struct import_ctx *c, unsigned int cpu)
 	if (c->out[cpu])
 		return c->out[cpu];
 	snprintf(path, sizeof(path), "%s/cpu%u.xen", c->dir, cpu);
-	c->out[cpu] = fopen(path, "we");
-	if (!c->out[cpu])
-		tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, errno, strerror(errno));
+	c->out[cpu] = tv_file_fcreate(path, "stream file");
 	if ((int)cpu >= c->ncpus)
 		c->ncpus = (int)cpu + 1;
 	return c->out[cpu];

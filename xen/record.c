@@ -454,13 +454,9 @@ static int xen_open_files(struct tv_xen_recorder *rec)
 		if (!rec->cpus[cpu].map)
 			continue;
 		snprintf(path, sizeof(path), "%s/cpu%d.xen", rec->dir, cpu);
-		rec->cpus[cpu].fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (rec->cpus[cpu].fd < 0) {
-			int err = errno;
-
-			tv_err("Cannot create stream file: path=\"%s\", errno=%d (%s)", path, err, strerror(err));
-			return -err;
-		}
+		rec->cpus[cpu].fd = tv_file_create(path, 0, "stream file");
+		if (rec->cpus[cpu].fd < 0)
+			return rec->cpus[cpu].fd;
 	}
 	return 0;
 }

@@ -136,7 +136,10 @@ long long tv_meta_get_ll(const struct tv_meta *meta, const char *key, long long 
  * @meta: the set
  * @path: file to create or replace
  *
- * Return: 0 or -errno (logged).
+ * @path.tmp is created new (O_EXCL | O_NOFOLLOW, a regular file left
+ * there removed first), synced, and renamed over @path: neither a symlink
+ * at @path.tmp nor one at @path makes it write elsewhere.
+ * Return: 0 or -errno (logged; -ELOOP: a symbolic link at @path.tmp).
  */
 int tv_meta_write(const struct tv_meta *meta, const char *path);
 /**
@@ -459,6 +462,11 @@ struct tv_guest_stats {
 	 * they discarded; known once the guest is stopped (0 before) */
 	unsigned int ust_procs;
 	uint64_t ust_events, ust_lost;
+	/* of ust_procs, the ones not complete: cut off by the host (past a
+	 * limit, a record that lied: status truncated), rejected (a domain the
+	 * readers would refuse), not ended by the agent (no UST_END), or ended
+	 * by the agent with another status than complete */
+	unsigned int ust_cut, ust_rejected, ust_unended, ust_other;
 	/* PONGs and HCALL_DONEs that answered no outstanding request: dropped
 	 * (pongs <= pings and hcalls_done <= hcalls_asked always hold) */
 	uint64_t pongs_dropped, hcalls_dropped;

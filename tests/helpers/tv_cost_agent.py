@@ -15,6 +15,8 @@ MODE:
              (a session of many small UST domains, for the readers)
   clock-back 10,000 pages on CPU 0, each starting 1 us before the one
              before it (its clock steps back 10,000 times)
+  ust-threads a traced process on 2 CPUs whose records carry 5,000 thread
+             ids, each on both CPUs (10,000 thread and CPU pairs)
 Each answers PING and STOP (LOSS + END) as an agent does.
 """
 import os
@@ -27,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tv_fake_agent import *  # noqa: E402,F401,F403
 
 MAX_FRAME = 1 << 20
+UST_THREADS = 5000
 HDR = "event 2 evil:spin\nname: spin\nID: 2\nformat:\n"
 FIELD = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
 # A whole entry first, in a frame of its own: the domain has a format and
@@ -100,6 +103,17 @@ def main():
                             for k in range(100))
             a.send(UST_DATA, idx << 16, recs + b"\0" * (4096 - len(recs)))
             a.send(UST_END, idx, kv({"status": "complete", "cpu0.lost": 0}))
+    if mode == "ust-threads":
+        ust_proc(a, 0, 7000, nr_bufs=2)
+        a.send(UST_META, 0, TICK)
+        per_page = 4096 // 24
+        for cpu in range(2):
+            recs = [struct.pack("<QHHiQ", t0 + k * 1000 + cpu, 1, 24, 10000 + k, k)
+                    for k in range(UST_THREADS)]
+            for off in range(0, len(recs), per_page):
+                page = b"".join(recs[off:off + per_page])
+                a.send(UST_DATA, cpu, page + b"\0" * (4096 - len(page)))
+        a.send(UST_END, 0, kv({"status": "complete", "cpu0.lost": 0, "cpu1.lost": 0}))
     if mode == "clock-back":
         pages = [a.page(t0 - k * 1000, [(100, a.sched_switch(next_pid=k % 30000 + 1))])
                  for k in range(10000)]

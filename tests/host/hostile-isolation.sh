@@ -53,6 +53,21 @@ expect_record() {
 	grep -q "^status=complete$" "$S/guest-good/meta" || fail "$CASE: good's status: $(grep status= "$S/guest-good/meta")"
 }
 
+# expect_rejected WHY: evil was rejected at READY: record said it in one
+# line at once, its summary line gives its status once, and record exits 3
+# (a guest incomplete) naming it; nothing else of record's names evil.
+expect_rejected() {
+	local log=$TV_TMP/record.log
+	expect_eq "$CASE: record's lines at READY naming evil rejected" \
+		"$(grep -cE "^tracevisor record: guest evil rejected, its domain will not be read: .*$1.*; recording the rest$" "$log")" 1
+	expect_eq "$CASE: evil's summary lines with its status" \
+		"$(grep -cE "^tracevisor record: guest evil: .*: rejected: .*$1" "$log")" 1
+	grep -q "^tracevisor record: 1 of 2 guests incomplete: evil (rejected); exit status 3$" "$log" ||
+		fail "$CASE: no line explaining the exit status: $(cat "$log")"
+	expect_eq "$CASE: record's lines naming evil" "$(grep -c evil "$log")" 3
+	expect_eq "$CASE: record's exit status" "$REC_RC" 3
+}
+
 # count_lines FILE DOMAIN: report text lines of DOMAIN
 count_lines() { awk -v d="$2" '$1 == d' "$1" | grep -c .; }
 
@@ -96,6 +111,7 @@ if want fmt; then
 	CASE=fmt
 	run_case fmt
 	expect_record "rejected.*Corrupt event format.*events/sched/evil/format" "rejected: Corrupt event format: .*events/sched/evil/format"
+	expect_rejected "Corrupt event format: path=\".*/guest-evil/events/sched/evil/format\""
 	read_all 1
 fi
 
@@ -103,6 +119,7 @@ if want hp; then
 	CASE=hp
 	run_case hp
 	expect_record "rejected.*header page" "rejected: .*header page"
+	expect_rejected "header page"
 	read_all 1
 fi
 
@@ -110,6 +127,7 @@ if want long4; then
 	CASE=long4
 	run_case long4
 	expect_record "rejected.*header page.*commit 8\+8" "rejected: Corrupt header page format: .*commit 8\+8"
+	expect_rejected "Corrupt header page format: .*commit 8\+8"
 	read_all 1
 fi
 
@@ -140,6 +158,8 @@ if want ust-meta; then
 		fail "ust-meta: the traced process's status: $(grep status= "$S/ust-guest-evil-4242/meta")"
 	grep -q 'evil.*4242.*rejected\|rejected.*evil.*4242' "$TV_TMP/record.log" ||
 		fail "ust-meta: record does not say the process was rejected: $(cat "$TV_TMP/record.log")"
+	grep -q '^tracevisor record: guest evil: ust: 1 processes (1 rejected), ' "$TV_TMP/record.log" ||
+		fail "ust-meta: the summary does not count the rejected process: $(grep 'guest evil: ust' "$TV_TMP/record.log")"
 	read_all 0
 	"$TV" report "$S" 2>&1 >/dev/null | grep -q 'warning: Domain quarantined, not read: domain="ust-guest-evil-4242"' ||
 		fail "ust-meta: report does not say the process's domain is quarantined"

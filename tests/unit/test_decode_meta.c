@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 #include "tv_test.h"
 
 static char logged[4096];
@@ -37,6 +39,77 @@ static void spit(const char *path, const char *text)
 
 	fputs(text, f);
 	fclose(f);
+}
+
+/*
+ * Someone who can write in a session directory (a shared one, a guest's
+ * files beside the host's) plants a link at FILE.tmp to make the recorder,
+ * root, write elsewhere: tv_meta_write() refuses a symlink, replaces a
+ * stale file or a hard link without touching what it led to, and the
+ * other writers (tv_file_create()) do the same.
+ */
+static void check_planted_links(const char *dir, struct tv_meta *m)
+{
+	char path[256], tmp[300], victim[256], nowhere[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/planted", dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(nowhere, sizeof(nowhere), "%s/created-through-the-link", dir);
+	spit(victim, "precious\n");
+	spit(path, "old=1\n");
+
+	/* a symlink to an existing file: refused, neither file changed */
+	TV_CHECK(symlink(victim, tmp) == 0, "symlink");
+	logged[0] = '\0';
+	TV_CHECK(tv_meta_write(m, path) == -ELOOP, "a symlink at FILE.tmp is refused");
+	TV_CHECK(!strcmp(slurp(victim), "precious\n"), "the symlink's target was written: %s",
+		 slurp(victim));
+	TV_CHECK(!strcmp(slurp(path), "old=1\n"), "the old file changed: %s", slurp(path));
+	TV_CHECK(strstr(logged, "Cannot create metadata file") && strstr(logged, tmp) &&
+		 strstr(logged, "symbolic link"), "log: %s", logged);
+	TV_CHECK(strchr(logged, '\n') == logged + strlen(logged) - 1, "one line: %s", logged);
+	unlink(tmp);
+
+	/* a dangling symlink: fopen("w") would have created its target */
+	TV_CHECK(symlink(nowhere, tmp) == 0, "symlink");
+	TV_CHECK(tv_meta_write(m, path) == -ELOOP, "a dangling symlink at FILE.tmp is refused");
+	TV_CHECK(access(nowhere, F_OK) != 0, "a file was created through the dangling symlink");
+	unlink(tmp);
+
+	/* a hard link, or a stale regular file: replaced, never written through */
+	TV_CHECK(link(victim, tmp) == 0, "link");
+	TV_CHECK(tv_meta_write(m, path) == 0, "a hard link at FILE.tmp is replaced");
+	TV_CHECK(!strcmp(slurp(victim), "precious\n"), "written through a hard link: %s",
+		 slurp(victim));
+	TV_CHECK(!strncmp(slurp(path), "format=tracevisor-session\n", 26), "not written: %s",
+		 slurp(path));
+	TV_CHECK(access(tmp, F_OK) != 0, "no temporary file left");
+	spit(tmp, "stale\n");
+	TV_CHECK(tv_meta_write(m, path) == 0, "a stale FILE.tmp is replaced");
+
+	/* a symlink at FILE itself: rename() replaces the link, not its target */
+	unlink(path);
+	TV_CHECK(symlink(victim, path) == 0, "symlink");
+	TV_CHECK(tv_meta_write(m, path) == 0, "write over a symlink at FILE");
+	TV_CHECK(!strcmp(slurp(victim), "precious\n"), "written through FILE's symlink: %s",
+		 slurp(victim));
+
+	/* tv_file_create(), what the other writers use: a directory is refused too */
+	TV_CHECK(mkdir(tmp, 0755) == 0, "mkdir");
+	logged[0] = '\0';
+	fd = tv_file_create(tmp, 0, "stream file");
+	TV_CHECK(fd == -EEXIST && strstr(logged, "Cannot create stream file") &&
+		 strstr(logged, "not a regular file (type=directory)"), "a directory: %d, %s", fd,
+		 logged);
+	rmdir(tmp);
+	TV_CHECK(symlink(victim, tmp) == 0, "symlink");
+	TV_CHECK(tv_file_fcreate(tmp, "vCPU map") == NULL && errno == ELOOP,
+		 "tv_file_fcreate through a symlink");
+	unlink(tmp);
+	unlink(path);
+	unlink(victim);
 }
 
 int main(void)
@@ -115,6 +188,7 @@ int main(void)
 	TV_CHECK(strstr(logged, bad) != NULL, "log names the file: %s", logged);
 	snprintf(bad, sizeof(bad), "%s/no/such/dir/meta", dir);
 	TV_CHECK(tv_meta_write(m, bad) == -ENOENT, "write into a missing directory");
+	check_planted_links(dir, m);
 
 	tv_meta_free(m);
 	tv_meta_free(NULL);

@@ -1633,6 +1633,32 @@ static const struct tv_sync_domain *result_of(const struct tv_sync_result *res, 
 	return NULL;
 }
 
+/* The count is saved with the domain's keys in sync/transforms (only where non-zero) and read back. */
+static void check_foreign_saved(const struct tv_sync_result *forged, size_t planted)
+{
+	struct tv_sync_result back;
+	const struct tv_sync_domain *e, *a;
+	struct tv_meta *m = NULL;
+	char path[4096];
+
+	TV_CHECK(tv_sync_write(foreign_root, forged) == 0, "foreign: tv_sync_write failed");
+	snprintf(path, sizeof(path), "%s/sync/transforms", foreign_root);
+	TV_CHECK(tv_meta_read(path, &m) == 0, "foreign: transforms unreadable");
+	TV_CHECK(m && tv_meta_get_ll(m, "guest-evil.foreign_probes", -1) == (long long)planted &&
+		 !tv_meta_get(m, "guest-a.foreign_probes") && !tv_meta_get(m, "host.foreign_probes"),
+		 "foreign: transforms say guest-evil.foreign_probes=%s (%zu planted), guest-a's %s",
+		 tv_meta_get(m, "guest-evil.foreign_probes") ?: "(none)", planted,
+		 tv_meta_get(m, "guest-a.foreign_probes") ?: "(none)");
+	tv_meta_free(m);
+	TV_CHECK(tv_sync_read(foreign_root, &back) == 0, "foreign: tv_sync_read failed");
+	e = result_of(&back, "guest-evil");
+	a = result_of(&back, "guest-a");
+	TV_CHECK(e && a && e->foreign_probes == planted && a->foreign_probes == 0,
+		 "foreign: read back %zu forged records of guest-evil, %zu of guest-a (%zu planted)",
+		 e ? e->foreign_probes : 0, a ? a->foreign_probes : 0, planted);
+	tv_sync_result_free(&back);
+}
+
 /* guest-a's line must not move by one nanosecond whatever evil forges; evil's are counted. */
 static void check_foreign(int rounds)
 {
@@ -1680,7 +1706,8 @@ static void check_foreign(int rounds)
 	TV_CHECK(a1->est.bound_ns >= 0 && worst <= a1->est.bound_ns,
 		 "foreign: guest-a's true error %.0Lf ns outside its bound %lld ns", worst,
 		 (long long)a1->est.bound_ns);
-	printf("foreign markers: guest-a bound %lld ns, true error %.0Lf ns with and without %zu records forged by guest-evil (all counted)\n",
+	check_foreign_saved(&forged, planted);
+	printf("foreign markers: guest-a bound %lld ns, true error %.0Lf ns with and without %zu records forged by guest-evil (all counted, and saved in sync/transforms)\n",
 	       (long long)a1->est.bound_ns, worst, planted);
 	tv_sync_result_free(&clean);
 	tv_sync_result_free(&forged);
