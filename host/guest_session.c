@@ -13,10 +13,28 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
 #include "guest_session.h"
+
+uint64_t tv_guest_probe_seq_base(void)
+{
+	uint64_t r;
+
+	/*
+	 * A guest recorded without pid: or libvirt has no known vCPU threads:
+	 * its hypercall probes are told apart from another guest's only by
+	 * their seqs, so they must not be guessable (doc/sync-probes.md).
+	 */
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint64_t)(tv_probe_sched_now() * 1e9) * 0x9e3779b97f4a7c15ULL ^
+		    (uint64_t)getpid() << 20;
+	/* below 2^48: exact in a JSON double; 2^47 rounds from the top */
+	return (r & ((1ULL << (TV_GUEST_SEQ_BITS - 1)) - 1)) | 1ULL << (TV_GUEST_SEQ_BITS - 1);
+}
 
 void tv_guest_session_init(struct tv_guest_session *s, struct tv_guest_stream *gs,
 			   const struct tv_guest_session_ops *ops, void *ctx,
@@ -30,7 +48,7 @@ void tv_guest_session_init(struct tv_guest_session *s, struct tv_guest_stream *g
 	s->phase = TV_GUEST_PHASE_CONNECT;
 	s->probes.rec = rec;
 	s->probes.index = index;
-	s->probes.next_seq = seq_base;
+	s->probes.next_seq = seq_base ? seq_base : tv_guest_probe_seq_base();
 	tv_probe_sched_init(&s->sched, sync_interval, TV_GUEST_PROBE_BURST);
 	gs->on_pong = tv_guest_session_on_pong;
 	gs->on_hcall_done = tv_guest_session_on_hcall_done;

@@ -32,6 +32,8 @@ struct tv_recorder;
 #define TV_GUEST_DRAIN_TIMEOUT_S 2.0
 #define TV_GUEST_PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
 #define TV_GUEST_HCALL_OUTSTANDING 64	/* HCALL requests awaiting their HCALL_DONE; older ones expire */
+/* A guest's probe seqs start at a random base below 2^48 (doc/sync-probes.md). */
+#define TV_GUEST_SEQ_BITS 48
 
 /* PHASE_DRAIN: a send failed; what the agent sent before is still read. */
 enum tv_guest_phase {
@@ -52,7 +54,7 @@ struct tv_guest_session_ops {
 struct tv_guest_probes {
 	struct tv_recorder *rec;	/* the host trace the markers go to */
 	uint16_t index;			/* the guest's sync index, in every marker */
-	uint64_t next_seq;
+	uint64_t next_seq;		/* from a random base: another guest cannot guess it */
 	unsigned burst_left;
 	int ping_outstanding;
 	double ping_sent_at;
@@ -88,12 +90,14 @@ struct tv_guest_session {
  * tv_guest_session_init - a session in PHASE_CONNECT for stream @gs (the
  * caller's, set up; its on_pong/on_hcall_done/ctx are set here), probes
  * every @sync_interval s into @rec's trace naming guest @index, its seqs
- * from @seq_base.
+ * from @seq_base (0: a random base from getrandom(), the recorder's case).
  */
 void tv_guest_session_init(struct tv_guest_session *s, struct tv_guest_stream *gs,
 			   const struct tv_guest_session_ops *ops, void *ctx,
 			   struct tv_recorder *rec, uint16_t index, double sync_interval,
 			   uint64_t seq_base);
+/* A random probe seq base: in [2^47, 2^48), never 0. */
+uint64_t tv_guest_probe_seq_base(void);
 /* The caller asked to stop (once): every phase ends by @deadline. */
 void tv_guest_session_stop(struct tv_guest_session *s, double deadline);
 /*
