@@ -79,6 +79,7 @@ AGENT    := $(BUILD)/tracevisor-agent
 FUZZ_GUEST := $(BUILD)/fuzz/fuzz_guest_stream
 FUZZ_SESSION := $(BUILD)/fuzz/fuzz_session
 FUZZ_UST := $(BUILD)/fuzz/fuzz_ust_buffer
+FUZZ_GSESSION := $(BUILD)/fuzz/fuzz_guest_session
 HELPERS  := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(wildcard tests/helpers/*.c))
 
 .PHONY: all deps demo check e2e bench install clean fuzz
@@ -175,15 +176,26 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/
 		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c \
 		lib/ust_consumer.c lib/ust_listen.c
 
-# libFuzzer target of the host's guest-stream parser (tests/unit/fuzz-guest-stream.sh).
-fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST)
+# libFuzzer targets: the host's guest-stream parser (tests/unit/fuzz-guest-stream.sh), and below.
+fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST) $(FUZZ_GSESSION)
 FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
-	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c
+	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
 $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
 		$(shell pkg-config --cflags libtraceevent) $(FUZZ_GUEST_SRCS) \
 		$(shell pkg-config --libs libtraceevent)
+
+# libFuzzer target of a guest's session on the host as a state machine
+# (tests/unit/fuzz-guest-session.sh): host/guest_session.c over the parser.
+FUZZ_GSESSION_SRCS := tests/fuzz/fuzz_guest_session.c host/guest_session.c host/probe_sched.c \
+	host/guest_stream.c host/guest_ust.c lib/proto.c lib/meta.c lib/log.c lib/ust_consumer.c \
+	lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
+$(FUZZ_GSESSION): $(FUZZ_GSESSION_SRCS) host/guest_session.h host/guest_stream.h host/probe_sched.h
+	@mkdir -p $(dir $@)
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-Iinclude -Ilib -Ihost -o $@ $(shell pkg-config --cflags libtraceevent) \
+		$(FUZZ_GSESSION_SRCS) $(shell pkg-config --libs libtraceevent)
 
 # libFuzzer target of the user-space tracer's buffer consumer (tests/unit/fuzz-ust-buffer.sh).
 $(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h

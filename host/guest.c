@@ -39,27 +39,13 @@
 #include "guest_libvirt.h"
 #include "probe_sched.h"
 #include "guest_stop.h"
+#include "guest_session.h"
 #include "../xen/xen_internal.h"
 
 #define CONNECT_TIMEOUT_S 30.0
-#define PING_TIMEOUT_S 2.0
-#define END_PROBES_TIMEOUT_S 3.0	/* after the stop request: the last probes, then STOP */
-/*
- * After the stop request, the whole end sequence (last probes, STOP, the
- * agent's drain, END) at most: the session's stop must end in 10 s whatever
- * a guest does (doc/agent-protocol.md), and the host still drains after.
- */
-#define STOP_MAX_S 7.0
-#define DRAIN_TIMEOUT_S 2.0
 #define SEND_TIMEOUT_MS 2000
-#define PROBE_BURST 5		/* rounds when the guest is ready and when it stops */
-#define HCALL_OUTSTANDING 64	/* HCALL requests awaiting their HCALL_DONE; older ones expire */
 #define READ_CHUNK (256 * 1024)
 #define TV_GUEST_XEN_DEFAULT_EVENTS "sched:sched_switch,sched:sched_wakeup"
-
-/* PHASE_DRAIN: a send failed; what the agent sent before is still read. */
-enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_DRAIN,
-		   PHASE_DONE };
 
 /*
  * Threads: each guest has its own thread (from tv_guest_start() to the
@@ -73,7 +59,7 @@ enum guest_phase { PHASE_CONNECT, PHASE_RUN, PHASE_ENDING, PHASE_STOPPED, PHASE_
  *   stop_fd        an eventfd that wakes the thread: the flags say why
  *   rec            shared host recorder: its own lock covers what the
  *                  thread adds (vCPUs, VM names, domains), see kvm/record.c
- *   everything else (fd, gs, phase, probes, counts, status) belongs to the
+ *   everything else (fd, gs, sess: phase, probes, counts, status) belongs to the
  *                  thread while it runs; the caller reads it after the join
  */
 struct tv_guest {
@@ -93,28 +79,10 @@ struct tv_guest {
 	int ready;			/* 1 ready, <0 failed, 0 not yet */
 	int finished;			/* the thread ends (under lock) */
 	int stop_req, abort_req;	/* atomics, set by the caller */
-	double stop_deadline;		/* stop request + STOP_MAX_S */
-	int stop_asked;			/* the thread saw stop_req */
-	uint64_t bytes_after_stop;	/* read after STOP was sent */
-	enum guest_phase phase;
+	double stop_deadline;		/* stop request + TV_GUEST_STOP_MAX_S */
 	struct tv_guest_stream gs;
-	double deadline;
-	struct tv_probe_sched sched;	/* this guest's probe rounds */
-	uint64_t next_seq;
-	unsigned burst_left;
-	int ping_outstanding;
-	double ping_sent_at;
-	uint64_t ping_seq;		/* the last ping's: the only PONG accepted */
-	int ping_answered;		/* its PONG came: any other is dropped */
-	struct hcall_req {		/* HCALL requests not answered yet, oldest first */
-		uint64_t first;
-		uint32_t count;
-	} hcall_req[HCALL_OUTSTANDING];
-	unsigned pings, pongs, hcalls_asked, hcalls_done, hcall_pending;
-	/* answers without an outstanding request (unsolicited, forged seq): dropped */
-	uint64_t pongs_dropped, hcalls_dropped;
-	int send_err;			/* PHASE_DRAIN: the failed send's errno */
-	char status[300];
+	/* phases, deadlines, probes, status (host/guest_session.c); stop_asked: the thread saw stop_req */
+	struct tv_guest_session sess;
 	int listed;
 };
 
@@ -329,8 +297,8 @@ static void guest_take_wakeup(struct tv_guest *g)
  */
 static int guest_check_requests(struct tv_guest *g)
 {
-	if (!g->stop_asked && __atomic_load_n(&g->stop_req, __ATOMIC_ACQUIRE))
-		g->stop_asked = 1;	/* stop_deadline is now valid */
+	if (!g->sess.stop_asked && __atomic_load_n(&g->stop_req, __ATOMIC_ACQUIRE))
+		tv_guest_session_stop(&g->sess, g->stop_deadline);	/* now valid */
 	return __atomic_load_n(&g->abort_req, __ATOMIC_ACQUIRE);
 }
 
@@ -339,9 +307,9 @@ static int guest_wait_ms(struct tv_guest *g, int cap_ms)
 {
 	double left;
 
-	if (!g->stop_asked)
+	if (!g->sess.stop_asked)
 		return cap_ms;
-	left = (g->stop_deadline - now_s()) * 1000.0;
+	left = (g->sess.stop_deadline - now_s()) * 1000.0;
 	return left <= 0 ? 0 : left < cap_ms ? (int)left + 1 : cap_ms;
 }
 
@@ -383,102 +351,6 @@ static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, si
 		off += (size_t)w;
 	}
 	return 0;
-}
-
-/* ---------------------------------------------------------- sync probes */
-
-static void host_marker(struct tv_guest *g, uint16_t type, uint64_t seq)
-{
-	unsigned char m[TV_SYNC_MARKER_SIZE];
-
-	tv_sync_marker_encode(m, type, (uint16_t)g->opts.index, seq, 0);
-	tv_recorder_write_marker(g->rec, m, sizeof(m));
-}
-
-static int send_ping(struct tv_guest *g)
-{
-	unsigned char p[8];
-	uint64_t seq = g->next_seq++;
-
-	tv_proto_put_u64(p, seq);
-	host_marker(g, TV_SYNC_PING_SEND, seq);
-	g->ping_outstanding = 1;
-	g->ping_seq = seq;
-	g->ping_answered = 0;
-	g->ping_sent_at = now_s();
-	g->pings++;
-	return guest_send(g, TV_MSG_PING, p, sizeof(p));
-}
-
-static int ask_hcalls(struct tv_guest *g, uint32_t count)
-{
-	unsigned char p[12];
-
-	tv_proto_put_u64(p, g->next_seq);
-	tv_proto_put_u32(p + 8, count);
-	/* a guest that never answers: its oldest request expires */
-	if (g->hcall_pending == HCALL_OUTSTANDING) {
-		memmove(g->hcall_req, g->hcall_req + 1, (HCALL_OUTSTANDING - 1) * sizeof(g->hcall_req[0]));
-		g->hcall_pending--;
-	}
-	g->hcall_req[g->hcall_pending++] = (struct hcall_req){ g->next_seq, count };
-	g->next_seq += count;
-	g->hcalls_asked += count;
-	return guest_send(g, TV_MSG_HCALL, p, sizeof(p));
-}
-
-/*
- * The guest's PONG: the host's PONG_RECV marker goes into the host's own
- * trace, so only the answer to the last ping, once, gets one; any other
- * PONG (unsolicited, a forged or repeated seq) is dropped and counted.
- * The host's markers for a guest are thus at most two per ping it sent.
- */
-static void on_pong(void *ctx, uint64_t seq)
-{
-	struct tv_guest *g = ctx;
-
-	if (!g->pings || g->ping_answered || seq != g->ping_seq) {
-		g->pongs_dropped++;
-		return;
-	}
-	host_marker(g, TV_SYNC_PONG_RECV, seq);
-	g->pongs++;
-	g->ping_answered = 1;
-	g->ping_outstanding = 0;
-}
-
-/* An HCALL_DONE counts only for an outstanding request, (first, count) as sent. */
-static void on_hcall_done(void *ctx, uint64_t first, uint32_t count, uint32_t done)
-{
-	struct tv_guest *g = ctx;
-
-	for (unsigned int i = 0; i < g->hcall_pending; i++) {
-		if (g->hcall_req[i].first != first || g->hcall_req[i].count != count)
-			continue;
-		memmove(g->hcall_req + i, g->hcall_req + i + 1,
-			(g->hcall_pending - i - 1) * sizeof(g->hcall_req[0]));
-		g->hcall_pending--;
-		g->hcalls_done += done < count ? done : count;
-		return;
-	}
-	g->hcalls_dropped++;
-}
-
-/* One more ping when the last one is answered (or lost). */
-static int run_pings(struct tv_guest *g)
-{
-	if (g->ping_outstanding && now_s() - g->ping_sent_at > PING_TIMEOUT_S)
-		g->ping_outstanding = 0;
-	if (g->ping_outstanding || !g->burst_left)
-		return 0;
-	g->burst_left--;
-	return send_ping(g);
-}
-
-static int probe_round(struct tv_guest *g, unsigned n)
-{
-	g->burst_left += n;
-	return ask_hcalls(g, n);
 }
 
 /* ------------------------------------------------------------ TSC files */
@@ -533,21 +405,29 @@ static void set_ready(struct tv_guest *g, int state)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void guest_end(struct tv_guest *g, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void guest_end(struct tv_guest *g, const char *fmt, ...)
+static int session_send(void *ctx, uint16_t type, const void *payload, size_t len)
 {
-	va_list ap;
-
-	if (!g->status[0]) {
-		va_start(ap, fmt);
-		vsnprintf(g->status, sizeof(g->status), fmt, ap);
-		va_end(ap);
-	}
-	g->phase = PHASE_DONE;
-	/* -ECANCELED: the agent refused (tv_guest_wait_ready() says so) */
-	set_ready(g, g->gs.failed == -ECANCELED ? -ECANCELED : -EPIPE);
+	return guest_send(ctx, type, payload, len);
 }
+
+static void session_set_ready(void *ctx, int state)
+{
+	set_ready(ctx, state);
+}
+
+static void session_save_tsc(void *ctx)
+{
+	save_tsc(ctx);
+}
+
+static const struct tv_guest_session_ops guest_session_ops = {
+	.send = session_send,
+	.set_ready = session_set_ready,
+	.save_tsc = session_save_tsc,
+};
+
+/* The guest's session is over: @... give its status (unless set). */
+#define guest_end(g, ...) tv_guest_session_end(&(g)->sess, __VA_ARGS__)
 
 static int guest_connect(struct tv_guest *g)
 {
@@ -564,7 +444,7 @@ static int guest_connect(struct tv_guest *g)
 			break;
 		/* The agent may not listen yet: retry until stopped or too late. */
 		guest_check_requests(g);
-		if (now_s() > give_up || g->stop_asked) {
+		if (now_s() > give_up || g->sess.stop_asked) {
 			char where[PATH_MAX + 32];
 
 			if (g->spec.vsock_cid)
@@ -611,70 +491,8 @@ static int guest_connect(struct tv_guest *g)
 		guest_end(g, "failed: cannot send START to the agent");
 		return -EPIPE;
 	}
-	g->phase = PHASE_RUN;
+	g->sess.phase = TV_GUEST_PHASE_RUN;
 	return 0;
-}
-
-/*
- * Timed work: probes, the end sequence, deadlines.  Once the caller asked
- * to stop, every phase ends by stop_deadline (STOP_MAX_S after the
- * request), whatever the guest sends or withholds.
- */
-static int guest_tick(struct tv_guest *g)
-{
-	int stop_asked = g->stop_asked;
-	double now = now_s();
-	int ret = 0;
-
-	if (g->phase == PHASE_RUN && g->gs.ready && g->ready == 0) {
-		set_ready(g, 1);
-		save_tsc(g);
-		ret = probe_round(g, tv_probe_sched_begin(&g->sched, now));
-	}
-	if (g->phase == PHASE_RUN && stop_asked) {
-		unsigned int n = tv_probe_sched_end(&g->sched);
-
-		if (g->gs.ready && !ret)
-			ret = probe_round(g, n);
-		g->phase = PHASE_ENDING;
-		g->deadline = g->stop_deadline - STOP_MAX_S + END_PROBES_TIMEOUT_S;
-	}
-	if (g->phase == PHASE_RUN && g->ready == 1 && tv_probe_sched_due(&g->sched, now))
-		ret = probe_round(g, 1);
-	if (!ret && (g->phase == PHASE_RUN || g->phase == PHASE_ENDING))
-		ret = run_pings(g);
-	if (!ret && g->phase == PHASE_ENDING &&
-	    ((!g->burst_left && !g->ping_outstanding && !g->hcall_pending) || now > g->deadline)) {
-		save_tsc(g);
-		ret = guest_send(g, TV_MSG_STOP, NULL, 0);
-		g->phase = PHASE_STOPPED;
-		/* no wait restarts with what still arrives: a slow channel is cut here */
-		g->deadline = g->stop_deadline;
-		/* nothing of this session came (no HELLO): no END to wait for */
-		if (!g->gs.synced)
-			g->deadline = now;
-	}
-	if (ret && g->phase != PHASE_DRAIN) {
-		/* A dead guest often shows first as a failed send: keep what it sent. */
-		g->send_err = -ret;
-		g->phase = PHASE_DRAIN;
-		g->deadline = now + DRAIN_TIMEOUT_S;
-		if (stop_asked && g->deadline > g->stop_deadline)
-			g->deadline = g->stop_deadline;
-	} else if (g->phase == PHASE_DRAIN && now > g->deadline)
-		guest_end(g, "truncated: cannot send to the agent: errno=%d", g->send_err);
-	else if (g->phase == PHASE_STOPPED && g->gs.ended)
-		guest_end(g, "complete");
-	else if (g->phase == PHASE_STOPPED && now >= g->deadline && !g->gs.synced)
-		/* nothing it sent was this session's: no agent, or not one of ours */
-		guest_end(g, "failed: no reply to START from the agent (no HELLO echoing its nonce in %llu bytes received)",
-			  (unsigned long long)g->gs.stale_bytes + g->gs.len);
-	else if (g->phase == PHASE_STOPPED && now > g->deadline)
-		guest_end(g, "truncated: no END from the agent within %.0f s of the stop (%llu bytes came after STOP)",
-			  STOP_MAX_S, (unsigned long long)g->bytes_after_stop);
-	else if (stop_asked && now > g->stop_deadline)
-		guest_end(g, "truncated: the agent did not end within %.0f s of the stop", STOP_MAX_S);
-	return ret;
 }
 
 static void guest_read(struct tv_guest *g, unsigned char *buf)
@@ -683,24 +501,7 @@ static void guest_read(struct tv_guest *g, unsigned char *buf)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
-		guest_end(g, "truncated: guest channel closed%s%s (guest died or agent crashed)",
-			  n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-		return;
-	}
-	/*
-	 * A slow channel (a Xen PV console through QEMU: tens of KB/s under
-	 * TCG) may still be flushing the guest's buffers at STOP: what comes
-	 * before the stop's deadline is kept, and counted for the status.
-	 */
-	if (g->phase == PHASE_STOPPED)
-		g->bytes_after_stop += (uint64_t)n;
-	if (tv_guest_stream_feed(&g->gs, buf, (size_t)n)) {
-		guest_end(g, "truncated: %s", g->gs.error);
-		return;
-	}
-	if (g->gs.ended && g->phase != PHASE_STOPPED)
-		guest_end(g, "truncated: the agent ended the stream on its own");
+	tv_guest_session_input(&g->sess, buf, n < 0 ? -errno : n);
 }
 
 /* The thread's last act: tv_guest_finished() may now say so. */
@@ -714,7 +515,7 @@ static void guest_thread_done(struct tv_guest *g)
 
 static void guest_loop(struct tv_guest *g, unsigned char *buf)
 {
-	while (g->phase != PHASE_DONE) {
+	while (g->sess.phase != TV_GUEST_PHASE_DONE) {
 		struct pollfd pfd[2] = { { .fd = g->fd, .events = POLLIN },
 					 { .fd = g->stop_fd, .events = POLLIN } };
 		int n = poll(pfd, 2, 50);
@@ -732,8 +533,8 @@ static void guest_loop(struct tv_guest *g, unsigned char *buf)
 		}
 		if (n > 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			guest_read(g, buf);
-		if (g->phase != PHASE_DONE)
-			guest_tick(g);
+		if (g->sess.phase != TV_GUEST_PHASE_DONE)
+			tv_guest_session_tick(&g->sess, now_s());
 	}
 }
 
@@ -826,7 +627,6 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	g->ready = 0;
 	if (g->opts.sync_interval <= 0)
 		g->opts.sync_interval = TV_GUEST_DEFAULT_SYNC_INTERVAL;
-	tv_probe_sched_init(&g->sched, g->opts.sync_interval, PROBE_BURST);
 	/*
 	 * A Xen domU's channel is its PV console, through QEMU in dom0: tens of
 	 * KB/s under TCG, too little for the agent's default set (system
@@ -866,9 +666,8 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 				   opts->max_bytes ? opts->max_bytes
 						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
 	g->gs.check_domain = tv_domain_check;
-	g->gs.on_pong = on_pong;
-	g->gs.on_hcall_done = on_hcall_done;
-	g->gs.ctx = g;
+	tv_guest_session_init(&g->sess, &g->gs, &guest_session_ops, g, rec, (uint16_t)g->opts.index,
+			      g->opts.sync_interval, 0);
 	g->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!ret && g->stop_fd < 0)
 		ret = -errno;
@@ -921,12 +720,12 @@ static void put_counts(struct tv_meta *m, struct tv_guest *g)
 		bytes += g->gs.cpu_bytes[cpu];
 	}
 	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
-	tv_meta_set(m, "sync_pings", "%u", g->pings);
-	tv_meta_set(m, "sync_pongs", "%u", g->pongs);
-	tv_meta_set(m, "sync_hcalls_asked", "%u", g->hcalls_asked);
-	tv_meta_set(m, "sync_hcalls_done", "%u", g->hcalls_done);
-	tv_meta_set(m, "sync_pongs_dropped", "%llu", (unsigned long long)g->pongs_dropped);
-	tv_meta_set(m, "sync_hcalls_dropped", "%llu", (unsigned long long)g->hcalls_dropped);
+	tv_meta_set(m, "sync_pings", "%u", g->sess.probes.pings);
+	tv_meta_set(m, "sync_pongs", "%u", g->sess.probes.pongs);
+	tv_meta_set(m, "sync_hcalls_asked", "%u", g->sess.probes.hcalls_asked);
+	tv_meta_set(m, "sync_hcalls_done", "%u", g->sess.probes.hcalls_done);
+	tv_meta_set(m, "sync_pongs_dropped", "%llu", (unsigned long long)g->sess.probes.pongs_dropped);
+	tv_meta_set(m, "sync_hcalls_dropped", "%llu", (unsigned long long)g->sess.probes.hcalls_dropped);
 	tv_meta_set(m, "sync_index", "%u", g->opts.index);
 	tv_meta_set(m, "stale_bytes", "%llu", (unsigned long long)g->gs.stale_bytes);
 }
@@ -938,7 +737,7 @@ static int guest_write_meta(struct tv_guest *g)
 
 	tv_meta_set(m, "domain", "guest:%s", g->spec.name);
 	tv_meta_set(m, "kind", "linux-ftrace");
-	tv_meta_set(m, "status", "%s", g->status);
+	tv_meta_set(m, "status", "%s", g->sess.status);
 	if (g->spec.vsock_cid)
 		tv_meta_set(m, "transport", "vsock:%u:%u", g->spec.vsock_cid,
 			    g->spec.vsock_port ? g->spec.vsock_port : TV_AGENT_VSOCK_PORT);
@@ -980,7 +779,7 @@ void tv_guest_request_stop(struct tv_guest *g)
 {
 	if (!g->started)
 		return;
-	guest_set_stop(g, now_s() + STOP_MAX_S);
+	guest_set_stop(g, now_s() + TV_GUEST_STOP_MAX_S);
 	guest_wake(g);
 }
 
@@ -1020,34 +819,34 @@ int tv_guest_stop(struct tv_guest *g)
 	}
 	tv_guest_stream_close_files(&g->gs);
 	/* Decodable: the guest described itself and sent its header page. */
-	if (g->gs.ncpus && strncmp(g->status, "failed", 6)) {
+	if (g->gs.ncpus && strncmp(g->sess.status, "failed", 6)) {
 		char hp[PATH_MAX + 16];
 
 		snprintf(hp, sizeof(hp), "%s/header_page", g->dir);
-		if (access(hp, R_OK) && !strncmp(g->status, "truncated: ", 11)) {
+		if (access(hp, R_OK) && !strncmp(g->sess.status, "truncated: ", 11)) {
 			/* what cut it short is the reason, not the missing file */
 			char why[300];
 
-			snprintf(why, sizeof(why), "%s", g->status + 11);
-			snprintf(g->status, sizeof(g->status), "failed: %s (before the header_page)", why);
+			snprintf(why, sizeof(why), "%s", g->sess.status + 11);
+			snprintf(g->sess.status, sizeof(g->sess.status), "failed: %s (before the header_page)", why);
 		} else if (access(hp, R_OK)) {
-			snprintf(g->status, sizeof(g->status), "failed: the agent sent no header_page");
+			snprintf(g->sess.status, sizeof(g->sess.status), "failed: the agent sent no header_page");
 		}
-	} else if (!strncmp(g->status, "truncated", 9)) {
+	} else if (!strncmp(g->sess.status, "truncated", 9)) {
 		char why[300];
 
-		snprintf(why, sizeof(why), "%s", g->status + 11);
-		snprintf(g->status, sizeof(g->status), "failed: %s", why);
+		snprintf(why, sizeof(why), "%s", g->sess.status + 11);
+		snprintf(g->sess.status, sizeof(g->sess.status), "failed: %s", why);
 	}
 	/* what the reader would refuse: listed, but quarantined (status=rejected) */
-	if (strncmp(g->status, "failed", 6) && !tv_guest_stream_check(&g->gs) && g->gs.rejected[0])
-		snprintf(g->status, sizeof(g->status), "rejected: %s", g->gs.rejected);
+	if (strncmp(g->sess.status, "failed", 6) && !tv_guest_stream_check(&g->gs) && g->gs.rejected[0])
+		snprintf(g->sess.status, sizeof(g->sess.status), "rejected: %s", g->gs.rejected);
 	/* an earlier session's bytes left in the channel: said, never taken as data */
 	if (g->gs.stale_bytes && g->gs.synced)
 		tv_warn("Guest %s: %llu stale bytes of an earlier session discarded before the agent's HELLO",
 			g->spec.name, (unsigned long long)g->gs.stale_bytes);
 	ret = guest_write_meta(g);
-	if (!ret && strncmp(g->status, "failed", 6)) {
+	if (!ret && strncmp(g->sess.status, "failed", 6)) {
 		const char *ust[TV_PROTO_MAX_UST];
 		size_t n = tv_guest_ust_finish(&g->gs, ust, TV_PROTO_MAX_UST);
 
@@ -1058,8 +857,8 @@ int tv_guest_stop(struct tv_guest *g)
 			ret = tv_recorder_add_domain(g->rec, ust[i]);
 	}
 	/* one that failed before tracing gave its failure to tv_guest_wait_ready() */
-	if (strcmp(g->status, "complete") && g->ready >= 0)
-		tv_warn("Guest %s: %s", g->spec.name, g->status);
+	if (strcmp(g->sess.status, "complete") && g->ready >= 0)
+		tv_warn("Guest %s: %s", g->spec.name, g->sess.status);
 	return g->listed ? 0 : (ret ? ret : -EPIPE);
 }
 
@@ -1074,14 +873,14 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 		st->events = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "events_total", 0);
 		st->lost = (uint64_t)tv_meta_get_ll(g->gs.guest_meta, "lost_total", 0);
 	}
-	st->pings = g->pings;
-	st->pongs = g->pongs;
-	st->hcalls_asked = g->hcalls_asked;
-	st->hcalls_done = g->hcalls_done;
-	st->pongs_dropped = g->pongs_dropped;
-	st->hcalls_dropped = g->hcalls_dropped;
+	st->pings = g->sess.probes.pings;
+	st->pongs = g->sess.probes.pongs;
+	st->hcalls_asked = g->sess.probes.hcalls_asked;
+	st->hcalls_done = g->sess.probes.hcalls_done;
+	st->pongs_dropped = g->sess.probes.pongs_dropped;
+	st->hcalls_dropped = g->sess.probes.hcalls_dropped;
 	st->listed = g->listed;
-	snprintf(st->status, sizeof(st->status), "%s", g->status);
+	snprintf(st->status, sizeof(st->status), "%s", g->sess.status);
 	/* the guest's thread writes them until it is joined */
 	if (!g->started)
 		tv_guest_ust_counts(&g->gs, st);

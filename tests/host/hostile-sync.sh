@@ -204,6 +204,28 @@ for s in "$S1" "$S2"; do
 done
 echo "ok: the host lost 0 events in both runs (-b 64)" >&2
 
+# Each guest's probe seqs from a random 48-bit base (the host's PING_SEND
+# markers): the honest guest's are not the small ones every guest had
+# before, which a guest without known vCPU threads could name in a forged
+# hypercall probe (tests/unit/test_probe_seq.c shows what that did).
+hidx=$(meta "$S2/guest-honest/meta" sync_index)
+python3 - "$TV_TMP/r2.json" "$hidx" "$idx" <<'PY' || fail "the guests' probe seqs are guessable"
+import json, struct, sys
+seqs = {int(sys.argv[2]): [], int(sys.argv[3]): []}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["domain"] != "host" or e["event"] != "ftrace:raw_data" or e["fields"].get("id") != 0x59535654:
+        continue
+    typ, guest, seq = struct.unpack("<HHQ", bytes(e["fields"]["buf"][:12]))
+    if typ == 1 and guest in seqs:
+        seqs[guest].append(seq)
+h, v = seqs[int(sys.argv[2])], seqs[int(sys.argv[3])]
+print("probe seqs: honest %#x..%#x (%d pings), evil %#x..%#x (%d pings)"
+      % (min(h), max(h), len(h), min(v), max(v), len(v)), file=sys.stderr)
+assert all(1 << 47 <= x < 1 << 48 for x in h + v), "a seq outside [2^47, 2^48)"
+assert max(h) < min(v) or max(v) < min(h), "the two guests' seqs overlap"
+PY
+
 # sync ignored and counted the evil guest's forged records.
 forged=$(cat "$TV_TMP/forged")
 fp=$(sync_field "$S2" guest-evil 'd["foreign_probes"]')
