@@ -26,7 +26,7 @@ t0=$SECONDS
 run_lab guest 'echo "hello from A"; echo a > /out/a.txt; mkdir /out/sub; echo n > /out/sub/f; echo t > /tmp/a; exit 3' a
 expect_rc 3 "scenario A"
 grep -qx "hello from A" "$STDOUT" || fail "A's output is not on lab's stdout"
-[ "$(cat "$OUT/a.txt")" = a ] && [ "$(cat "$OUT/sub/f")" = n ] || fail "A's /out files are not in its OUTDIR"
+if [ "$(cat "$OUT/a.txt")" != a ] || [ "$(cat "$OUT/sub/f")" != n ]; then fail "A's /out files are not in its OUTDIR"; fi
 grep -q "script end (status 3)" "$OUT/console.log" || fail "A's console.log has no end line"
 ta=$((SECONDS - t0))
 
