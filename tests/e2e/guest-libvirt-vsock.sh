@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# tv-lab: own-machine: the only scenario with its LAB_EXTRA (libvirt): a shared machine would only idle after it
 # Issue 4: `tracevisor record --guest NAME` with a real libvirt KVM domain
 # that has a vsock device.  In the lab's nested SVM L1, libvirtd (this
 # host's Debian binaries, brought in with LAB_EXTRA) creates a transient

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# tv-lab: own-machine: the only scenario with its LAB_EXTRA (tmux): a shared machine would only idle after it
 # top --guest on a real SVM KVM host (the lab's nested L1) with a Linux L2
 # whose tracevisor-agent streams its scheduler, IRQ and syscall events:
 # while top --guest --json runs (x86-tsc, exits joined live with what L2

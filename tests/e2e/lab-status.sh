@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
+# tv-lab: own-machine: kills and panics its machine; checks the statuses of a machine of its own
 # lab reports a failing script's status as its own, keeps what a crashing
 # script wrote to /out, and fails clearly (125) when no status comes back.
 # shellcheck source-path=SCRIPTDIR source=../lab/e2e-lib.sh

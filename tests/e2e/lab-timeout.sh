@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # guest scripts are single-quoted on purpose
+# tv-lab: own-machine: hangs, locks up and freezes its machine; checks that lab stops a machine of its own
 # A hanging guest is killed after LAB_TIMEOUT: lab exits 124 with a one-line
 # error on stderr and keeps the console log.  A kernel in a long soft lockup
 # is stopped after LAB_LOCKUP_S, and a machine that uses no CPU (its QEMU

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
+# tv-lab: own-machine: its checks name the domU by domid 1 (a fresh Xen), and its LAB_EXTRA is its own
 # Real HVM records (lab `xen` with QEMU -cpu qemu64,+npt for HAP): a PVH
 # domU (the lab's Debian kernel and a busybox /init that loops and powers
 # off, built here from the lab's cached debs and passed in with LAB_EXTRA)

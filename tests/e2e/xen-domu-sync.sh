@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
+# tv-lab: own-machine: --xen-pages 1024: Xen's trace buffer size is fixed until it reboots (a shared Xen has 32 pages from boot)
 # Issue #12 point 3: three-layer sync for Xen domUs, in the lab's `xen`
 # topology.  A PV (d1) and a PVH (d2) domU with agents and a fork/exec
 # workload (XEN_DOMUS_START, as tests/e2e/xen-domu.sh), recorded with Xen

@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck disable=SC2016 # the dom0 and domU scripts are single-quoted on purpose
+# tv-lab: own-machine: --xen-pages 512 then the default: Xen's trace buffer size is fixed until it reboots
 # Issue #12 points 5-6 and the channel tests, in one lab `xen` run with
 # three domUs started by `lab-domu --background`:
 #   d1  PVH, tracevisor-agent on /dev/hvc1 under a fork/exec loop (real

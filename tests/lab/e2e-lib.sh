@@ -36,6 +36,19 @@ lab_preflight() {
 	fi
 }
 
+# Shared machines (tests/lab/README.md): when the runner exported
+# TV_LAB_SHARED=DIR (tests/lab/shared start DIR), each run_lab is a
+# scenario on the running machine of its topology and boot configuration
+# in DIR, not a boot of its own, unless the test file has a line
+#   # tv-lab: own-machine: WHY
+# (it needs a fresh machine: it crashes or stops it, or depends on a state
+# only a fresh boot has).  `TV_LAB_SHARED= bash tests/e2e/NAME.sh` boots its own.
+TV_SCENARIO=$(basename "$0" .sh)
+LAB_SHARE=()
+if [ -n "${TV_LAB_SHARED:-}" ] && ! grep -q '^# tv-lab: own-machine' "$0" 2>/dev/null; then
+	LAB_SHARE=("LAB_SHARED=$TV_LAB_SHARED")
+fi
+
 # run_lab TOPO SCRIPT-TEXT NAME [ENV=VAL...]: run the lab, set RC, OUT (the
 # OUTDIR), STDOUT and STDERR (files).
 run_lab() {
@@ -45,6 +58,7 @@ run_lab() {
 	printf '%s\n' "$text" >"$T/$name.sh"
 	STDOUT=$T/$name.stdout STDERR=$T/$name.stderr
 	RC=0
+	set -- "${LAB_SHARE[@]}" "LAB_SCENARIO=$TV_SCENARIO/$name" "$@"
 	env "$@" "$LAB" "$topo" "$T/$name.sh" "$OUT" >"$STDOUT" 2>"$STDERR" || RC=$?
 	echo "lab $topo ($name): status $RC" >&2
 	# QEMU 7.2's nested SVM emulation sometimes takes L1 down with no kernel
