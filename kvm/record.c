@@ -417,18 +417,7 @@ static void recorder_open_marker(struct tv_recorder *rec)
 
 int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out)
 {
-	struct tv_session_writer *w;
-	int ret = tv_session_writer_new(opts->outdir, 0, &w);
-
-	*out = NULL;
-	if (!ret)
-		ret = tv_recorder_create_in(w, opts, out);
-	if (ret) {
-		tv_session_writer_free(w);
-		return ret;
-	}
-	(*out)->own_session = true;
-	return 0;
+	return tv_recorder_create_in(NULL, opts, out);
 }
 
 int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
@@ -441,6 +430,11 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
+	rec->own_session = !w;
+	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+		free(rec);
+		return -ENOMEM;
+	}
 	rec->session = w;
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;

@@ -17,8 +17,10 @@ struct tv_recorder;
 /*
  * tv_recorder_create_in - tv_recorder_create() into @w's session (borrowed:
  * it must outlive the recorder; its owner commits session.meta after
- * tv_recorder_stop()).  opts->outdir is not read.  Return: as
- * tv_recorder_create(), *@out NULL on failure.
+ * tv_recorder_stop(); opts->outdir is not read).  @w NULL: a writer of
+ * the recorder's own for opts->outdir, committed at its stop (what
+ * tv_recorder_create() does).  Return: as tv_recorder_create(), *@out
+ * NULL on failure.
  */
 int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
 			  struct tv_recorder **out);

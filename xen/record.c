@@ -541,18 +541,7 @@ static int xen_setup(struct tv_xen_recorder *rec)
 
 int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out)
 {
-	struct tv_session_writer *w;
-	int ret = tv_session_writer_new(opts->outdir, 0, &w);
-
-	*out = NULL;
-	if (!ret)
-		ret = tv_xen_recorder_create_in(w, opts, out);
-	if (ret) {
-		tv_session_writer_free(w);
-		return ret;
-	}
-	(*out)->own_session = true;
-	return 0;
+	return tv_xen_recorder_create_in(NULL, opts, out);
 }
 
 int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
@@ -565,6 +554,11 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
+	rec->own_session = !w;
+	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+		free(rec);
+		return -ENOMEM;
+	}
 	rec->session = w;
 	if (!rec->opts.pages)
 		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
@@ -587,9 +581,9 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 	if (!ret)
 		ret = xen_setup(rec);
 	if (ret) {
-		tv_xen_recorder_destroy(rec);
 		/* the session goes only if it was made for xen/ (a Xen-only one) */
 		tv_session_writer_discard(w, "xen");
+		tv_xen_recorder_destroy(rec);
 		return ret;
 	}
 	rec->info.tbuf_pages = rec->pages;

@@ -85,7 +85,9 @@ int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size);
  * tv_xen_recorder_create_in - tv_xen_recorder_create() into @w's session
  * (borrowed: it outlives the recorder; its owner commits session.meta).
  * The recorder writes only DIR/xen and lists "xen" at its stop.
- * opts->outdir is not read.  Return: as tv_xen_recorder_create().
+ * opts->outdir is not read.  @w NULL: a writer of its own for
+ * opts->outdir, committed at its stop (tv_xen_recorder_create()).
+ * Return: as tv_xen_recorder_create().
  */
 int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
 			      struct tv_xen_recorder **out);
