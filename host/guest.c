@@ -41,6 +41,7 @@
 #include "guest_stop.h"
 #include "guest_session.h"
 #include "../xen/xen_internal.h"
+#include "../kvm/recorder_session.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define SEND_TIMEOUT_MS 2000
@@ -64,6 +65,7 @@
  */
 struct tv_guest {
 	struct tv_recorder *rec;
+	struct tv_session_writer *session;	/* gives DIR/guest-NAME; lists it (its lock) */
 	struct tv_guest_spec spec;
 	struct tv_guest_opts opts;
 	char events[1024], clock[32];
@@ -621,6 +623,7 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	if (!g)
 		return -ENOMEM;
 	g->rec = rec;
+	g->session = tv_recorder_session(rec);
 	g->spec = *spec;
 	g->opts = *opts;
 	g->fd = g->stop_fd = -1;
@@ -640,7 +643,6 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		snprintf(g->events, sizeof(g->events), "%s", opts->events ? opts->events : "");
 	snprintf(g->clock, sizeof(g->clock), "%s", opts->clock ? opts->clock : "local");
 	snprintf(g->subdir, sizeof(g->subdir), "guest-%s", spec->name);
-	snprintf(g->dir, sizeof(g->dir), "%s/%s", tv_recorder_outdir(rec), g->subdir);
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	if (!valid_name(spec->name) ||
@@ -655,9 +657,8 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		free(g);
 		return ret;
 	}
-	if (mkdir(g->dir, 0755)) {
-		ret = -errno;
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", g->dir, -ret, strerror(-ret));
+	ret = tv_session_writer_domain_dir(g->session, g->subdir, g->dir, sizeof(g->dir));
+	if (ret) {
 		free(g->filters_start);
 		free(g);
 		return ret;
@@ -850,11 +851,11 @@ int tv_guest_stop(struct tv_guest *g)
 		const char *ust[TV_PROTO_MAX_UST];
 		size_t n = tv_guest_ust_finish(&g->gs, ust, TV_PROTO_MAX_UST);
 
-		ret = tv_recorder_add_domain(g->rec, g->subdir);
+		ret = tv_session_writer_add_domain(g->session, g->subdir);
 		g->listed = !ret;
 		/* its traced processes after it: their parent is listed first */
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = tv_recorder_add_domain(g->rec, ust[i]);
+			ret = tv_session_writer_add_domain(g->session, ust[i]);
 	}
 	/* one that failed before tracing gave its failure to tv_guest_wait_ready() */
 	if (strcmp(g->sess.status, "complete") && g->ready >= 0)

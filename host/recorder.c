@@ -7,8 +7,15 @@
  *   start: host created, Xen created, host started, Xen started, guests
  *          started and awaited, first dom0/Xen probe burst
  *   stop:  guests stopped (their last probes need the host still tracing),
- *          last dom0/Xen probe burst, Xen stopped, xen/ listed in
- *          session.meta (written by the host recorder), host stopped
+ *          last dom0/Xen probe burst, Xen stopped (lists xen/), host
+ *          stopped, session.meta committed
+ *
+ * The session directory is this file's: one session writer (lib/
+ * session_writer.c) per session and per flight-recorder snapshot.  Each
+ * recorder gets it, takes its own subfolder from it and lists its domain
+ * when whole: the host at its create (the reference), each guest and its
+ * traced processes as the guest ends, the host's traced processes at the
+ * UST stop, Xen at its stop.  session.meta is committed here, once.
  *
  * Both waits for the guests (start: until they trace; stop: until they
  * end, each by its own deadline) watch opts.cancel_fd, so that the
@@ -32,6 +39,8 @@
 #include "probe_sched.h"
 #include "ust_record.h"
 #include "guest_stop.h"
+#include "../kvm/recorder_session.h"
+#include "../xen/xen_internal.h"
 
 #include <poll.h>
 
@@ -41,6 +50,7 @@
 
 struct tv_session_record {
 	struct tv_session_record_opts opts;
+	struct tv_session_writer *session;	/* DIR: the recorders' subfolders, session.meta */
 	const char *events[TV_SESSION_MAX_EVENTS];
 	const char *filters[TV_SESSION_MAX_EVENTS];	/* events[i]'s own, or NULL */
 	struct tv_recorder *host;
@@ -111,13 +121,12 @@ static int start_recorders(struct tv_session_record *s)
 	int ret = 0;
 
 	if (!s->opts.xen || s->opts.host.nr_events || s->opts.host.nr_time_functions) {
-		ret = tv_recorder_create(&s->opts.host, &s->host);
+		ret = tv_recorder_create_in(s->session, &s->opts.host, &s->host);
 		if (ret)
 			return ret;
-		s->opts.xen_opts.in_session = true;
 	}
 	if (s->opts.xen)
-		ret = tv_xen_recorder_create(&s->opts.xen_opts, &s->xen);
+		ret = tv_xen_recorder_create_in(s->session, &s->opts.xen_opts, &s->xen);
 	if (!ret && s->host)
 		ret = tv_recorder_start(s->host);
 	if (!ret && s->xen)
@@ -130,7 +139,7 @@ static int start_ust(struct tv_session_record *s)
 {
 	static const char *const all[] = { "*" };
 	struct tv_ust_record_opts uo = {
-		.outdir = s->opts.host.outdir, .clock = s->opts.host.clock,
+		.session = s->session, .clock = s->opts.host.clock,
 		.patterns = s->opts.nr_ust_patterns ? s->opts.ust_patterns : all,
 		.nr_patterns = s->opts.nr_ust_patterns ? s->opts.nr_ust_patterns : 1,
 		.socket = s->opts.ust_socket,
@@ -141,7 +150,6 @@ static int start_ust(struct tv_session_record *s)
 		tv_err("--ust needs the host recorder: give -e EVENT with --xen");
 		return -EINVAL;
 	}
-	uo.outdir = tv_recorder_outdir(s->host);
 	return tv_ust_recorder_start(&uo, &s->ust);
 }
 
@@ -316,7 +324,6 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	}
 	s->opts.host.events = s->events;
 	s->opts.host.event_filters = s->filters;	/* sized for add_sync_events() */
-	s->opts.xen_opts.outdir = s->opts.host.outdir;
 	/* user space reads mono and x86-tsc only: a --ust session defaults to mono */
 	if (s->opts.ust && !s->opts.host.clock)
 		s->opts.host.clock = "mono";
@@ -324,7 +331,7 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	if (s->opts.ust && s->opts.nr_guests && ust_join(s))
 		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
-	if (!s->guests)
+	if (!s->guests || tv_session_writer_new(s->opts.host.outdir, 0, &s->session))
 		return -ENOMEM;
 	tv_probe_sched_init(&s->xen_sched, s->opts.guest_opts.sync_interval > 0
 					   ? s->opts.guest_opts.sync_interval
@@ -408,15 +415,17 @@ int tv_session_record_stop(struct tv_session_record *s)
 		if (s->guests[i])
 			tv_guest_stop(s->guests[i]);
 	/* traced processes while the host still traces: one timeline to the end */
-	if (s->ust && tv_ust_recorder_stop(s->ust, s->host))
+	if (s->ust && tv_ust_recorder_stop(s->ust, s->session))
 		ret = -1;
 	xen_probes(s, tv_probe_sched_end(&s->xen_sched));
 	if (s->xen)
 		ret = tv_xen_recorder_stop(s->xen) ? -1 : 0;
-	/* Both: session.meta (written by the host recorder) must list xen too. */
-	if (!ret && s->host && s->xen && tv_recorder_add_domain(s->host, "xen"))
-		ret = -1;
 	if (s->host && tv_recorder_stop(s->host))
+		ret = -1;
+	/* last, once every domain is listed: with the host when host/ is
+	 * whole, else (Xen alone) when Xen stopped cleanly */
+	if ((s->host ? tv_recorder_finished(s->host) : s->xen && !ret) &&
+	    tv_session_writer_commit(s->session, NULL))
 		ret = -1;
 	return s->wait_err ? -1 : ret;
 }
@@ -431,6 +440,7 @@ void tv_session_record_destroy(struct tv_session_record *s)
 	tv_ust_recorder_destroy(s->ust);
 	tv_xen_recorder_destroy(s->xen);
 	tv_recorder_destroy(s->host);
+	tv_session_writer_free(s->session);
 	free(s);
 }
 
@@ -454,8 +464,36 @@ struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size
 	return i < s->opts.nr_guests ? s->guests[i] : NULL;
 }
 
+/*
+ * A snapshot is a session of its own, with a writer of its own: DIR/
+ * snapshot-N, the next free N (snapshots of an earlier run in the same
+ * directory are kept).  Return: 0 with @path its directory, or -errno (logged).
+ */
+static int snapshot_writer(struct tv_session_record *s, char *path, size_t size,
+			   struct tv_session_writer **out)
+{
+	int ret;
+
+	for (unsigned int n = ++s->snapshots;; n = ++s->snapshots) {
+		snprintf(path, size, "%s/snapshot-%u", tv_session_writer_dir(s->session), n);
+		ret = tv_session_writer_new(path, TV_SESSION_WRITER_QUIET, out);
+		if (!ret)
+			ret = tv_session_writer_mkdir(*out);
+		if (!ret)
+			return 0;
+		tv_session_writer_free(*out);
+		*out = NULL;
+		if (ret != -EEXIST || n > 100000) {
+			tv_err("Cannot create snapshot directory: path=\"%s\", errno=%d (%s)", path, -ret,
+			       strerror(-ret));
+			return ret;
+		}
+	}
+}
+
 int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
 {
+	struct tv_session_writer *w = NULL;
 	char domains[4096];
 	int ret;
 
@@ -463,18 +501,9 @@ int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t s
 		tv_err("Not a flight recorder: the session records with --ust but without --flight-recorder, or without --ust");
 		return -EINVAL;
 	}
-	/* the next free number: snapshots of an earlier run in the same directory are kept */
-	for (unsigned int n = ++s->snapshots;; n = ++s->snapshots) {
-		snprintf(path, size, "%s/snapshot-%u", tv_recorder_outdir(s->host), n);
-		if (!mkdir(path, 0755))
-			break;
-		if (errno != EEXIST || n > 100000) {
-			ret = -errno;
-			tv_err("Cannot create snapshot directory: path=\"%s\", errno=%d (%s)", path, -ret,
-			       strerror(-ret));
-			return ret;
-		}
-	}
+	ret = snapshot_writer(s, path, size, &w);
+	if (ret)
+		return ret;
 	ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
 	if (ret == -ENODATA)
 		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
@@ -484,15 +513,15 @@ int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t s
 		tv_err("Cannot write snapshot: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
 	if (ret) {
 		rmdir(path);	/* empty unless a write failed half-way (said above) */
+		tv_session_writer_free(w);
 		return ret;
 	}
 	/* the domains' reference: the first process (no kernel in a snapshot) */
-	{
-		char first[256];
-
-		snprintf(first, sizeof(first), "%.*s", (int)strcspn(domains, ","), domains);
-		ret = tv_session_write_meta(path, domains, first);
-	}
+	for (char *save, *d = strtok_r(domains, ",", &save); d && !ret; d = strtok_r(NULL, ",", &save))
+		ret = tv_session_writer_add_domain(w, d);
+	if (!ret)
+		ret = tv_session_writer_commit(w, NULL);
+	tv_session_writer_free(w);
 	return ret;
 }
 

@@ -40,6 +40,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "../kvm/top_hooks.h"
+#include "../kvm/recorder_session.h"
 #include "../sync/guest_context.h"
 
 #define TOP_GUEST_READY_MS 30000
@@ -255,7 +256,7 @@ static int hook_started(void *ctx, struct tv_recorder *rec)
 	int ret = 0;
 
 	tg->rec = rec;
-	snprintf(tg->outdir, sizeof(tg->outdir), "%s", tv_recorder_outdir(rec));
+	snprintf(tg->outdir, sizeof(tg->outdir), "%s", tv_session_writer_dir(tv_recorder_session(rec)));
 	for (size_t i = 0; i < tg->nr && !ret; i++) {
 		go.index = (unsigned int)i;
 		ret = tv_guest_start(rec, &tg->specs[i], &go, &tg->g[i]);

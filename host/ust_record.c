@@ -525,7 +525,7 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 	u->meta_pool.owner = "recorder";
 	pthread_mutex_init(&u->snap_lock, NULL);
 	pthread_cond_init(&u->snap_cond, NULL);
-	snprintf(u->dir, sizeof(u->dir), "%s", opts->outdir);
+	snprintf(u->dir, sizeof(u->dir), "%s", tv_session_writer_dir(opts->session));
 	if (!path || !*path)
 		path = TV_UST_SOCK_DEFAULT;
 	if (strlen(path) >= sizeof(u->sock_path)) {
@@ -558,7 +558,7 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 	return 0;
 }
 
-int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host)
+int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_session_writer *session)
 {
 	int ret = 0;
 
@@ -569,8 +569,8 @@ int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host)
 	pthread_join(u->thread, NULL);
 	u->started = 0;
 	for (size_t i = 0; i < u->nr_procs; i++)
-		if (u->procs[i]->dom && host &&
-		    tv_recorder_add_domain(host, tv_ust_domain_subdir(u->procs[i]->dom)))
+		if (u->procs[i]->dom && session &&
+		    tv_session_writer_add_domain(session, tv_ust_domain_subdir(u->procs[i]->dom)))
 			ret = -1;
 	return ret;
 }

@@ -9,11 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct tv_recorder;
+struct tv_session_writer;
 struct tv_ust_recorder;
 
 struct tv_ust_record_opts {
-	const char *outdir;		/* the session */
+	struct tv_session_writer *session;	/* the session (borrowed): processes' folders in its DIR */
 	const char *clock;		/* the session's trace clock: mono or x86-tsc (NULL: mono) */
 	const char *const *patterns;	/* globs on PROVIDER:EVENT, kept by the caller */
 	size_t nr_patterns;
@@ -28,13 +28,14 @@ struct tv_ust_record_opts {
 int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_recorder **out);
 /*
  * Disable, flush and copy every live process, write every domain and list
- * them in @host's session.meta (NULL: not listed).  Return: 0 or -1 (logged).
+ * them with @session (NULL: not listed).  Return: 0 or -1 (logged).
  */
-int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_recorder *host);
+int tv_ust_recorder_stop(struct tv_ust_recorder *u, struct tv_session_writer *session);
 /*
  * Flight recorder (opts.flight_bytes): the last flight_bytes of every
- * traced process into a new session directory @dir (created; its
- * session.meta written last), while the recording goes on.  Blocks until
+ * traced process into the new session directory @dir (created by the
+ * caller's snapshot writer, which commits its session.meta from
+ * @domains), while the recording goes on.  Blocks until
  * the listener thread has written it.  Return: 0, -ENODATA (no process
  * registered or traced an event yet), -EINVAL (not a flight recorder), -errno (logged).
  */

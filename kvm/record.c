@@ -2,7 +2,10 @@
 /*
  * The host recorder: a tracefs instance of our own, the requested events
  * enabled in it, one splice capture thread per CPU (capture.c), and the
- * self-describing session directory (doc/session-format.md).
+ * host/ folder of the session (doc/session-format.md).  The session
+ * directory and session.meta are the session writer's (lib/
+ * session_writer.c): `record` owns it (host/recorder.c), or a recorder
+ * made alone (tv_recorder_create()) makes and commits its own.
  *
  * Life cycle: create (instance + static files) -> start (threads, tracing on)
  * -> stop (tracing off, drain, stats, metadata) -> destroy (instance gone).
@@ -39,6 +42,7 @@
 #include "session_files.h"
 #include "probes.h"
 #include "recover.h"
+#include "recorder_session.h"
 
 #define INSTANCE_PREFIX "tracevisor-"
 
@@ -57,9 +61,9 @@ struct tv_recorder {
 	const char **spec_filters;
 	size_t nr_specs;
 	struct tv_probe_set probes;
-	char *outdir;
+	struct tv_session_writer *session;	/* DIR's owner: gives host/, lists "host" */
+	bool own_session;		/* made by tv_recorder_create(): committed at stop */
 	char domain_dir[PATH_MAX];
-	int created_outdir;
 	int stop_fd;
 	int nr_cpus;
 	size_t subbuf_size;
@@ -68,18 +72,16 @@ struct tv_recorder {
 	struct tv_vcpu_map vcpus;
 	struct vm_label *labels;	/* names given by --guest pid:... */
 	size_t nr_labels;
-	/* session.meta's list: host, guests, xen, traced processes; grows (a
-	 * guest's many processes must not leave another guest out) */
-	struct tv_strbuf domains;
 	/*
-	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu,
-	 * _set_vm_name and _add_domain while the main thread records.  @lock
-	 * covers labels/nr_labels, vcpus (every scan, add and label pass: a
-	 * scan reallocates the map) and domains.  caps[i].bytes is an atomic
+	 * Threads: the guest threads (host/guest.c) call tv_recorder_add_vcpu
+	 * and _set_vm_name while the main thread records (they list their
+	 * domains with the session writer, under its own lock).  @lock
+	 * covers labels/nr_labels and vcpus (every scan, add and label pass: a
+	 * scan reallocates the map).  caps[i].bytes is an atomic
 	 * counter of its capture thread; marker_fd is written without a lock
 	 * (one write() is one record).  The rest is the main thread's.
 	 */
-	pthread_mutex_t lock;		/* labels, vcpus, domains */
+	pthread_mutex_t lock;		/* labels, vcpus */
 	int marker_fd;			/* the instance's trace_marker_raw */
 	struct tv_record_opts opts;
 	char clock[32];
@@ -87,6 +89,7 @@ struct tv_recorder {
 	struct timespec start_raw, stop_raw, start_wall;
 	int started, stopped;
 	int tied;			/* DIR/recorder written: removed at the end */
+	bool finished;			/* host/ written whole at stop */
 };
 
 static int instance_pid(const char *name)
@@ -335,7 +338,7 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 		return -err;
 	}
 	/* first: a recorder killed from here on leaves a session to salvage into */
-	ret = tv_recover_tie_write(rec->outdir, rec->tracing_dir, name);
+	ret = tv_recover_tie_write(tv_session_writer_dir(rec->session), rec->tracing_dir, name);
 	rec->tied = !ret;
 	if (!ret)
 		ret = instance_write(rec, "tracing_on", "0");
@@ -355,30 +358,13 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 	return ret;
 }
 
+/* DIR (new) and DIR/host from the session writer; "host" listed first. */
 static int recorder_make_outdir(struct tv_recorder *rec)
 {
-	struct stat st;
+	int ret = tv_session_writer_domain_dir(rec->session, "host", rec->domain_dir,
+					       sizeof(rec->domain_dir));
 
-	if (stat(rec->outdir, &st) == 0) {
-		tv_err("Output exists: path=\"%s\" (remove it or choose another -o)", rec->outdir);
-		return -EEXIST;
-	}
-	if (mkdir(rec->outdir, 0755)) {
-		int err = errno;
-
-		tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", rec->outdir, err, strerror(err));
-		return -err;
-	}
-	rec->created_outdir = 1;
-	snprintf(rec->domain_dir, sizeof(rec->domain_dir), "%s/host", rec->outdir);
-	if (mkdir(rec->domain_dir, 0755)) {
-		int err = errno;
-
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)",
-		       rec->domain_dir, err, strerror(err));
-		return -err;
-	}
-	return 0;
+	return ret ? ret : tv_session_writer_add_domain(rec->session, "host");
 }
 
 static size_t recorder_subbuf_size(struct tv_recorder *rec)
@@ -416,16 +402,6 @@ static int recorder_open_captures(struct tv_recorder *rec)
 	return ret;
 }
 
-static void recorder_remove_outdir(struct tv_recorder *rec)
-{
-	if (!rec->created_outdir)
-		return;
-	/* Only what we created: a directory that did not exist before. */
-	if (tv_session_remove_tree(rec->outdir))
-		tv_warn("Cannot remove incomplete session: path=\"%s\"", rec->outdir);
-	rec->created_outdir = 0;
-}
-
 /* Optional: without it, sync probes have no host side (logged once). */
 static void recorder_open_marker(struct tv_recorder *rec)
 {
@@ -441,22 +417,28 @@ static void recorder_open_marker(struct tv_recorder *rec)
 
 int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **out)
 {
+	return tv_recorder_create_in(NULL, opts, out);
+}
+
+int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
+			  struct tv_recorder **out)
+{
 	struct tv_recorder *rec = calloc(1, sizeof(*rec));
 	int ret;
 
+	*out = NULL;
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
-	rec->stop_fd = -1;
-	rec->marker_fd = -1;
-	pthread_mutex_init(&rec->lock, NULL);
-	rec->outdir = strdup(opts->outdir);
-	if (!rec->outdir || tv_strbuf_append(&rec->domains, "host")) {
-		free(rec->outdir);
-		tv_strbuf_free(&rec->domains);
+	rec->own_session = !w;
+	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
 		free(rec);
 		return -ENOMEM;
 	}
+	rec->session = w;
+	rec->stop_fd = -1;
+	rec->marker_fd = -1;
+	pthread_mutex_init(&rec->lock, NULL);
 	ret = recorder_check_access(rec);
 	if (!ret) {
 		tv_tracefs_cleanup_stale();
@@ -483,7 +465,7 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 	if (!ret)
 		recorder_open_marker(rec);
 	if (ret) {
-		recorder_remove_outdir(rec);
+		tv_session_writer_discard(rec->session, "host");
 		tv_recorder_destroy(rec);
 		return ret;
 	}
@@ -733,8 +715,10 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	err = tv_recorder_checkpoint(rec);
 	if (!err)
 		err = recorder_write_meta(rec, true);
-	if (!err)
-		err = tv_session_write_meta(rec->outdir, rec->domains.data, "host");
+	rec->finished = !err;
+	/* alone, the recorder owns its session; in `record`, the owner commits */
+	if (!err && rec->own_session)
+		err = tv_session_writer_commit(rec->session, "host");
 	return ret ? ret : err;
 }
 
@@ -758,7 +742,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 			tv_warn("Cannot remove tracefs instance: name=\"%s\", errno=%d (%s)",
 				tracefs_instance_get_name(rec->instance), errno, strerror(errno));
 		else if (rec->tied)	/* nothing left to salvage */
-			tv_recover_tie_remove(rec->outdir, tracefs_instance_get_name(rec->instance));
+			tv_recover_tie_remove(tv_session_writer_dir(rec->session),
+					      tracefs_instance_get_name(rec->instance));
 		tracefs_instance_free(rec->instance);
 	}
 	/* after the instance: a probe still enabled somewhere cannot go */
@@ -775,8 +760,8 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	tv_vcpu_map_free(&rec->vcpus);
 	free(rec->caps);
 	free(rec->stats);
-	free(rec->outdir);
-	tv_strbuf_free(&rec->domains);
+	if (rec->own_session)
+		tv_session_writer_free(rec->session);
 	free(rec);
 }
 
@@ -857,19 +842,12 @@ int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int v
 	return ret;
 }
 
-int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir)
+struct tv_session_writer *tv_recorder_session(const struct tv_recorder *rec)
 {
-	int ret;
-
-	if (!*subdir || strchr(subdir, '/') || strchr(subdir, ',') || subdir[0] == '.')
-		return -EINVAL;
-	pthread_mutex_lock(&rec->lock);
-	ret = tv_strbuf_append(&rec->domains, ",%s", subdir);
-	pthread_mutex_unlock(&rec->lock);
-	return ret;
+	return rec->session;
 }
 
-const char *tv_recorder_outdir(const struct tv_recorder *rec)
+bool tv_recorder_finished(const struct tv_recorder *rec)
 {
-	return rec->outdir;
+	return rec->finished;
 }

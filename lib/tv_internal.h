@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "tracevisor/tracevisor.h"
+#include "session_writer.h"
 
 /* ------------------------------------------------------------------ log */
 

@@ -111,19 +111,23 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
 {
 	struct tv_xen_meta_info info = { 0 };
 	struct import_ctx *c = calloc(1, sizeof(*c));
+	struct tv_session_writer *w = NULL;
 	int ret;
 
-	if (!c)
+	if (!c || tv_session_writer_new(outdir, 0, &w)) {
+		free(c);
 		return -ENOMEM;
+	}
 	c->file = file;
 	c->in = fopen(file, "re");
 	if (!c->in) {
 		ret = -errno;
 		tv_err("Cannot open xentrace file: path=\"%s\", errno=%d (%s)", file, errno, strerror(errno));
+		tv_session_writer_free(w);
 		free(c);
 		return ret;
 	}
-	ret = tv_xen_make_domain_dir(outdir, c->dir, sizeof(c->dir), true);
+	ret = tv_xen_make_domain_dir(w, c->dir, sizeof(c->dir));
 	if (!ret)
 		ret = import_windows(c);
 	if (import_close_all(c) && !ret)
@@ -142,7 +146,10 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
 	if (!ret)
 		ret = tv_xen_write_meta(c->dir, &info);
 	if (!ret)
-		ret = tv_session_write_meta(outdir, "xen", "xen");
+		ret = tv_session_writer_add_domain(w, "xen");
+	if (!ret)
+		ret = tv_session_writer_commit(w, "xen");
+	tv_session_writer_free(w);
 	free(c);
 	return ret;
 }

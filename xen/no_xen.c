@@ -36,6 +36,13 @@ int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_
 	return not_built("Recording Xen's trace");
 }
 
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out)
+{
+	(void)w;
+	return tv_xen_recorder_create(opts, out);
+}
+
 int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 {
 	(void)rec;

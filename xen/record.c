@@ -78,6 +78,8 @@ struct xen_cpu_buf {
  */
 struct tv_xen_recorder {
 	struct tv_xen_record_opts opts;
+	struct tv_session_writer *session;	/* gives DIR/xen; "xen" listed at stop */
+	bool own_session;		/* tv_xen_recorder_create(): committed at stop */
 	xentoollog_logger_stdiostream *log;
 	xc_interface *xch;
 	xenforeignmemory_handle *fmem;
@@ -539,12 +541,25 @@ static int xen_setup(struct tv_xen_recorder *rec)
 
 int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out)
 {
+	return tv_xen_recorder_create_in(NULL, opts, out);
+}
+
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out)
+{
 	struct tv_xen_recorder *rec = calloc(1, sizeof(*rec));
 	int ret;
 
+	*out = NULL;
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
+	rec->own_session = !w;
+	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+		free(rec);
+		return -ENOMEM;
+	}
+	rec->session = w;
 	if (!rec->opts.pages)
 		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
 	if (!rec->opts.evt_mask)
@@ -562,16 +577,13 @@ int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_
 	rec->info.evt_mask = rec->opts.evt_mask;
 	ret = xen_open_handles(rec);
 	if (!ret)
-		ret = tv_xen_make_domain_dir(opts->outdir, rec->dir, sizeof(rec->dir),
-					     !opts->in_session);
+		ret = tv_xen_make_domain_dir(w, rec->dir, sizeof(rec->dir));
 	if (!ret)
 		ret = xen_setup(rec);
 	if (ret) {
-		int made_dir = rec->dir[0] && !opts->in_session;
-
+		/* the session goes only if it was made for xen/ (a Xen-only one) */
+		tv_session_writer_discard(w, "xen");
 		tv_xen_recorder_destroy(rec);
-		if (made_dir && tv_session_remove_tree(opts->outdir))
-			tv_warn("Cannot remove incomplete session: path=\"%s\"", opts->outdir);
 		return ret;
 	}
 	rec->info.tbuf_pages = rec->pages;
@@ -687,8 +699,11 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	rec->info.counts = rec->counts;
 	if (!ret)
 		ret = tv_xen_write_meta(rec->dir, &rec->info);
-	if (!ret && !rec->opts.in_session)
-		ret = tv_session_write_meta(rec->opts.outdir, "xen", "xen");
+	/* listed after the guests and processes that ended before it */
+	if (!ret)
+		ret = tv_session_writer_add_domain(rec->session, "xen");
+	if (!ret && rec->own_session)
+		ret = tv_session_writer_commit(rec->session, "xen");
 	return ret;
 }
 
@@ -764,5 +779,7 @@ void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
 		close(rec->stop_fd);
 	free(rec->cpus);
 	free(rec->counts);
+	if (rec->own_session)
+		tv_session_writer_free(rec->session);
 	free(rec);
 }

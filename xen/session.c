@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * The xen/ domain directory: formats, per-CPU record counts (lost records
- * counted from the hypervisor's own TRC_LOST_RECORDS), meta, and the
- * session.meta of a Xen-only session.
+ * counted from the hypervisor's own TRC_LOST_RECORDS) and meta; the
+ * directory itself from the session writer (lib/session_writer.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -205,23 +205,9 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 }
 
 
-int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size, bool create_session)
+int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size)
 {
-	if (create_session && mkdir(session_dir, 0755)) {
-		int err = errno;
+	int ret = tv_session_writer_domain_dir(w, "xen", out, size);
 
-		if (err == EEXIST)
-			tv_err("Output exists: path=\"%s\" (remove it or choose another -o)", session_dir);
-		else
-			tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", session_dir, err, strerror(err));
-		return -err;
-	}
-	snprintf(out, size, "%s/xen", session_dir);
-	if (mkdir(out, 0755)) {
-		int err = errno;
-
-		tv_err("Cannot create domain directory: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
-		return -err;
-	}
-	return tv_xen_write_formats(out);
+	return ret ? ret : tv_xen_write_formats(out);
 }

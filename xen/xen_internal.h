@@ -75,9 +75,22 @@ int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec);
  * the drain thread's error.  From the caller's thread, while started.
  */
 int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms);
-/* SESSION/xen with its formats; @create_session: mkdir SESSION too (new). */
-int tv_xen_make_domain_dir(const char *session_dir, char *out, size_t size,
-			   bool create_session);
+struct tv_session_writer;
+/*
+ * SESSION/xen with its formats, from the session writer @w (which makes
+ * SESSION first if no recorder has yet); its path into @out.
+ */
+int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size);
+/*
+ * tv_xen_recorder_create_in - tv_xen_recorder_create() into @w's session
+ * (borrowed: it outlives the recorder; its owner commits session.meta).
+ * The recorder writes only DIR/xen and lists "xen" at its stop.
+ * opts->outdir is not read.  @w NULL: a writer of its own for
+ * opts->outdir, committed at its stop (tv_xen_recorder_create()).
+ * Return: as tv_xen_recorder_create().
+ */
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out);
 
 /*
  * tv_xen_inject() with @hook called just before (after = 0) and just after

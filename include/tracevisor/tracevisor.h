@@ -194,10 +194,11 @@ struct tv_record_cpu_stats {
 /*
  * Threads: a recorder runs one capture thread per CPU between
  * tv_recorder_start() and _stop(); call every tv_recorder_* function from
- * one thread, except tv_recorder_write_marker(), tv_recorder_add_vcpu(),
- * tv_recorder_set_vm_name() and tv_recorder_add_domain(), which the guest
- * threads call too (an internal lock covers the vCPU map, VM names and
- * the domain list; a marker is one write(), atomic in the kernel).
+ * one thread, except tv_recorder_write_marker(), tv_recorder_add_vcpu()
+ * and tv_recorder_set_vm_name(), which the guest threads call too (an
+ * internal lock covers the vCPU map and VM names; a marker is one write(),
+ * atomic in the kernel).  The session directory and session.meta are the
+ * session writer's (doc/session-format.md, "who writes what").
  */
 struct tv_recorder;
 
@@ -362,22 +363,6 @@ int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *n
  * Return: 0 or -ENOMEM.
  */
 int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int vcpu);
-/**
- * tv_recorder_add_domain - list the domain subdirectory @subdir in session.meta
- * @rec: the recorder
- * @subdir: e.g. "guest-vm1" (copied)
- *
- * Threads: safe from guest threads while recording.
- * Return: 0 or -errno.
- */
-int tv_recorder_add_domain(struct tv_recorder *rec, const char *subdir);
-/**
- * tv_recorder_outdir - the session directory of @rec
- * @rec: the recorder
- *
- * Return: a string owned by @rec.
- */
-const char *tv_recorder_outdir(const struct tv_recorder *rec);
 
 /* ------------------------------------------------------------- guests */
 
@@ -1565,7 +1550,6 @@ struct tv_xen_record_opts {
 	uint32_t evt_mask;	/* 0: TV_XEN_DEFAULT_MASK */
 	const char *cpus;	/* physical CPU list "0-3,6"; NULL: all */
 	unsigned int pages;	/* per CPU buffer; 0: default (used if Xen has none yet) */
-	bool in_session;	/* outdir made by the host recorder: only add xen/ */
 };
 
 /*
