@@ -576,6 +576,7 @@ static int guest_filters_start(struct tv_guest *g, const struct tv_guest_opts *o
 	size_t items = list_items(g->events), len = 0;
 	char *lines = NULL;
 	FILE *f;
+	int ret = -EINVAL;
 
 	if (!opts->nr_event_filters)
 		return 0;
@@ -599,29 +600,32 @@ static int guest_filters_start(struct tv_guest *g, const struct tv_guest_opts *o
 		if (!n || n > 1023) {
 			tv_err("Invalid guest event filter: filter=\"%s\" (printable ASCII, 1 to 1023 bytes)",
 			       flt);
-			fclose(f);
-			free(lines);
-			return -EINVAL;
+			goto err;
 		}
 		fprintf(f, "filter.%zu=%s\n", i, flt);
 		g->nr_filters++;
 	}
-	if (fclose(f)) {
-		free(lines);
-		return -ENOMEM;
-	}
+	ret = fclose(f) ? -ENOMEM : 0;
+	f = NULL;
+	if (ret)
+		goto err;
 	g->filters_start = lines;
 	return 0;
+err:
+	if (f)
+		fclose(f);
+	free(lines);
+	return ret;
 }
 
-int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
-		   const struct tv_guest_opts *opts, struct tv_guest **out)
+/* A guest set from @spec and @opts, nothing started yet (tv_guest_destroy()). */
+static struct tv_guest *guest_new(struct tv_recorder *rec, const struct tv_guest_spec *spec,
+				  const struct tv_guest_opts *opts)
 {
 	struct tv_guest *g = calloc(1, sizeof(*g));
-	int ret;
 
 	if (!g)
-		return -ENOMEM;
+		return NULL;
 	g->rec = rec;
 	g->session = tv_recorder_session(rec);
 	g->spec = *spec;
@@ -645,24 +649,32 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	snprintf(g->subdir, sizeof(g->subdir), "guest-%s", spec->name);
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
+	return g;
+}
+
+int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
+		   const struct tv_guest_opts *opts, struct tv_guest **out)
+{
+	struct tv_guest *g;
+	int ret;
+
+	*out = NULL;
+	g = guest_new(rec, spec, opts);
+	if (!g)
+		return -ENOMEM;
 	if (!valid_name(spec->name) ||
 	    (opts->events && strlen(g->events) != strlen(opts->events))) {
 		tv_err("Invalid guest: name=\"%s\" (or guest event list longer than 1023 bytes)",
 		       spec->name);
-		free(g);
-		return -EINVAL;
+		ret = -EINVAL;
+		goto err;
 	}
 	ret = guest_filters_start(g, opts);
-	if (ret) {
-		free(g);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	ret = tv_session_writer_domain_dir(g->session, g->subdir, g->dir, sizeof(g->dir));
-	if (ret) {
-		free(g->filters_start);
-		free(g);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	ret = tv_guest_stream_init(&g->gs, g->dir,
 				   opts->max_bytes ? opts->max_bytes
 						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
@@ -683,11 +695,13 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 	}
 	if (ret) {
 		tv_err("Cannot start guest recording: name=\"%s\", errno=%d (%s)", spec->name, -ret, strerror(-ret));
-		tv_guest_destroy(g);
-		return ret;
+		goto err;
 	}
 	*out = g;
 	return 0;
+err:
+	tv_guest_destroy(g);
+	return ret;
 }
 
 int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms)

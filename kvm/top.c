@@ -210,6 +210,30 @@ int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out)
 	return tv_top_open_hooked(opts, NULL, out);
 }
 
+/* The options that do not go together; -EINVAL, logged. */
+static int top_check_opts(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,
+			  uint64_t interval_ns)
+{
+	if (hooks && hooks->started && (opts->replay_dir || opts->bpf)) {
+		tv_err("Guests are joined with the live view recorded from tracefs: no --replay or --bpf with them");
+		return -EINVAL;
+	}
+	if (hooks && hooks->live_start && opts->bpf) {
+		tv_err("The in-kernel aggregation (--bpf) is for KVM's exits: not with a live source of its own");
+		return -EINVAL;
+	}
+	if (!opts->replay_dir && interval_ns < TOP_MIN_LIVE_INTERVAL_NS) {
+		tv_err("Interval too short for the live view: %.6f s (at least %.2f s: each one flushes every CPU)",
+		       (double)interval_ns / 1e9, (double)TOP_MIN_LIVE_INTERVAL_NS / 1e9);
+		return -EINVAL;
+	}
+	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events)) {
+		tv_err("The in-kernel aggregation (--bpf) records nothing: no --replay, -o or -e with it");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,
 		       struct tv_top **out)
 {
@@ -228,28 +252,10 @@ int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks
 	top->opts = *opts;
 	if (hooks)
 		top->hooks = *hooks;
-	if (hooks && hooks->started && (opts->replay_dir || opts->bpf)) {
-		tv_err("Guests are joined with the live view recorded from tracefs: no --replay or --bpf with them");
-		tv_top_close(top);
-		return -EINVAL;
-	}
-	if (hooks && hooks->live_start && opts->bpf) {
-		tv_err("The in-kernel aggregation (--bpf) is for KVM's exits: not with a live source of its own");
-		tv_top_close(top);
-		return -EINVAL;
-	}
 	top->interval_ns = opts->interval_ns ? opts->interval_ns : TOP_DEFAULT_INTERVAL_NS;
-	if (!opts->replay_dir && top->interval_ns < TOP_MIN_LIVE_INTERVAL_NS) {
-		tv_err("Interval too short for the live view: %.6f s (at least %.2f s: each one flushes every CPU)",
-		       (double)top->interval_ns / 1e9, (double)TOP_MIN_LIVE_INTERVAL_NS / 1e9);
-		tv_top_close(top);
-		return -EINVAL;
-	}
-	if (opts->bpf && (opts->replay_dir || opts->outdir || opts->nr_events)) {
-		tv_err("The in-kernel aggregation (--bpf) records nothing: no --replay, -o or -e with it");
-		tv_top_close(top);
-		return -EINVAL;
-	}
+	ret = top_check_opts(opts, hooks, top->interval_ns);
+	if (ret)
+		goto err;
 	if (opts->replay_dir) {
 		if (top->hooks.replay_domain)
 			ret = tv_reader_open_domain(opts->replay_dir, top->hooks.replay_domain, &top->rd);
@@ -265,13 +271,14 @@ int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks
 		ret = tv_kvm_stat_pass_new(top->rd, &top->totals, &top->pass);
 	if (!ret && top->hooks.guest_of)
 		tv_kvm_stat_pass_set_guest(top->pass, top->hooks.guest_of, top->hooks.ctx);
-	if (ret) {
-		tv_top_close(top);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	clock_gettime(CLOCK_MONOTONIC, &top->wall_next);
 	*out = top;
 	return 0;
+err:
+	tv_top_close(top);
+	return ret;
 }
 
 static int top_count(struct tv_top *top, const struct tv_event *ev)

@@ -192,7 +192,7 @@ static FILE *fopen_regular(const char *path, int *ret)
 
 int tv_meta_read(const char *path, struct tv_meta **out)
 {
-	struct tv_meta *meta;
+	struct tv_meta *meta = NULL;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -200,6 +200,7 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 	FILE *f;
 	int ret = 0;
 
+	*out = NULL;
 	f = fopen_regular(path, &ret);
 	if (!f) {
 		if (ret != -EINVAL)
@@ -208,8 +209,8 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 	}
 	meta = tv_meta_new();
 	if (!meta) {
-		fclose(f);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	while ((n = getline(&line, &cap, f)) >= 0) {
 		char *eq, *value;
@@ -233,14 +234,15 @@ int tv_meta_read(const char *path, struct tv_meta **out)
 			break;
 		}
 	}
+	if (!ret) {
+		*out = meta;
+		meta = NULL;
+	}
+out:
 	free(line);
 	fclose(f);
-	if (ret) {
-		tv_meta_free(meta);
-		return ret;
-	}
-	*out = meta;
-	return 0;
+	tv_meta_free(meta);
+	return ret;
 }
 
 int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference)

@@ -664,6 +664,7 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 	struct tv_reader *rd = calloc(1, sizeof(*rd));
 	int ret;
 
+	*out = NULL;
 	if (!rd)
 		return -ENOMEM;
 	rd->follow = how->follow;

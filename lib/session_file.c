@@ -39,16 +39,13 @@ static const char *file_type(mode_t m)
 static int inside(const char *root, const char *path)
 {
 	char *r = realpath(root, NULL), *p = realpath(path, NULL);
-	size_t n;
-	int ok;
+	int ok = -1;
 
-	if (!r || !p) {
-		free(r);
-		free(p);
-		return -1;
+	if (r && p) {
+		size_t n = strlen(r);
+
+		ok = !strncmp(p, r, n) && (p[n] == '/' || (n == 1 && r[0] == '/'));
 	}
-	n = strlen(r);
-	ok = !strncmp(p, r, n) && (p[n] == '/' || (n == 1 && r[0] == '/'));
 	free(r);
 	free(p);
 	return ok;
@@ -57,33 +54,34 @@ static int inside(const char *root, const char *path)
 int tv_session_open_file(const char *root, const char *path)
 {
 	struct stat st, lst;
-	int fd, flags;
+	int fd, flags, ret;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
-		int err = errno;
-
-		close(fd);
-		return -err;
+		ret = -errno;
+		goto err;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		tv_err("Not a regular file in the session: path=\"%s\", type=%s", path,
 		       file_type(st.st_mode));
-		close(fd);
-		return -TV_EUNSAFE;
+		ret = -TV_EUNSAFE;
+		goto err;
 	}
 	if (root && !lstat(path, &lst) && S_ISLNK(lst.st_mode) && inside(root, path) != 1) {
 		tv_err("File outside the session: path=\"%s\" is a symlink leading out of \"%s\"",
 		       path, root);
-		close(fd);
-		return -TV_EUNSAFE;
+		ret = -TV_EUNSAFE;
+		goto err;
 	}
 	flags = fcntl(fd, F_GETFL);
 	if (flags >= 0)
 		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
 	return fd;
+err:
+	close(fd);
+	return ret;
 }
 
 int tv_domain_open_file(const struct tv_domain *dom, const char *path)

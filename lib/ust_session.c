@@ -99,27 +99,27 @@ int tv_ust_domain_create(const char *session_dir, const char *parent,
 	d->bytes = calloc(hdr->nr_bufs, sizeof(*d->bytes));
 	d->events = calloc(hdr->nr_bufs, sizeof(*d->events));
 	d->written = calloc(TV_UST_MAX_ID + 1, 1);
-	if (!d->fds || !d->bytes || !d->events || !d->written) {
-		tv_ust_domain_free(d);
-		return -ENOMEM;
-	}
-	for (unsigned int b = 0; b < hdr->nr_bufs; b++)
+	for (unsigned int b = 0; d->fds && b < hdr->nr_bufs; b++)
 		d->fds[b] = -1;
+	if (!d->fds || !d->bytes || !d->events || !d->written) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	snprintf(path, sizeof(path), "%s/events", d->dir);
 	if (access(d->dir, W_OK) || (mkdir(path, 0755) && errno != EEXIST)) {
 		ret = -errno;
 		tv_err("Cannot create session directory: path=\"%s\", errno=%d (%s)", d->dir, -ret,
 		       strerror(-ret));
-		tv_ust_domain_free(d);
-		return ret;
+		goto err;
 	}
 	ret = write_header_page(d);
-	if (ret) {
-		tv_ust_domain_free(d);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	*out = d;
 	return 0;
+err:
+	tv_ust_domain_free(d);
+	return ret;
 }
 
 const char *tv_ust_domain_subdir(const struct tv_ust_domain *d)

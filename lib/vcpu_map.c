@@ -71,28 +71,26 @@ int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path)
 	 * regular file is read. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
-	FILE *f;
+	FILE *f = NULL;
+	int ret = -EINVAL;
 
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		tv_err("Not a regular file in the session: path=\"%s\"", path);
-		close(fd);
-		return -EINVAL;
+		goto out;
 	}
 	/* Bounded: a line per vCPU thread, ~30 bytes; 16 MiB is far beyond. */
 	if (st.st_size > (16 << 20)) {
 		tv_err("vCPU map too large: path=\"%s\", size=%lld", path, (long long)st.st_size);
-		close(fd);
-		return -EINVAL;
+		goto out;
 	}
 	f = fdopen(fd, "r");
 	if (!f) {
-		int err = errno;
-
-		close(fd);
-		return -err;
+		ret = -errno;
+		goto out;
 	}
+	ret = 0;
 	while (fgets(line, sizeof(line), f)) {
 		struct tv_vcpu_thread t = { 0 }, *slot;
 		int tid, vm_pid;
@@ -106,15 +104,19 @@ int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path)
 		}
 		slot = tv_vcpu_map_slot(map, tid);
 		if (!slot) {
-			fclose(f);
-			return -ENOMEM;
+			ret = -ENOMEM;
+			break;
 		}
 		t.tid = tid;
 		t.vm_pid = vm_pid;
 		*slot = t;
 	}
-	fclose(f);
-	return 0;
+out:
+	if (f)
+		fclose(f);
+	else
+		close(fd);
+	return ret;
 }
 
 const struct tv_vcpu_thread *tv_vcpu_map_find(const struct tv_vcpu_map *map, pid_t tid)

@@ -50,24 +50,29 @@ int tv_wall_clock_of_event(const struct tv_event *ev, struct tv_wall_clock *wc)
 
 int tv_wall_clock_find(const char *dir, struct tv_wall_clock *wc)
 {
-	struct tv_reader *rd;
+	struct tv_reader *rd = NULL;
 	struct tv_event ev;
 	int ret = tv_reader_open(dir, &rd);
 
-	for (long n = 0; !ret && n < WALL_CLOCK_SCAN_EVENTS; n++) {
+	if (ret)
+		goto out;
+	for (long n = 0; n < WALL_CLOCK_SCAN_EVENTS; n++) {
 		ret = tv_reader_next(rd, &ev);
 		if (ret <= 0)
 			break;
-		ret = tv_wall_clock_of_event(&ev, wc) ? 0 : 1;
+		if (!tv_wall_clock_of_event(&ev, wc)) {
+			ret = 0;
+			goto out;
+		}
 	}
-	if (!ret || ret == 1)
-		tv_reader_close(rd);
-	if (ret == 1)
-		return 0;
-	if (!ret)
+	if (ret >= 0) {
 		tv_err("No wall-clock marker at the start of the session: path=\"%s\" (recorded without trace_marker_raw, or before tracevisor wrote them)",
 		       dir);
-	return ret ? ret : -ENOENT;
+		ret = -ENOENT;
+	}
+out:
+	tv_reader_close(rd);
+	return ret;
 }
 
 uint64_t tv_wall_clock_ns(const struct tv_wall_clock *wc, uint64_t ts)

@@ -444,14 +444,9 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 	w.cpu_seen = calloc(tv_reader_nr_domains(rd) * 4096, 1);
 	buf = malloc(buf_size);
 	if (!w.f || !w.cpu_seen || !buf) {
-		int err = !w.f ? errno : ENOMEM;
-
-		tv_err("Cannot create output file: path=\"%s\", errno=%d (%s)", out, err, strerror(err));
-		free(w.cpu_seen);
-		if (w.f)
-			fclose(w.f);
-		free(buf);
-		return -err;
+		ret = !w.f ? -errno : -ENOMEM;
+		tv_err("Cannot create output file: path=\"%s\", errno=%d (%s)", out, -ret, strerror(-ret));
+		goto out;
 	}
 	setvbuf(w.f, buf, _IOFBF, buf_size);
 	w.xen_isa = xen_isa_of(rd);
@@ -485,6 +480,10 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 		tv_err("Cannot write output file: path=\"%s\", errno=%d (%s)", out, errno, strerror(errno));
 		ret = -EIO;
 	}
+	w.f = NULL;
+out:
+	if (w.f)
+		fclose(w.f);
 	free(buf);	/* after fclose(): the stream used it to the end */
 	tv_strbuf_free(&w.sb);
 	free(w.cpu_seen);

@@ -11,7 +11,10 @@
  *
  * Ownership: an object a *_new(), *_create(), *_open() or *_start() function
  * hands out belongs to the caller, who releases it with the matching
- * *_free(), *_destroy() or *_close(); structs the caller passes in (a
+ * *_free(), *_destroy() or *_close() (each takes NULL).  A function that
+ * hands it out through an @out pointer sets *out to NULL first and to the
+ * object only on success: on failure there is nothing to release
+ * (CONTRIBUTING.md, "Out-pointers").  Structs the caller passes in (a
  * tv_strbuf, tv_vcpu_map, tv_sync_result, tv_kvm_stat) stay the caller's,
  * and their *_free() / *_release() frees only what the library put in
  * them.  Strings and pointers a function returns point into the object

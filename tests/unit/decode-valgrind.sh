@@ -2,7 +2,9 @@
 # The committed decoder samples (tests/samples) under valgrind: report,
 # report --json and stat --json on each, corrupt ones included, with no
 # memory error and no definite leak; the same on the Xen samples imported
-# (every record layout, and a session lacking formats the reader adds).
+# (every record layout, and a session lacking formats the reader adds);
+# report --date on the corrupt ones (the wall-clock scan ends at the
+# corruption: its reader leaked there).
 # Needs no root; skips without valgrind (a failure under CI=true).
 . "$(dirname "$0")/../host/lib.bash"
 command -v valgrind >/dev/null || skip "valgrind is not installed (make deps)"
@@ -44,6 +46,12 @@ for s in tests/samples/*/ $xen; do
 		echo "tracevisor $args $s" >"$TV_TMP/vg.$runs.what"
 		vg $runs "$args" "$s" &
 	done
+done
+for s in tests/samples/corrupt-*/; do
+	while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
+	runs=$((runs + 1))
+	echo "tracevisor report --date ${s%/}" >"$TV_TMP/vg.$runs.what"
+	vg $runs "report --date" "${s%/}" &
 done
 wait
 for n in $(seq $runs); do
