@@ -40,6 +40,8 @@
 #include "probe_sched.h"
 #include "guest_stop.h"
 #include "../xen/xen_internal.h"
+#include "guest.h"
+#include "../kvm/kvm_recorder.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define PING_TIMEOUT_S 2.0

@@ -32,6 +32,10 @@
 #include "probe_sched.h"
 #include "ust_record.h"
 #include "guest_stop.h"
+#include "guest.h"
+#include "xen_probe.h"
+#include "../kvm/kvm_recorder.h"
+#include "../xen/xen_recorder.h"
 
 #include <poll.h>
 

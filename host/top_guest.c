@@ -41,6 +41,8 @@
 #include "tv_internal.h"
 #include "../kvm/top_hooks.h"
 #include "../sync/guest_context.h"
+#include "guest.h"
+#include "../kvm/kvm_recorder.h"
 
 #define TOP_GUEST_READY_MS 30000
 #define TOP_GUEST_MAX_CPUS 1024

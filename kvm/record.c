@@ -39,6 +39,8 @@
 #include "session_files.h"
 #include "probes.h"
 #include "recover.h"
+#include "kvm_recorder.h"
+#include "vcpu_scan.h"
 
 #define INSTANCE_PREFIX "tracevisor-"
 

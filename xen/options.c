@@ -8,6 +8,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "xen_internal.h"
+#include "xen_recorder.h"
 
 static const struct {
 	const char *name;
