@@ -26,7 +26,7 @@ XEN_HV_SRCS := xen/record.c xen/inject.c xen/xenstore.c
 endif
 CFLAGS  ?= -O2 -g
 # Library objects are position independent (libtracevisor.so) and hidden
-# but for what the public header declares (its visibility pragma).
+# but for what the public headers declare (their visibility pragma).
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -fPIC -fvisibility=hidden -fno-semantic-interposition \
            -Iinclude -Ilib $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -20,14 +20,10 @@
 #pragma GCC visibility push(default)
 
 #define TV_GUEST_DEFAULT_LIMIT_MB 2048
-
 /* Items of a guest event list that may carry a filter (the agent's limit). */
 #define TV_GUEST_MAX_FILTERED_ITEMS 64
-
 #define TV_GUEST_DEFAULT_SYNC_INTERVAL 1.0
-
 #define TV_GUEST_NAME_MAX 32
-
 #define TV_GUEST_MAX_VCPUS 256
 
 /*
@@ -116,9 +112,10 @@ struct tv_guest_stats {
 };
 
 /*
- * Threads: each guest recording runs its own thread (tv_guest_start() to
- * tv_guest_stop()); call the tv_guest_* functions from one thread.  The
- * guest thread adds to the host recorder through its locked functions.
+ * One guest of a session recording (tv_session_record_guest()).  Threads:
+ * each guest recording runs its own thread while the session records;
+ * tv_guest_get_stats() is safe meanwhile, the other tv_guest_* functions
+ * belong to the thread that owns the session.
  */
 struct tv_guest;
 

@@ -12,8 +12,6 @@
 #error "include <tracevisor/tracevisor.h>, not <tracevisor/log.h>"
 #endif
 
-#include <stdarg.h>
-
 #pragma GCC visibility push(default)
 
 enum tv_log_level {

@@ -24,7 +24,6 @@
 #pragma GCC visibility push(default)
 
 #define TV_RECORD_DEFAULT_BUFFER_KB 4096
-
 #define TV_RECORD_DEFAULT_EVENTS "kvm"
 
 struct tv_record_opts {
@@ -70,7 +69,7 @@ int tv_recorder_nr_cpus(const struct tv_recorder *rec);
  * @rec: the recorder
  * @cpu: 0 .. tv_recorder_nr_cpus() - 1
  *
- * Return: counters owned by @rec (final after tv_recorder_stop()), or NULL
+ * Return: counters owned by @rec (final once tv_session_record_stop() returned), or NULL
  * for a CPU out of range.
  */
 const struct tv_record_cpu_stats *tv_recorder_cpu_stats(const struct tv_recorder *rec, int cpu);
@@ -107,7 +106,6 @@ enum tv_session_note {
 };
 
 #define TV_SESSION_MAX_EVENTS 256
-
 #define TV_SESSION_GUEST_READY_TIMEOUT_MS 30000
 
 struct tv_session_record_opts {

@@ -117,7 +117,7 @@ struct tv_sync_domain {
 	size_t vcpu_violations;		/* of those, seen while the vCPU was out of the guest */
 	/*
 	 * A Xen domU: its events checked against its vCPUs' running intervals
-	 * in Xen's runstate records (tv_sync_check_runstates()), and those
+	 * in Xen's runstate records (sync/runstate_check.c), and those
 	 * outside every interval by more than its bound plus Xen's.
 	 */
 	size_t nr_runstate_checked;

@@ -80,13 +80,17 @@ struct tv_top;
 
 /**
  * tv_top_guest_open - the live view with each exit joined to its guest's task
- * @opts: as tv_top_open(), live and without @bpf (copied; its strings must outlive @out)
+ * @opts: what to show (copied; its strings must outlive @out); with guests,
+ *        live and without @bpf
  * @guests: the guests (as record --guest; read while opening only)
- * @nr_guests: how many; 0: tv_top_open()
+ * @nr_guests: how many; 0: the host alone, live or a replay of
+ *             opts->replay_dir
  * @out: the view, owned by the caller (tv_top_close(), which stops the guests
  *       first: the session kept with opts->outdir lists them)
  *
- * Each guest's agent streams its scheduler, IRQ and syscall events (its
+ * Live, the host is recorded (a tracefs instance of its own, as record
+ * does) with the "mono" trace clock, or x86-tsc with guests; live needs
+ * root, a replay none.  Each guest's agent streams its scheduler, IRQ and syscall events (its
  * default list) with the sync probes of record --guest; host and guests
  * record with the x86-tsc trace clock, and each timed exit is attributed
  * to what its guest ran on that vCPU then (the guest_task, guest_pid and
@@ -100,14 +104,14 @@ int tv_top_guest_open(const struct tv_top_opts *opts, const struct tv_guest_spec
 
 /**
  * tv_top_xen_open - the live view of Xen (top --xen), or a replay of a Xen session
- * @opts: as tv_top_open(), without @bpf, @events, @filter, @time_functions
+ * @opts: as tv_top_guest_open(), without @bpf, @events, @filter, @time_functions
  *        (copied; its strings must outlive @out); @vms: domain names
  *        (globs) or domids
  * @out: the view, owned by the caller (tv_top_close(), which stops Xen's
  *       tracing, puts back its masks and releases the buffers)
  *
  * Live (dom0, root), Xen's per-CPU trace buffers are recorded as by
- * tv_xen_recorder_create() (classes gen, sched, hvm and pv) into a session
+ * record --xen (classes gen, sched, hvm and pv) into a session
  * (opts->outdir, else a temporary one) read as it grows.  Each interval's
  * rows are those of the Xen analysis of `tracevisor stat` for that stretch
  * of time: per domain and vCPU, HVM exits by reason (count, latency
@@ -166,7 +170,8 @@ const char *tv_top_session_dir(const struct tv_top *top);
 
 /**
  * tv_top_start - read the intervals in a thread of the view's own
- * @top: a view from tv_top_open(), not read with tv_top_next() since
+ * @top: a view from tv_top_guest_open() or tv_top_xen_open(), not read with
+ *       tv_top_next() since
  *
  * For a display that must stay responsive (keys, redraws) while an
  * interval is read: the thread calls tv_top_next() and publishes each

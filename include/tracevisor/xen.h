@@ -20,9 +20,7 @@
 
 /* Xen's trace buffers, from dom0: session domain xen/, kind xen-trace. */
 #define TV_XEN_DEFAULT_PAGES 32		/* per CPU, as xentrace */
-
 #define TV_XEN_DEFAULT_MASK 0x0ffff000u	/* TRC_ALL, as xentrace */
-
 #define TV_XEN_GEN_CLASS 0x0001f000u	/* TRC_GEN: always recorded (its time scales) */
 
 struct tv_xen_record_opts {
