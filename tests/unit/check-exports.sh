@@ -36,6 +36,15 @@ exported_by() {	# so, version-node prefix
 	nm -D --defined-only "$1" | awk '$2 ~ /[TDBRWVGSi]/ {print $3}' | sed 's/@.*//' |
 		grep -v "^$2" | sort -u
 }
+# $declared against $exported, each difference named ($1: the headers, $2: the map).
+compare() {
+	for s in $(comm -23 <(echo "$declared") <(echo "$exported")); do
+		echo "declared in $1 but not exported: $s ($2, or not defined)"; bad=1
+	done
+	for s in $(comm -13 <(echo "$declared") <(echo "$exported")); do
+		echo "exported but not declared in $1: $s"; bad=1
+	done
+}
 
 # The umbrella includes every topic header (ust.h is libtracevisor-ust's).
 for h in include/tracevisor/*.h; do
@@ -50,12 +59,7 @@ declared=$(declared_in include/tracevisor/tracevisor.h 'include/tracevisor/') ||
 exported=$(exported_by "$SO" LIBTRACEVISOR_)
 mapped=$(sed -n '/global:/,/local:/p' lib/libtracevisor.map | grep -oE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' |
 	tr -d ' \t;' | sort -u)
-for s in $(comm -23 <(echo "$declared") <(echo "$exported")); do
-	echo "declared in the public headers but not exported: $s (lib/libtracevisor.map, or not defined)"; bad=1
-done
-for s in $(comm -13 <(echo "$declared") <(echo "$exported")); do
-	echo "exported but not in the public headers: $s"; bad=1
-done
+compare "the public headers" lib/libtracevisor.map
 for s in $(comm -3 <(echo "$declared") <(echo "$mapped") | tr -d '\t'); do
 	echo "lib/libtracevisor.map and the public headers differ on: $s"; bad=1
 done
@@ -91,12 +95,7 @@ UST_SO=$BUILD/libtracevisor-ust.so.0
 declared=$(declared_in include/tracevisor/ust.h 'include/tracevisor/ust.h') ||
 	{ echo "cannot parse include/tracevisor/ust.h"; exit 1; }
 exported=$(exported_by "$UST_SO" LIBTRACEVISOR_UST_)
-for s in $(comm -23 <(echo "$declared") <(echo "$exported")); do
-	echo "declared in include/tracevisor/ust.h but not exported: $s (guest/ust/libtracevisor-ust.map)"; bad=1
-done
-for s in $(comm -13 <(echo "$declared") <(echo "$exported")); do
-	echo "libtracevisor-ust exports what ust.h does not declare: $s"; bad=1
-done
+compare include/tracevisor/ust.h guest/ust/libtracevisor-ust.map
 n=$(echo "$declared" | grep -c .)
 said=$(grep -oE 'libtracevisor-ust\.so exports [0-9]+ functions' "$DOC" | grep -oE '[0-9]+')
 [ "$said" = "$n" ] || { echo "$DOC says libtracevisor-ust.so exports ${said:-?} functions; ust.h declares $n"; bad=1; }
