@@ -26,7 +26,7 @@ XEN_HV_SRCS := xen/record.c xen/inject.c xen/xenstore.c
 endif
 CFLAGS  ?= -O2 -g
 # Library objects are position independent (libtracevisor.so) and hidden
-# but for what the public header declares (its visibility pragma).
+# but for what the public headers declare (their visibility pragma).
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -fPIC -fvisibility=hidden -fno-semantic-interposition \
            -Iinclude -Ilib $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -68,7 +68,7 @@ UST_TEST_LIBS := $(patsubst tests/unit/ust_lib_%.c,$(BUILD)/tests/libust_%.so,$(
 UST_UNIT_BINS := $(filter $(BUILD)/tests/test_ust_%,$(UST_UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%))
 
 LIBTV    := $(BUILD)/libtracevisor.a
-# The shared library: only the public header's functions are exported
+# The shared library: only the public headers' functions are exported
 # (lib/libtracevisor.map, tests/unit/check-exports.sh); the CLI links it.
 SOVERSION := 0
 LIBTV_SO := $(BUILD)/libtracevisor.so.$(SOVERSION)
@@ -255,7 +255,9 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_S
 	install -D -m 0755 $(TRACEVISOR) $(DESTDIR)$(PREFIX)/bin/tracevisor
 	install -D -m 0755 $(LIBTV_SO) $(DESTDIR)$(LIBDIR)/libtracevisor.so.$(SOVERSION)
 	ln -sf libtracevisor.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libtracevisor.so
-	install -D -m 0644 include/tracevisor/tracevisor.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/tracevisor.h
+	# the umbrella header and the topic headers it includes (and ust.h)
+	install -d $(DESTDIR)$(INCLUDEDIR)/tracevisor
+	install -m 0644 include/tracevisor/*.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/
 	mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
 	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
@@ -263,7 +265,6 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_S
 	install -D -m 0755 $(LIBUST_SO) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so.0
 	ln -sf libtracevisor-ust.so.0 $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so
 	install -D -m 0644 $(LIBUST) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.a
-	install -D -m 0644 include/tracevisor/ust.h $(DESTDIR)$(INCLUDEDIR)/tracevisor/ust.h
 	for m in doc/man/*.3; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man3/$$(basename $$m); done
 
 clean:

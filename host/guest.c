@@ -42,6 +42,8 @@
 #include "guest_session.h"
 #include "../xen/xen_internal.h"
 #include "../kvm/recorder_session.h"
+#include "guest.h"
+#include "../kvm/kvm_recorder.h"
 
 #define CONNECT_TIMEOUT_S 30.0
 #define SEND_TIMEOUT_MS 2000

@@ -19,6 +19,7 @@
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
 #include "guest_session.h"
+#include "../kvm/kvm_recorder.h"
 
 uint64_t tv_guest_probe_seq_base(void)
 {

@@ -41,6 +41,10 @@
 #include "guest_stop.h"
 #include "../kvm/recorder_session.h"
 #include "../xen/xen_internal.h"
+#include "guest.h"
+#include "xen_probe.h"
+#include "../kvm/kvm_recorder.h"
+#include "../xen/xen_recorder.h"
 
 #include <poll.h>
 

@@ -42,6 +42,8 @@
 #include "../kvm/top_hooks.h"
 #include "../kvm/recorder_session.h"
 #include "../sync/guest_context.h"
+#include "guest.h"
+#include "../kvm/kvm_recorder.h"
 
 #define TOP_GUEST_READY_MS 30000
 #define TOP_GUEST_MAX_CPUS 1024

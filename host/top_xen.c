@@ -40,6 +40,7 @@
 #include "../kvm/top_hooks.h"
 #include "../xen/xen_internal.h"
 #include "../xen/xen_stat.h"
+#include "../xen/xen_recorder.h"
 
 /* What the view records: lost records and CPU changes, the scheduler
  * (runstates, and who runs where: attribution), HVM exits and handlers,

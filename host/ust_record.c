@@ -45,6 +45,7 @@
 #include "ust_consumer.h"
 #include "ust_listen.h"
 #include "ust_record.h"
+#include "../kvm/kvm_recorder.h"
 
 /*
  * The host's own traced processes recorded at once: each holds its

@@ -12,6 +12,8 @@
 #include "proto.h"
 #include "tv_internal.h"
 #include "../xen/xen_internal.h"
+#include "../kvm/kvm_recorder.h"
+#include "xen_probe.h"
 
 struct probe_ctx {
 	struct tv_recorder *rec;

@@ -38,4 +38,14 @@ typedef int (*tv_kvm_stat_guest_fn)(void *arg, const struct tv_event *exit, int 
 void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_kvm_stat_guest_fn fn, void *arg);
 void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p);
 
+/**
+ * tv_kvm_stat_compute - VM exit analysis of a session
+ * @dir: session directory
+ * @out: rows sorted by total time, then count; owned by the caller
+ *       (tv_kvm_stat_free())
+ *
+ * Return: 0 or -errno (logged).
+ */
+int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out);
+
 #endif

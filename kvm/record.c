@@ -43,6 +43,8 @@
 #include "probes.h"
 #include "recover.h"
 #include "recorder_session.h"
+#include "kvm_recorder.h"
+#include "vcpu_scan.h"
 
 #define INSTANCE_PREFIX "tracevisor-"
 

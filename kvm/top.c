@@ -44,6 +44,7 @@
 #include "kvm_stat.h"
 #include "top_bpf.h"
 #include "top_hooks.h"
+#include "kvm_recorder.h"
 
 #define TOP_DEFAULT_INTERVAL_NS 1000000000ULL
 #define TOP_FLUSH_TIMEOUT_MS 2000
@@ -499,11 +500,6 @@ static int top_finish_interval(struct tv_top *top, struct tv_top_interval *out)
 	out->lost = top->lost;
 	top->lost = 0;
 	return 1;
-}
-
-double tv_top_row_rate(const struct tv_top_interval *iv, const struct tv_kvm_stat_row *r)
-{
-	return iv->interval_ns ? (double)r->count * 1e9 / (double)iv->interval_ns : 0;
 }
 
 static int cmp_by_key(const void *x, const void *y, void *arg)

@@ -69,4 +69,15 @@ struct tv_top_hooks {
 int tv_top_open_hooked(const struct tv_top_opts *opts, const struct tv_top_hooks *hooks,
 		       struct tv_top **out);
 
+/**
+ * tv_top_open - start the live view, or a replay of a session
+ * @opts: what to show (copied; its strings must outlive @out)
+ * @out: the view, owned by the caller (tv_top_close())
+ *
+ * Live, it records the host (a tracefs instance, as tv_recorder_create())
+ * with the "mono" trace clock.  Needs root for live; a replay needs none.
+ * Return: 0 or -errno (logged).
+ */
+int tv_top_open(const struct tv_top_opts *opts, struct tv_top **out);
+
 #endif

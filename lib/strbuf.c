@@ -139,13 +139,6 @@ int tv_strbuf_append_json_string(struct tv_strbuf *sb, const char *s, size_t n)
 	return 0;
 }
 
-void tv_strbuf_reset(struct tv_strbuf *sb)
-{
-	sb->len = 0;
-	if (sb->data)
-		sb->data[0] = '\0';
-}
-
 void tv_strbuf_free(struct tv_strbuf *sb)
 {
 	free(sb->data);

@@ -113,6 +113,31 @@ static inline int tv_array_grow(void *arrp, size_t *cap, size_t n, size_t size, 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
+/* ------------------------------------------------------ exit reasons */
+
+enum tv_kvm_isa {
+	TV_KVM_ISA_UNKNOWN = 0,
+	TV_KVM_ISA_VMX = 1,	/* values of kvm_exit's isa field */
+	TV_KVM_ISA_SVM = 2,
+};
+
+/**
+ * tv_kvm_exit_reason_name - name of a kvm_exit reason
+ * @isa: VMX or SVM
+ * @code: exit code
+ *
+ * Return: a static string, or NULL when the code is not known.
+ */
+const char *tv_kvm_exit_reason_name(enum tv_kvm_isa isa, uint64_t code);
+
+/**
+ * tv_kvm_userspace_exit_name - name of a KVM_EXIT_* user-space exit reason
+ * @reason: the reason
+ *
+ * Return: a static string, or NULL.
+ */
+const char *tv_kvm_userspace_exit_name(uint64_t reason);
+
 /*
  * A kvm_exit reason as the analyses name it: "io", "EPT_VIOLATION", or
  * "svm:0x3ff" when unknown (lib/exit_reasons.c).
@@ -250,5 +275,288 @@ int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
  */
 int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
 			  struct tv_reader **out);
+
+/* ------------------------------------------- beyond the public header
+ *
+ * lib/'s functions its upper layers and unit tests use that no client
+ * program needs (tests/unit/check-exports.sh): hidden in libtracevisor.so,
+ * reachable through the static library.
+ */
+
+/**
+ * tv_session_write_meta - write DIR/session.meta; written last, its presence
+ * marks a complete session
+ * @session_dir: the session
+ * @domains: comma-separated domain subdirectories, in order
+ * @reference: the domain whose clock is the reference
+ *
+ * Return: 0 or -errno (logged).
+ */
+int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference);
+
+/**
+ * tv_vcpu_map_add - add (or update) thread @tid as vCPU @vcpu of @vm_pid
+ * @map: the map (may reallocate map->threads)
+ * @tid: the thread
+ * @vm_pid: its VMM process
+ * @vcpu: vCPU index, -1 when unknown
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int tv_vcpu_map_add(struct tv_vcpu_map *map, pid_t tid, pid_t vm_pid, int vcpu);
+
+/**
+ * tv_vcpu_map_write - write @map as a vcpus file (doc/session-format.md)
+ * @map: the map
+ * @path: the file
+ *
+ * Return: 0 or -errno (logged).
+ */
+int tv_vcpu_map_write(const struct tv_vcpu_map *map, const char *path);
+
+/**
+ * tv_vcpu_map_read - read a vcpus file into @map
+ * @map: merged into; the caller owns its storage (tv_vcpu_map_free())
+ * @path: the file
+ *
+ * Malformed lines are skipped with a warning.
+ * Return: 0, -errno (-ENOENT: no file) or -ENOMEM.
+ */
+int tv_vcpu_map_read(struct tv_vcpu_map *map, const char *path);
+
+/**
+ * tv_vcpu_map_find - the entry of thread @tid
+ * @map: the map, or NULL
+ * @tid: the thread
+ *
+ * Return: an entry owned by @map (valid until it changes), or NULL.
+ */
+const struct tv_vcpu_thread *tv_vcpu_map_find(const struct tv_vcpu_map *map, pid_t tid);
+
+/**
+ * tv_vcpu_map_free - free the map's threads and empty it
+ * @map: the map (the struct itself is the caller's)
+ */
+void tv_vcpu_map_free(struct tv_vcpu_map *map);
+
+/**
+ * tv_clock_map_apply - map @ts of a domain's clock to the reference clock
+ * @map: the map
+ * @ts: domain time
+ *
+ * Return: the reference time, saturated at 0 and INT64_MAX.
+ */
+uint64_t tv_clock_map_apply(const struct tv_clock_map *map, uint64_t ts);
+
+/**
+ * tv_clock_map_compose - @outer after @inner: dom --inner--> mid --outer--> ref
+ * @outer: mid to ref
+ * @inner: dom to mid
+ * @out: the composition (may not alias the inputs)
+ */
+void tv_clock_map_compose(const struct tv_clock_map *outer, const struct tv_clock_map *inner,
+			  struct tv_clock_map *out);
+
+/**
+ * tv_tsc_guest_from_host - the guest TSC for host TSC @host_tsc
+ * @p: the vCPU's offset and scaling
+ * @host_tsc: host TSC
+ */
+uint64_t tv_tsc_guest_from_host(const struct tv_tsc_params *p, uint64_t host_tsc);
+
+/**
+ * tv_tsc_host_from_guest - the smallest host TSC whose guest TSC is >= @guest_tsc
+ * @p: the vCPU's offset and scaling
+ * @guest_tsc: guest TSC
+ *
+ * An exact inverse of tv_tsc_guest_from_host().
+ */
+uint64_t tv_tsc_host_from_guest(const struct tv_tsc_params *p, uint64_t guest_tsc);
+
+/**
+ * tv_sync_domain_apply - @ts of domain @d in the reference clock
+ * @d: a domain's result (map, pieces or TSC relation)
+ * @ts: domain time
+ */
+uint64_t tv_sync_domain_apply(const struct tv_sync_domain *d, uint64_t ts);
+
+/**
+ * tv_sync_domain_apply_cpu - the same for an event of guest CPU @cpu
+ * @d: a domain's result
+ * @cpu: the guest CPU, -1 when unknown
+ * @ts: domain time
+ *
+ * With the TSC relation each vCPU has its own offset history (a CPU
+ * without one uses the lowest vCPU's).
+ */
+uint64_t tv_sync_domain_apply_cpu(const struct tv_sync_domain *d, int cpu, uint64_t ts);
+
+/*
+ * Where one guest CPU's stream of events is in its vCPU's TSC offset
+ * history.  KVM may move a vCPU's TSC back (an offset written from a stale
+ * guest TSC, a host-initiated TSC write), so that guest times of two
+ * segments overlap: which offset applies then depends on the events before.
+ * Zero-initialise one per guest CPU stream; owned by its caller, one thread.
+ */
+struct tv_tsc_cursor {
+	size_t lo, hi;		/* the segments the stream can be in now */
+	uint64_t last_ts;	/* the last event's domain time, 0 after a step back */
+	unsigned int backs;	/* steps back so far */
+	int valid;		/* lo and hi are set */
+};
+
+/**
+ * tv_sync_domain_apply_stream - tv_sync_domain_apply_cpu() for events read in order
+ * @d: a domain's result
+ * @cpu: the guest CPU, -1 when unknown
+ * @ts: domain time of the CPU's next event, in the CPU's own order
+ * @cur: that CPU's cursor, updated
+ *
+ * The same map, but with the TSC relation the segments that moved the
+ * guest's TSC back split the vCPU's history into regions, and a stream
+ * moves to the next region only where its guest clock goes back (@ts below
+ * the previous event's).  Its first event's region is the one the search
+ * finds.  Other methods ignore @cur.
+ */
+uint64_t tv_sync_domain_apply_stream(const struct tv_sync_domain *d, int cpu, uint64_t ts,
+				     struct tv_tsc_cursor *cur);
+
+/**
+ * tv_tsc_cursor_step_back - the stream's guest clock went back here
+ * @d: a domain's result
+ * @cpu: the guest CPU
+ * @cur: its cursor, started by a tv_sync_domain_apply_stream() call
+ *
+ * For callers that map only some events of a stream (sync's probes) and
+ * counted where it went back: moves @cur to the next region; the next
+ * time passed is not compared with the last one.
+ */
+void tv_tsc_cursor_step_back(const struct tv_sync_domain *d, int cpu, struct tv_tsc_cursor *cur);
+
+/**
+ * tv_sync_domain_copy - deep copy (TSC segments, pieces)
+ * @dst: the copy; release it with tv_sync_domain_release()
+ * @src: the original
+ *
+ * Return: 0 or -ENOMEM (nothing to release then).
+ */
+int tv_sync_domain_copy(struct tv_sync_domain *dst, const struct tv_sync_domain *src);
+
+/**
+ * tv_sync_domain_release - free what @d owns (TSC segments, pieces)
+ * @d: a domain's result; the struct itself is the caller's
+ */
+void tv_sync_domain_release(struct tv_sync_domain *d);
+
+/**
+ * tv_sync_read - read DIR/sync/transforms
+ * @dir: session directory
+ * @out: the results, owned by the caller (tv_sync_result_free())
+ *
+ * Return: 0, -ENOENT when the session was never synced, or -errno.
+ */
+int tv_sync_read(const char *dir, struct tv_sync_result *out);
+
+/**
+ * tv_reader_open_raw - tv_reader_open() keeping each domain's own clock
+ * @dir: session directory
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * What the sync estimation reads.  Return: as tv_reader_open().
+ */
+int tv_reader_open_raw(const char *dir, struct tv_reader **out);
+
+/**
+ * tv_reader_open_synced - tv_reader_open() with the transforms of @res
+ * @dir: session directory
+ * @res: results to map by (usable domains only; copied)
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * Return: as tv_reader_open().
+ */
+int tv_reader_open_synced(const char *dir, const struct tv_sync_result *res,
+			  struct tv_reader **out);
+
+/**
+ * tv_reader_open_follow - read a session while it is being recorded
+ * @dir: the session directory a recorder writes (tv_recorder_flush())
+ * @out: the reader, owned by the caller (tv_reader_close())
+ *
+ * Events come in time order up to a limit the caller knows to be complete
+ * (tv_reader_next_before()); streams that reach the end of what is written
+ * wait for tv_reader_follow_refresh().  Domains of host ftrace kind only;
+ * the session is read raw (never synchronised).
+ * Return: 0 or -errno (logged).
+ */
+int tv_reader_open_follow(const char *dir, struct tv_reader **out);
+
+/**
+ * tv_reader_follow_refresh - take in what the recorder wrote since
+ * @rd: a reader from tv_reader_open_follow()
+ *
+ * Call it after every flush: every stream sees its file's new length, and
+ * the vCPU and task maps are read again (tv_recorder_checkpoint()).
+ * Return: 0, -EINVAL (not following), or -errno on a corrupt file (logged).
+ */
+int tv_reader_follow_refresh(struct tv_reader *rd);
+
+/**
+ * tv_reader_next_before - the next event in time order, if before @limit
+ * @rd: the reader
+ * @limit: events at or after it stay for a later call
+ * @ev: as tv_reader_next()
+ *
+ * For a followed session, @limit is a time up to which every CPU's events
+ * are known to be written (a flush after it), so the order stays exact.
+ * Return: 1 with @ev filled, 0 when no event before @limit is left,
+ * -errno on a corrupt file (logged).
+ */
+int tv_reader_next_before(struct tv_reader *rd, uint64_t limit, struct tv_event *ev);
+
+/**
+ * tv_reader_event_domain - the domain of @ev
+ * @rd: the reader
+ * @ev: an event from @rd
+ *
+ * Return: info owned by @rd, or NULL.  (ev->domain_info is the same.)
+ */
+const struct tv_domain_info *tv_reader_event_domain(const struct tv_reader *rd,
+						    const struct tv_event *ev);
+
+/**
+ * tv_event_field_u64 - field @name of @ev as an unsigned integer
+ * @ev: an event from tv_reader_next()
+ * @name: field name
+ * @val: the value
+ *
+ * Never reads outside the record.
+ * Return: 0, or -errno (-ENOENT: no such field in the record).
+ */
+int tv_event_field_u64(const struct tv_event *ev, const char *name, uint64_t *val);
+
+/**
+ * tv_event_info_compiled - whether @ev's type is printed by the compiled renderer
+ * @ev: an event from tv_reader_next()
+ *
+ * Return: 1 compiled, 0 printed by libtraceevent.
+ */
+int tv_event_info_compiled(const struct tv_event *ev);
+
+/**
+ * tv_reference_clock_hz - ticks per second of a reference domain's trace clock
+ * @ref: the reference domain (tv_reader_domain())
+ *
+ * Return: 1e9, or the TSC's frequency.
+ */
+uint64_t tv_reference_clock_hz(const struct tv_domain_info *ref);
+
+/**
+ * tv_wall_clock_of_event - the wall clock of a CLOCK_REALTIME marker event
+ * @ev: an event of the reference domain
+ * @wc: set when @ev is the marker
+ *
+ * Return: 0, or -ENOMSG when @ev is not the marker.
+ */
+int tv_wall_clock_of_event(const struct tv_event *ev, struct tv_wall_clock *wc);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "hull.h"
 
 #define COORD_LIMIT ((int64_t)1 << 62)
 #define SLOPE_LIMIT_Q48 ((int64_t)1 << 62)	/* slopes below 2^14 */

@@ -15,6 +15,7 @@
 #include "probes.h"
 #include "tsc.h"
 #include "sync_session.h"
+#include "hull.h"
 
 static int hull_add_point(struct tv_sync_hull *h, const struct point *p)
 {

@@ -17,6 +17,8 @@
 #include "tracevisor/tracevisor.h"
 #include "exit_tracker.h"
 #include "xen_trace.h"
+#include "tv_internal.h"
+#include "sync_session.h"
 
 #define RUNSTATE_RUNNING 0
 #define MAX_PENDING 256

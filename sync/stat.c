@@ -12,12 +12,6 @@
 #include "../xen/xen_stat.h"
 #include "guest_context.h"
 
-int tv_stat_compute(const char *dir, struct tv_kvm_stat *kvm, struct tv_kvm_stat *xen,
-		    bool *have_xen)
-{
-	return tv_stat_compute_opts(dir, NULL, kvm, xen, have_xen);
-}
-
 int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_kvm_stat *kvm,
 			 struct tv_kvm_stat *xen, bool *have_xen)
 {

@@ -169,4 +169,30 @@ int sync_map_probes(struct scan *sc, const struct tv_sync_domain *res);
 int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx);
 void sync_describe_cross_check(struct tv_sync_domain *r, const struct edge *e);
 
+/**
+ * tv_sync_check_vcpus - count guest events mapped where their vCPU was out of guest mode
+ * @dir: session directory
+ * @res: results to check; nr_vcpu_checked and vcpu_violations are set
+ *
+ * tv_sync_session() calls it; exposed for results read back from a file.
+ * Return: 0 or -errno.
+ */
+int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res);
+
+/**
+ * tv_sync_check_runstates - count Xen domU events outside their vCPU's running intervals
+ * @dir: session directory (with a xen/ domain and guest-NAME/meta xen_domid)
+ * @res: results to check; nr_runstate_checked and runstate_violations are
+ *       set for each synchronised guest domain of a Xen domU
+ *
+ * A domU's code runs only while Xen has its vCPU running: after the
+ * transforms, every event of guest CPU N must lie inside an interval that
+ * xen:xen_runstate_change records of (xen_domid, N) open (new state 0,
+ * running) and close (old state 0), up to the guest's bound plus Xen's.
+ * A vCPU is checked from its first runstate record on.  tv_sync_session()
+ * calls it.  Return: 0 or -errno.  Without Xen runstate records, nothing
+ * is checked.
+ */
+int tv_sync_check_runstates(const char *dir, struct tv_sync_result *res);
+
 #endif

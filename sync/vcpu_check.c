@@ -14,6 +14,8 @@
 
 #include "tracevisor/tracevisor.h"
 #include "exit_tracker.h"
+#include "tv_internal.h"
+#include "sync_session.h"
 
 #define MAX_PENDING 64
 

@@ -14,6 +14,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "xen_internal.h"
+#include "xen_recorder.h"
 
 static int not_built(const char *what)
 {

@@ -8,6 +8,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "xen_internal.h"
+#include "xen_recorder.h"
 
 static const struct {
 	const char *name;
@@ -73,9 +74,4 @@ bool tv_xen_cpu_in_list(const char *list, int cpu)
 			return false;
 	}
 	return false;
-}
-
-int tv_session_write_domains(const char *dir, const char *domains, const char *reference)
-{
-	return tv_session_write_meta(dir, domains, reference);
 }

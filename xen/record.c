@@ -38,6 +38,7 @@
 #include "tracevisor/tracevisor.h"
 #include "xen_internal.h"
 #include "tv_internal.h"
+#include "xen_recorder.h"
 
 #define XEN_PAGE 4096u
 #define DRAIN_POLL_MS 100

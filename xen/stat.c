@@ -24,6 +24,7 @@
 #include "exit_tracker.h"
 #include "latency_table.h"
 #include "xen_stat.h"
+#include "tv_internal.h"
 
 struct xstat {
 	struct tv_latency_table rows;	/* by (vm, vcpu, reason) */

@@ -35,4 +35,15 @@ int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *ou
 void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size);
 void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p);
 
+/**
+ * tv_xen_stat_compute - Xen analysis of a session's xen/ domain
+ * @dir: session directory
+ * @out: rows (vm "dN", vcpu, reason): runstate times per domain and vCPU,
+ *       HVM exit reasons timed exit→entry, hypercalls and other records
+ *       counted; owned by the caller (tv_kvm_stat_free())
+ *
+ * Return: 0, -ENOENT when the session has no Xen domain, or -errno.
+ */
+int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out);
+
 #endif

@@ -40,7 +40,7 @@ static inline unsigned int top_bucket(unsigned long long v)
 	       (unsigned int)((v >> (msb - TOP_SUB_BITS)) & (TOP_SUB - 1));
 }
 
-/* kvm_exit's isa (TV_KVM_ISA_* in tracevisor.h) */
+/* kvm_exit's isa (TV_KVM_ISA_* in lib/tv_internal.h) */
 enum { TOP_ISA_VMX = 1, TOP_ISA_SVM = 2 };
 
 struct top_key {

@@ -9,7 +9,7 @@
 #   kvm/, xen/               lib/ (not each other)
 #   sync/                    lib/ kvm/ xen/
 #   host/                    lib/ kvm/ xen/ sync/
-#   tools/                   include/tracevisor/tracevisor.h only
+#   tools/                   include/tracevisor/tracevisor.h (the public headers) only
 #   guest/                   lib/proto.c, lib/elf_sym.c, lib/ust_consumer.c and lib/ust_listen.c (libc only)
 #   guest/ust/               lib/ust_abi.h, include/tracevisor/ust.h (libc, liburcu)
 set -u
@@ -55,14 +55,14 @@ for o in "${objs[@]}"; do
 	done < <(nm --defined-only -g "$o" | awk 'NF == 3 && $2 ~ /[TDBRVWGS]/')
 done
 
-# The functions and variables the public header declares (what tools/ may use).
+# The functions and variables the public headers declare (what tools/ may use).
 declare -A public
 aux=$(mktemp)
 trap 'rm -f "$aux"' EXIT
 ${CC:-cc} -fsyntax-only -aux-info "$aux" -Iinclude -x c include/tracevisor/tracevisor.h 2>/dev/null ||
 	{ echo "cannot parse include/tracevisor/tracevisor.h" >&2; exit 1; }
 while read -r sym; do public[$sym]=1; done < <(
-	grep 'include/tracevisor/tracevisor.h' "$aux" | grep -v ' static ' |
+	grep '/\* include/tracevisor/' "$aux" | grep -v ' static ' |
 		sed -E 's/\(.*//; s/.*[ *]([A-Za-z_][A-Za-z0-9_]*) *$/\1/')
 
 bad=0 refs=0

@@ -27,6 +27,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
+#include "kvm_stat.h"
 
 #define SAMPLES "tests/samples"
 

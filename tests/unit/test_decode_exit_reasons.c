@@ -11,6 +11,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
+#include "tv_internal.h"
 
 #define FORMATS "tests/samples/formats/kvm"
 

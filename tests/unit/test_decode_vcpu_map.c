@@ -15,6 +15,8 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
+#include "vcpu_scan.h"
+#include "tv_internal.h"
 
 static char root[] = "/tmp/tv-vcpumap.XXXXXX";
 

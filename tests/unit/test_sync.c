@@ -14,6 +14,8 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
+#include "tv_internal.h"
+#include "../../sync/hull.h"
 
 struct truth {
 	long double a, b;	/* host = b + a * guest */

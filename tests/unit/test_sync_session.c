@@ -46,6 +46,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
 #include "xen_trace.h"
+#include "tv_internal.h"
 #include <event-parse.h>
 
 #define PAGE 4096

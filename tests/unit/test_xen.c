@@ -28,6 +28,8 @@
 #include "xen_trace.h"
 #include "../../xen/xen_internal.h"
 #include "tv_test.h"
+#include "tv_internal.h"
+#include "../../xen/xen_stat.h"
 
 static const char *root(void)
 {

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1 */
+/*
+ * Exporting a session to other tools' formats: CTF 1.8 (babeltrace2,
+ * Trace Compass) and Chrome/Perfetto trace-event JSON.
+ *
+ * Part of libtracevisor's public API: include <tracevisor/tracevisor.h>,
+ * which says who owns what and which thread may call what.
+ */
+#ifndef TRACEVISOR_EXPORT_H
+#define TRACEVISOR_EXPORT_H
+
+#ifndef TV_INSIDE_TRACEVISOR_H
+#error "include <tracevisor/tracevisor.h>, not <tracevisor/export.h>"
+#endif
+
+#include <stdint.h>
+
+#include <tracevisor/reader.h>
+
+#pragma GCC visibility push(default)
+
+struct tv_export_stats {
+	uint64_t events;
+	uint64_t streams;	/* CTF streams, or Perfetto tracks */
+	uint64_t slices;	/* Perfetto: VM exit slices (KVM and Xen HVM) */
+	uint64_t unpaired_exits;	/* Perfetto: exits with no entry (no slice) */
+	uint64_t runstate_slices;	/* Perfetto: Xen vCPU runstate intervals */
+};
+
+/**
+ * tv_export_ctf - write a session as one CTF 1.8 trace in the reference clock
+ * @rd: the session, open for reading (consumed to its end; still the caller's)
+ * @session_dir: its directory (for metadata)
+ * @out: the CTF trace directory to create
+ * @st: counts of what was written (caller's storage)
+ *
+ * Return: 0 or -errno (logged).
+ */
+int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
+		  struct tv_export_stats *st);
+
+/**
+ * tv_export_perfetto - write Chrome/Perfetto trace-event JSON
+ * @rd: the session, open for reading (consumed to its end; still the caller's)
+ * @out: the JSON file to create
+ * @st: counts of what was written (caller's storage)
+ *
+ * A track per CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices.
+ * Return: 0 or -errno (logged).
+ */
+int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
+
+#pragma GCC visibility pop
+
+#endif /* TRACEVISOR_EXPORT_H */
