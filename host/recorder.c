@@ -307,15 +307,12 @@ static void nofile_raise(void)
 			(unsigned long long)r.rlim_max, errno, strerror(errno));
 }
 
-int tv_session_record_start(const struct tv_session_record_opts *opts,
-			    struct tv_session_record **out)
+/* Everything tv_session_record_start() does; on failure the caller destroys @s. */
+static int session_record_start(struct tv_session_record *s,
+				const struct tv_session_record_opts *opts)
 {
-	struct tv_session_record *s = calloc(1, sizeof(*s));
 	int ret;
 
-	*out = s;
-	if (!s)
-		return -ENOMEM;
 	nofile_raise();
 	s->opts = *opts;
 	if (opts->host.nr_events > TV_SESSION_MAX_EVENTS) {
@@ -354,6 +351,25 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 	if (!ret)
 		xen_probes(s, tv_probe_sched_begin(&s->xen_sched, tv_probe_sched_now()));
 	s->next_scan = tv_probe_sched_now() + VCPU_SCAN_INTERVAL_S;
+	return ret;
+}
+
+int tv_session_record_start(const struct tv_session_record_opts *opts,
+			    struct tv_session_record **out)
+{
+	struct tv_session_record *s = calloc(1, sizeof(*s));
+	int ret;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	ret = session_record_start(s, opts);
+	if (ret)
+		goto err;
+	*out = s;
+	return 0;
+err:
+	tv_session_record_destroy(s);
 	return ret;
 }
 

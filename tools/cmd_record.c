@@ -1014,7 +1014,6 @@ int cmd_record(int argc, char **argv)
 	caller_nofile_known = !getrlimit(RLIMIT_NOFILE, &caller_nofile);
 	ret = tv_session_record_start(&cli.so, &srec);
 	if (ret) {
-		tv_session_record_destroy(srec);
 		close(cli.sfd);
 		return tv_cli_status(ret);
 	}

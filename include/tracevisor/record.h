@@ -164,7 +164,7 @@ struct tv_session_record;
 /**
  * tv_session_record_start - start every recorder of a session
  * @opts: what to record (copied; the strings must outlive the session)
- * @out: the session, also on failure when non-NULL (destroy it)
+ * @out: the session (tv_session_record_destroy()); NULL on failure
  *
  * Order: the host recorder is created (when host events are recorded: no
  * --xen, or an explicit list), then Xen's; the host starts, then Xen; then
@@ -172,7 +172,7 @@ struct tv_session_record;
  * dom0/Xen probe burst.  Nothing of the workload runs before this returns.
  * Threads: the guests run their own threads; the session itself belongs
  * to the calling thread.
- * Return: 0, or -errno (logged; call tv_session_record_destroy()).
+ * Return: 0, or -errno (logged; what was started is stopped and removed).
  */
 int tv_session_record_start(const struct tv_session_record_opts *opts,
 			    struct tv_session_record **out);
