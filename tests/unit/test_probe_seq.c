@@ -16,234 +16,22 @@
  * not fail.
  */
 #define _GNU_SOURCE
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tracevisor/tracevisor.h"
 #include "tv_test.h"
 #include "guest_session.h"
+#include "session_gen.h"
 
-#define PAGE 4096
-#define ID_RAW_DATA 19
-#define ID_HYPERCALL 114
 #define ROUNDS 200
 #define T0 10000000000ULL
 #define STEP 20000000ULL
 #define LATE 2000000000ULL	/* the forgeries: 2 s off */
 
-static const char header_page[] =
-	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
-	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
-
-#define COMMON_FIELDS \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
-
-static const char raw_data_format[] =
-	"name: raw_data\nID: 19\nformat:\n" COMMON_FIELDS
-	"\tfield:unsigned int id;\toffset:8;\tsize:4;\tsigned:0;\n"
-	"\tfield:char buf[];\toffset:12;\tsize:0;\tsigned:0;\n\n"
-	"print fmt: \"id:%04x %08x\", REC->id, (int)REC->buf[0]\n";
-
-static const char hypercall_format[] =
-	"name: kvm_hypercall\nID: 114\nformat:\n" COMMON_FIELDS
-	"\tfield:unsigned long nr;\toffset:8;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long a0;\toffset:16;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long a1;\toffset:24;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long a2;\toffset:32;\tsize:8;\tsigned:0;\n"
-	"\tfield:unsigned long a3;\toffset:40;\tsize:8;\tsigned:0;\n\n"
-	"print fmt: \"nr 0x%lx a0 0x%lx a1 0x%lx\", REC->nr, REC->a0, REC->a1\n";
-
-struct rec {
-	uint64_t ts;
-	unsigned char data[48];
-	int size;
-};
-
-struct domain_gen {
-	struct rec *recs;
-	size_t n, cap;
-};
-
 static char root[] = "/tmp/tv-probe-seq.XXXXXX";
-
-static void put_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		perror(path);
-		exit(2);
-	}
-	fputs(text, f);
-	fclose(f);
-}
-
-static void add(struct domain_gen *d, uint64_t ts, const void *data, int size)
-{
-	if (d->n == d->cap) {
-		d->cap = d->cap ? d->cap * 2 : 1024;
-		d->recs = realloc(d->recs, d->cap * sizeof(*d->recs));
-		if (!d->recs)
-			abort();
-	}
-	d->recs[d->n].ts = ts;
-	memcpy(d->recs[d->n].data, data, (size_t)size);
-	d->recs[d->n++].size = size;
-}
-
-static void add_marker(struct domain_gen *d, uint64_t ts, int type, uint64_t seq, uint16_t guest)
-{
-	unsigned char r[32] = { 0 };
-	uint16_t id = ID_RAW_DATA, t = (uint16_t)type;
-	uint32_t magic = 0x59535654u;
-	int32_t pid = 100;
-
-	memcpy(r, &id, 2);
-	memcpy(r + 4, &pid, 4);
-	memcpy(r + 8, &magic, 4);
-	memcpy(r + 12, &t, 2);
-	memcpy(r + 14, &guest, 2);
-	memcpy(r + 16, &seq, 8);
-	add(d, ts, r, 32);
-}
-
-/* A hypercall probe naming guest index @guest, made by host thread @pid. */
-static void add_hypercall(struct domain_gen *d, uint64_t ts, uint64_t seq, unsigned int guest,
-			  int32_t pid)
-{
-	unsigned char r[48] = { 0 };
-	uint16_t id = ID_HYPERCALL;
-	uint64_t nr = 0x7476, a1 = 0xabc00 | guest;
-
-	memcpy(r, &id, 2);
-	memcpy(r + 4, &pid, 4);
-	memcpy(r + 8, &nr, 8);
-	memcpy(r + 16, &seq, 8);
-	memcpy(r + 24, &a1, 8);
-	add(d, ts, r, 48);
-}
-
-static int cmp_rec(const void *a, const void *b)
-{
-	const struct rec *x = a, *y = b;
-
-	return (x->ts > y->ts) - (x->ts < y->ts);
-}
-
-/* Ring-buffer sub-buffers: header, then [time extend] + header + payload. */
-static void write_stream(const char *path, struct rec *r, size_t n)
-{
-	unsigned char page[PAGE];
-	size_t len = 0;
-	uint64_t last = 0, delta;
-	uint32_t hdr;
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		perror(path);
-		exit(2);
-	}
-	for (size_t i = 0; i <= n; i++) {
-		size_t need = i < n ? 8 + 4 + (size_t)r[i].size : 0;
-
-		if (len && (i == n || 16 + len + need > PAGE)) {
-			uint64_t commit = len;
-
-			memcpy(page + 8, &commit, 8);
-			fwrite(page, PAGE, 1, f);
-			len = 0;
-		}
-		if (i == n)
-			break;
-		if (!len) {
-			memset(page, 0, PAGE);
-			memcpy(page, &r[i].ts, 8);
-			last = r[i].ts;
-		}
-		delta = r[i].ts - last;
-		if (delta >= (1u << 27)) {	/* time extend */
-			uint32_t hi = (uint32_t)(delta >> 27);
-
-			hdr = 30u | (uint32_t)((delta & ((1u << 27) - 1)) << 5);
-			memcpy(page + 16 + len, &hdr, 4);
-			memcpy(page + 16 + len + 4, &hi, 4);
-			len += 8;
-			delta = 0;
-		}
-		hdr = (uint32_t)(r[i].size / 4) | (uint32_t)(delta << 5);
-		memcpy(page + 16 + len, &hdr, 4);
-		memcpy(page + 16 + len + 4, r[i].data, (size_t)r[i].size);
-		len += 4 + (size_t)r[i].size;
-		last = r[i].ts;
-	}
-	fclose(f);
-}
-
-static void put_format(const char *domain, const char *system, const char *event, const char *text)
-{
-	char path[512];
-
-	snprintf(path, sizeof(path), "%s/%s/events", root, domain);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/%s", root, domain, system);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/%s/%s", root, domain, system, event);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/events/%s/%s/format", root, domain, system, event);
-	put_file(path, text);
-}
-
-static void write_domain(struct domain_gen *d, const char *name, const char *extra_meta)
-{
-	char path[512], text[512];
-
-	snprintf(path, sizeof(path), "%s/%s", root, name);
-	mkdir(path, 0755);
-	put_format(name, "ftrace", "raw_data", raw_data_format);
-	put_format(name, "kvm", "kvm_hypercall", hypercall_format);
-	snprintf(path, sizeof(path), "%s/%s/header_page", root, name);
-	put_file(path, header_page);
-	snprintf(text, sizeof(text), "domain=%s\nkind=linux-ftrace\nclock=local\nncpus=1\n"
-		 "long_size=8\nendian=little\nsubbuf_size=4096\nhostname=synthetic\n%s", name,
-		 extra_meta);
-	snprintf(path, sizeof(path), "%s/%s/meta", root, name);
-	put_file(path, text);
-	qsort(d->recs, d->n, sizeof(*d->recs), cmp_rec);
-	snprintf(path, sizeof(path), "%s/%s/cpu0.raw", root, name);
-	write_stream(path, d->recs, d->n);
-}
-
-static unsigned long long rng;
-
-static uint64_t delay(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return 400 + (uint64_t)(-1500.0 * log(1.0 - (double)(rng >> 11) / 9007199254740992.0));
-}
-
-/* guest-a's clock: (host - B) / A; guest-evil's: the host's, 5 s behind. */
-static const long double A = 1.0L + 35e-6L, B = 2500000000.0L;
-
-static uint64_t a_clock(uint64_t host)
-{
-	return (uint64_t)llroundl(((long double)host - B) / A);
-}
-
-static uint64_t evil_clock(uint64_t host)
-{
-	return host - 5000000000ULL;
-}
 
 /*
  * The session under root: both guests probed honestly from their bases
@@ -255,43 +43,25 @@ static uint64_t evil_clock(uint64_t host)
 static void generate(uint64_t base_a, uint64_t base_evil, int forge)
 {
 	struct domain_gen host = { 0 }, a = { 0 }, evil = { 0 };
-	char path[512];
 
 	rng = 0x9e3779b97f4a7c15ULL;	/* the same delays with and without forgeries */
 	for (int i = 0; i < ROUNDS; i++) {
 		uint64_t t = T0 + STEP * (uint64_t)i;
 
 		for (int k = 0; k < 2; k++, t += 100000) {
-			struct domain_gen *g = k ? &evil : &a;
 			uint64_t seq = (k ? base_evil : base_a) + (uint64_t)i;
-			uint64_t recv = t + delay(), back = recv + 500;
-			uint64_t hb = back + 20000, hc = hb + delay(), ha = hc + delay();
-			uint64_t (*clk)(uint64_t) = k ? evil_clock : a_clock;
+			struct probe_round r = add_probe_round(&host, k ? &evil : &a,
+							       k ? evil_clock : a_clock, t, seq,
+							       (uint16_t)k, 300 + k);
 
-			add_marker(&host, t, 1, seq, (uint16_t)k);
-			add_marker(g, clk(recv), 2, seq, (uint16_t)k);
-			add_marker(g, clk(back), 3, seq, (uint16_t)k);
-			add_marker(&host, back + delay(), 4, seq, (uint16_t)k);
-			add_marker(g, clk(hb), 5, seq, (uint16_t)k);
-			add_hypercall(&host, hc, seq, (unsigned int)k, 300 + k);
-			add_marker(g, clk(ha), 6, seq, (uint16_t)k);
 			if (!forge || !k)
 				continue;
-			add_hypercall(&host, hc + LATE, (uint64_t)i, 0, 301);
-			add_hypercall(&host, hc + LATE + 1000, base_evil + (uint64_t)i, 0, 301);
+			add_hypercall_from(&host, r.hc + LATE, (uint64_t)i, 0, 301);
+			add_hypercall_from(&host, r.hc + LATE + 1000, base_evil + (uint64_t)i, 0, 301);
 		}
 	}
-	write_domain(&host, "host", "");
-	write_domain(&a, "guest-a", "sync_index=0\n");
-	write_domain(&evil, "guest-evil", "sync_index=1\n");
-	snprintf(path, sizeof(path), "%s/session.meta", root);
-	put_file(path, "format=tracevisor-session\nversion=1\ndomains=host,guest-a,guest-evil\n"
-		       "reference_domain=host\n");
-	snprintf(path, sizeof(path), "%s/host/vcpus", root);
-	put_file(path, "# tid vm_pid vcpu vm_name\n");
-	free(host.recs);
-	free(a.recs);
-	free(evil.recs);
+	write_foreign_session(root, &host, &a, &evil, "host,guest-a,guest-evil",
+			      "# tid vm_pid vcpu vm_name\n");
 }
 
 static const struct tv_sync_domain *result_of(const struct tv_sync_result *res, const char *name)
