@@ -215,7 +215,7 @@ $(BUILD)/tests/tv-%: tests/helpers/tv-%.c tests/unit/ust_demo_meta.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h tests/unit/ust_demo_meta.h $(LIBTV)
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/tv_test.h tests/unit/ust_demo_meta.h tests/unit/session_gen.h $(LIBTV)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -Ikvm -Ihost -o $@ $< $(LIBTV) $(LDLIBS) -lm
 
