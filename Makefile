@@ -180,7 +180,7 @@ $(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST) $(FUZZ_GSESSION)
 FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
 	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
-$(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
+$(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) tests/fuzz/fuzz_dir.h host/guest_stream.h lib/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
 		$(shell pkg-config --cflags libtraceevent) $(FUZZ_GUEST_SRCS) \
@@ -191,7 +191,7 @@ $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) host/guest_stream.h lib/ust_consumer.h
 FUZZ_GSESSION_SRCS := tests/fuzz/fuzz_guest_session.c host/guest_session.c host/probe_sched.c \
 	host/guest_stream.c host/guest_ust.c lib/proto.c lib/meta.c lib/log.c lib/ust_consumer.c \
 	lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
-$(FUZZ_GSESSION): $(FUZZ_GSESSION_SRCS) host/guest_session.h host/guest_stream.h host/probe_sched.h
+$(FUZZ_GSESSION): $(FUZZ_GSESSION_SRCS) tests/fuzz/fuzz_dir.h host/guest_session.h host/guest_stream.h host/probe_sched.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-Iinclude -Ilib -Ihost -o $@ $(shell pkg-config --cflags libtraceevent) \

@@ -31,9 +31,7 @@
  *   - nothing is written outside the guest's directory.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +43,7 @@
 #include "proto.h"
 #include "guest_stream.h"
 #include "guest_session.h"
+#include "fuzz_dir.h"
 
 #define CHECK(cond, ...)                                                         \
 	do {                                                                     \
@@ -59,8 +58,6 @@
 #define SEQ_BASE 0x0000812345678000ull	/* fixed: inputs replay */
 #define TICK_S 0.05			/* guest.c's poll */
 #define MAX_SENT 4096
-
-static char base[64];
 
 /* What the fake world saw, for the invariants. */
 static struct world {
@@ -461,55 +458,6 @@ static void tick(const char *after)
 	check(after);
 }
 
-/* ---------------------------------------------------------- files */
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/* The guest's traced processes: ust-g-PID[.N] beside g, by design (host/guest_ust.c). */
-static int is_ust_dir(const char *name)
-{
-	const char *p = name + 6;
-
-	if (strncmp(name, "ust-g-", 6) || !*p)
-		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	return !*p;
-}
-
-static void check_nothing_outside(void)
-{
-	char path[160];
-	DIR *d = opendir(base);
-	struct dirent *de;
-
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "g"))
-			continue;
-		CHECK(is_ust_dir(de->d_name), "file written outside the guest directory: %s/%s", base,
-		      de->d_name);
-		snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
-		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* exit() (-runs): the (empty) base directory goes too; libFuzzer's other ends skip it. */
-static void remove_base(void)
-{
-	rmdir(base);
-}
-
 /* ---------------------------------------------------------- the run */
 
 static void step(struct in *in)
@@ -585,20 +533,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char dir[96];
 	unsigned steps = 0, max_steps;
 
-	if (!base[0]) {
-		/* $TV_FUZZ_TMP, else tmpfs when there is one: each input makes and removes files */
-		const char *tmp = getenv("TV_FUZZ_TMP");
-
-		if (!tmp || !*tmp)
-			tmp = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
-		snprintf(base, sizeof(base), "%.40s/tv-fuzz-session.XXXXXX", tmp);
-		if (!mkdtemp(base))
-			abort();
-		atexit(remove_base);
-	}
-	snprintf(dir, sizeof(dir), "%s/g", base);
-	if (mkdir(dir, 0755))
-		abort();
+	fuzz_dir_make("tv-fuzz-session", dir, sizeof(dir));
 	memset(&w, 0, sizeof(w));
 	w.now = 1000.0;
 	w.next_seq = SEQ_BASE;
@@ -627,7 +562,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			w.s.probes.hcalls_asked, (unsigned long long)w.s.probes.pongs_dropped,
 			(unsigned long long)w.s.probes.hcalls_dropped, w.hcall_reqs, steps);
 	tv_guest_stream_fini(&w.gs);
-	check_nothing_outside();
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fuzz_dir_check_clean();
 	return 0;
 }

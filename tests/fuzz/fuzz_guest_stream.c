@@ -9,11 +9,10 @@
  * is fed, then the second half is parsed.
  * Each input gets a fresh directory; after it, nothing may exist outside
  * that directory (checked: the parent must hold only it and the domains of
- * the guest's traced processes, ust-g-PID, whose names the host makes).
+ * the guest's traced processes, ust-g-PID, whose names the host makes;
+ * fuzz_dir.h).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,61 +23,7 @@
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
 #include "guest_stream.h"
-
-static char base[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-/* The guest's traced processes: ust-g-PID[.N] beside g, by design (host/guest_ust.c). */
-static int is_ust_dir(const char *name)
-{
-	const char *p = name + 6;
-
-	if (strncmp(name, "ust-g-", 6) || !*p)
-		return 0;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	return !*p;
-}
-
-static void remove_ust_dirs(void)
-{
-	char path[160];
-	DIR *d = opendir(base);
-	struct dirent *de;
-
-	while (d && (de = readdir(d)))
-		if (is_ust_dir(de->d_name)) {
-			snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
-			nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		}
-	if (d)
-		closedir(d);
-}
-
-static void check_nothing_outside(void)
-{
-	DIR *d = opendir(base);
-	struct dirent *de;
-
-	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.' && strcmp(de->d_name, "g") && !is_ust_dir(de->d_name)) {
-			fprintf(stderr, "file written outside the guest directory: %s/%s\n", base,
-				de->d_name);
-			abort();
-		}
-	if (d)
-		closedir(d);
-}
+#include "fuzz_dir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -88,16 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char dir[96];
 	size_t piece;
 
-	if (!base[0]) {
-		snprintf(base, sizeof(base), "/tmp/tv-fuzz.XXXXXX");
-		if (!mkdtemp(base))
-			abort();
-	}
 	if (size < 1)
 		return 0;
-	snprintf(dir, sizeof(dir), "%s/g", base);
-	if (mkdir(dir, 0755))
-		abort();
+	fuzz_dir_make("tv-fuzz", dir, sizeof(dir));
 	tv_guest_stream_init(&gs, dir, 1 << 20);
 	gs.ust_asked = 1;	/* START had ust=: the UST frames are parsed too */
 	if (data[0] & 1) {
@@ -121,8 +59,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t off = 1; off < size; off += piece)
 		tv_guest_stream_feed(&gs, data + off, size - off < piece ? size - off : piece);
 	tv_guest_stream_fini(&gs);
-	check_nothing_outside();
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	remove_ust_dirs();
+	fuzz_dir_check_clean();
 	return 0;
 }
