@@ -206,7 +206,7 @@ static int hook_event(void *ctx, const struct tv_event *ev)
 }
 
 /* The exit's vCPU: its guest events up to the exit, then what ran. */
-static int hook_guest_of(void *ctx, const struct tv_event *exit, int vcpu, struct tv_kvm_stat_row *out)
+static int hook_guest_of(void *ctx, const struct tv_event *exit, int vcpu, struct tv_exit_stat_row *out)
 {
 	struct top_guest *tg = ctx;
 	struct guest_cpu *c = cpu_of(guest_of_pid(tg, exit->pid), vcpu);

@@ -39,7 +39,7 @@ struct stat_ctx {
 };
 
 struct tv_kvm_stat_pass {
-	struct tv_kvm_stat *out;
+	struct tv_exit_stat *out;
 	struct stat_ctx exits;		/* when kvm_exit/kvm_entry were recorded */
 	struct stat_ctx pvm;		/* until a kvm_exit fires */
 	/*
@@ -152,7 +152,7 @@ static struct tv_latency_acc *stat_row(struct stat_ctx *c, const struct tv_event
 				       const struct tv_exit_slot *t, const char *vm,
 				       const char *vcpu, const char *reason, int timed)
 {
-	struct tv_kvm_stat_row guest = { .guest_pid = -1 };
+	struct tv_exit_stat_row guest = { .guest_pid = -1 };
 
 	if (!c->guest_of || !timed)
 		return tv_latency_row(&c->rows, vm, vcpu, reason);
@@ -262,7 +262,7 @@ static int func_event(struct stat_ctx *c, const struct tv_event *ev)
 
 static int cmp_rows(const void *x, const void *y)
 {
-	const struct tv_kvm_stat_row *a = x, *b = y;
+	const struct tv_exit_stat_row *a = x, *b = y;
 
 	if (a->total_ns != b->total_ns)
 		return a->total_ns < b->total_ns ? 1 : -1;
@@ -290,7 +290,7 @@ static void stat_ctx_free(struct stat_ctx *c)
 	tv_exit_tracker_free(&c->threads);
 }
 
-int tv_kvm_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
+int tv_kvm_stat_pass_new(struct tv_reader *rd, struct tv_exit_stat *out,
 			 struct tv_kvm_stat_pass **pass)
 {
 	struct tv_kvm_stat_pass *p = calloc(1, sizeof(*p));
@@ -337,10 +337,10 @@ int tv_kvm_stat_pass_event(struct tv_kvm_stat_pass *p, const struct tv_event *ev
 }
 
 /* The timed functions' rows after the exits' (their own order inside). */
-static int append_func_rows(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out)
+static int append_func_rows(struct tv_kvm_stat_pass *p, struct tv_exit_stat *out)
 {
-	struct tv_kvm_stat f = { 0 };
-	struct tv_kvm_stat_row *rows;
+	struct tv_exit_stat f = { 0 };
+	struct tv_exit_stat_row *rows;
 	int ret;
 
 	if (!p->funcs.rows.nr)
@@ -350,19 +350,19 @@ static int append_func_rows(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out)
 		return ret;
 	rows = realloc(out->rows, (out->nr_rows + f.nr_rows) * sizeof(*rows));
 	if (!rows) {
-		tv_kvm_stat_free(&f);
+		tv_exit_stat_free(&f);
 		return -ENOMEM;
 	}
 	memcpy(rows + out->nr_rows, f.rows, f.nr_rows * sizeof(*rows));
 	out->rows = rows;
 	out->nr_rows += f.nr_rows;
-	tv_kvm_stat_free(&f);
+	tv_exit_stat_free(&f);
 	return 0;
 }
 
 int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p)
 {
-	struct tv_kvm_stat *out = p->out;
+	struct tv_exit_stat *out = p->out;
 	struct stat_ctx *c = &p->exits;
 
 	/* Recorded kvm_exit but none fired: what did fire instead. */
@@ -406,7 +406,7 @@ static int stat_ctx_new_interval(struct stat_ctx *c)
 	return 0;
 }
 
-int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *out)
+int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_exit_stat *out)
 {
 	bool exits = p->out->have_exit_entry && p->nr_exits;
 	struct stat_ctx *c = exits ? &p->exits : &p->pvm;
@@ -428,7 +428,7 @@ int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_kvm_stat *ou
 	p->interval_events = p->out->events;
 	c->interval_unmatched = unmatched;
 	if (ret)
-		tv_kvm_stat_free(out);
+		tv_exit_stat_free(out);
 	return ret;
 }
 
@@ -448,7 +448,7 @@ void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p)
 	free(p);
 }
 
-int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out)
+int tv_kvm_stat_compute(const char *dir, struct tv_exit_stat *out)
 {
 	struct tv_kvm_stat_pass *p = NULL;
 	struct tv_reader *rd;
@@ -469,7 +469,7 @@ int tv_kvm_stat_compute(const char *dir, struct tv_kvm_stat *out)
 	return ret;
 }
 
-void tv_kvm_stat_free(struct tv_kvm_stat *st)
+void tv_exit_stat_free(struct tv_exit_stat *st)
 {
 	free(st->rows);
 	memset(st, 0, sizeof(*st));

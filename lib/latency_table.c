@@ -16,14 +16,14 @@ static uint64_t hash_str(const char *s, uint64_t h)
 	return h;
 }
 
-static uint64_t hash_row(const struct tv_kvm_stat_row *r)
+static uint64_t hash_row(const struct tv_exit_stat_row *r)
 {
 	uint64_t h = hash_str(r->reason, hash_str(r->vcpu, hash_str(r->vm, FNV_OFFSET)));
 
 	return hash_str(r->guest_context, hash_str(r->guest_task, h)) ^ (uint64_t)(uint32_t)r->guest_pid;
 }
 
-static int same_row(const struct tv_kvm_stat_row *a, const struct tv_kvm_stat_row *b)
+static int same_row(const struct tv_exit_stat_row *a, const struct tv_exit_stat_row *b)
 {
 	return !strcmp(a->reason, b->reason) && !strcmp(a->vcpu, b->vcpu) && !strcmp(a->vm, b->vm) &&
 	       a->guest_pid == b->guest_pid && !strcmp(a->guest_task, b->guest_task) &&
@@ -56,9 +56,9 @@ static int grow(struct tv_latency_table *t)
 
 struct tv_latency_acc *tv_latency_row_guest(struct tv_latency_table *t, const char *vm,
 					    const char *vcpu, const char *reason,
-					    const struct tv_kvm_stat_row *guest)
+					    const struct tv_exit_stat_row *guest)
 {
-	struct tv_kvm_stat_row key = { .guest_pid = -1 };
+	struct tv_exit_stat_row key = { .guest_pid = -1 };
 	struct tv_latency_acc *a;
 	uint64_t h;
 	size_t j;
@@ -129,7 +129,7 @@ static uint64_t percentile(const uint64_t *v, size_t n, unsigned int pct)
 	return v[rank ? rank - 1 : 0];
 }
 
-int tv_latency_table_finish(struct tv_latency_table *t, struct tv_kvm_stat *out,
+int tv_latency_table_finish(struct tv_latency_table *t, struct tv_exit_stat *out,
 			    int (*cmp)(const void *, const void *))
 {
 	size_t k = 0;

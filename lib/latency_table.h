@@ -2,7 +2,7 @@
 /*
  * The latency table of the stat analyses (kvm/stat.c, xen/stat.c): one row
  * per (vm, vcpu, reason) with its count and every latency added, turned
- * into struct tv_kvm_stat_row (count, min, p50, p99, max, total and a log2
+ * into struct tv_exit_stat_row (count, min, p50, p99, max, total and a log2
  * histogram) by one computation.
  *
  * Threads: a table belongs to the thread that uses it; no locking.
@@ -16,7 +16,7 @@
 #include "tracevisor/tracevisor.h"
 
 struct tv_latency_acc {
-	struct tv_kvm_stat_row row;
+	struct tv_exit_stat_row row;
 	uint64_t *lat;
 	size_t nr_lat, cap_lat;
 };
@@ -35,14 +35,14 @@ struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm
  */
 struct tv_latency_acc *tv_latency_row_guest(struct tv_latency_table *t, const char *vm,
 					    const char *vcpu, const char *reason,
-					    const struct tv_kvm_stat_row *guest);
+					    const struct tv_exit_stat_row *guest);
 /* One latency of @a's row: total, histogram and the percentiles' sample. */
 int tv_latency_add(struct tv_latency_acc *a, uint64_t ns);
 /*
  * Compute every row (min, p50, p99 by nearest rank, max) into @out->rows,
- * sorted by @cmp (on struct tv_kvm_stat_row).  Return: 0 or -ENOMEM.
+ * sorted by @cmp (on struct tv_exit_stat_row).  Return: 0 or -ENOMEM.
  */
-int tv_latency_table_finish(struct tv_latency_table *t, struct tv_kvm_stat *out,
+int tv_latency_table_finish(struct tv_latency_table *t, struct tv_exit_stat *out,
 			    int (*cmp)(const void *, const void *));
 void tv_latency_table_free(struct tv_latency_table *t);
 

@@ -232,7 +232,7 @@ static struct guest_cpus *guest_of_thread(struct tv_guest_context *c, const stru
 }
 
 int tv_guest_context_of(void *arg, const struct tv_event *exit, int vcpu,
-			struct tv_kvm_stat_row *out)
+			struct tv_exit_stat_row *out)
 {
 	struct tv_guest_context *c = arg;
 	struct guest_cpus *g;

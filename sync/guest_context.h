@@ -25,7 +25,7 @@ int tv_guest_context_new_live(struct tv_reader *rd, struct tv_guest_context **ou
 int tv_guest_context_event(struct tv_guest_context *c, const struct tv_event *ev);
 /* A tv_kvm_stat_guest_fn (kvm/kvm_stat.h); @arg is the context. */
 int tv_guest_context_of(void *arg, const struct tv_event *exit, int vcpu,
-			struct tv_kvm_stat_row *out);
+			struct tv_exit_stat_row *out);
 void tv_guest_context_free(struct tv_guest_context *c);
 
 #endif

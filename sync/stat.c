@@ -12,8 +12,8 @@
 #include "../xen/xen_stat.h"
 #include "guest_context.h"
 
-int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_kvm_stat *kvm,
-			 struct tv_kvm_stat *xen, bool *have_xen)
+int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_exit_stat *kvm,
+			 struct tv_exit_stat *xen, bool *have_xen)
 {
 	struct tv_guest_context *gc = NULL;
 	struct tv_kvm_stat_pass *kp = NULL;
@@ -56,8 +56,8 @@ int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struc
 	tv_guest_context_free(gc);
 	tv_reader_close(rd);
 	if (ret) {
-		tv_kvm_stat_free(kvm);
-		tv_kvm_stat_free(xen);
+		tv_exit_stat_free(kvm);
+		tv_exit_stat_free(xen);
 		*have_xen = false;
 	}
 	return ret;

@@ -127,12 +127,12 @@ static int ust_stat_event(struct ust_stat *u, const struct tv_event *ev)
 
 static int by_name(const void *a, const void *b)
 {
-	const struct tv_kvm_stat_row *x = a, *y = b;
+	const struct tv_exit_stat_row *x = a, *y = b;
 
 	return strcmp(x->vm, y->vm) ?: strcmp(x->vcpu, y->vcpu) ?: strcmp(x->reason, y->reason);
 }
 
-int tv_ust_stat_compute(const char *dir, struct tv_kvm_stat *out)
+int tv_ust_stat_compute(const char *dir, struct tv_exit_stat *out)
 {
 	struct ust_stat *u = calloc(1, sizeof(*u));
 	struct tv_reader *rd = NULL;
@@ -176,6 +176,6 @@ int tv_ust_stat_compute(const char *dir, struct tv_kvm_stat *out)
 	free(u);
 	tv_reader_close(rd);
 	if (ret)
-		tv_kvm_stat_free(out);
+		tv_exit_stat_free(out);
 	return ret;
 }

@@ -35,7 +35,7 @@ struct xstat {
 	 * its row in ptr. */
 	struct tv_exit_tracker vexit;
 	enum tv_kvm_isa isa;
-	struct tv_kvm_stat *out;
+	struct tv_exit_stat *out;
 };
 
 void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size)
@@ -260,7 +260,7 @@ static int stat_xen_event(struct xstat *x, const struct tv_event *ev)
 
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct tv_kvm_stat_row *x = a, *y = b;
+	const struct tv_exit_stat_row *x = a, *y = b;
 	int c = strcmp(x->vm, y->vm);
 
 	if (c)
@@ -298,7 +298,7 @@ struct tv_xen_stat_pass {
 	uint64_t interval_unmatched;	/* unmatched + backwards then */
 };
 
-int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_kvm_stat *out,
+int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_exit_stat *out,
 			 struct tv_xen_stat_pass **pass)
 {
 	struct tv_xen_stat_pass *p = calloc(1, sizeof(*p));
@@ -364,9 +364,9 @@ static int xstat_new_interval(struct xstat *x)
 	return 0;
 }
 
-int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *out)
+int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_exit_stat *out)
 {
-	struct tv_kvm_stat *all = p->x.out;
+	struct tv_exit_stat *all = p->x.out;
 	uint64_t unmatched = p->x.vexit.unmatched + p->x.vexit.backwards;
 	int ret;
 
@@ -381,7 +381,7 @@ int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_kvm_stat *ou
 	p->interval_events = all->events;
 	p->interval_lost = all->lost;
 	p->interval_unmatched = unmatched;
-	if (ret) {	/* tv_kvm_stat_free() is kvm/'s: the rows are all there is */
+	if (ret) {	/* tv_exit_stat_free() is kvm/'s: the rows are all there is */
 		free(out->rows);
 		out->rows = NULL;
 		out->nr_rows = 0;
@@ -399,7 +399,7 @@ void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p)
 	free(p);
 }
 
-int tv_xen_stat_compute(const char *dir, struct tv_kvm_stat *out)
+int tv_xen_stat_compute(const char *dir, struct tv_exit_stat *out)
 {
 	struct tv_xen_stat_pass *p = NULL;
 	struct tv_reader *rd = NULL;
