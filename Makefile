@@ -13,7 +13,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # Xen recording (record --xen, xen-mark) talks to the hypervisor through
 # libxenctrl and friends: built in when their pkg-config files are found,
 # or as TV_WITH_XEN=0/1 says.  Without them xen/no_xen.c stands in for
-# xen/record.c, xen/inject.c and xen/xenstore.c (a clear error), nothing links libxen*,
+# xen/xen_recorder.c, xen/inject.c and xen/xenstore.c (a clear error), nothing links libxen*,
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall xenstore
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
@@ -22,7 +22,7 @@ ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
 else
-XEN_HV_SRCS := xen/record.c xen/inject.c xen/xenstore.c
+XEN_HV_SRCS := xen/xen_recorder.c xen/inject.c xen/xenstore.c
 endif
 CFLAGS  ?= -O2 -g
 # Library objects are position independent (libtracevisor.so) and hidden
@@ -43,7 +43,7 @@ endif
 # layer; loaded by libbpf).
 BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
 LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
+            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)

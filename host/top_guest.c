@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * top --guest: the live view (kvm/top.c) with each exit joined to what the
- * guest ran on that vCPU at that moment (sync/guest_context.c, the meaning
+ * guest ran on that vCPU at that moment (analysis/guest_context.c, the meaning
  * stat --by guest-task gives a recorded session).
  *
  * Here because it joins kvm/'s live view with guests (agents, probes:
@@ -41,7 +41,7 @@
 #include "tv_internal.h"
 #include "../kvm/top_hooks.h"
 #include "../kvm/recorder_session.h"
-#include "../sync/guest_context.h"
+#include "../analysis/guest_context.h"
 #include "guest.h"
 #include "../kvm/kvm_recorder.h"
 

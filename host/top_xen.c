@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * top --xen: the live view (kvm/top.c) of Xen, fed by Xen's per-CPU trace
- * buffers (xen/record.c) and analysed by the Xen analysis of `tracevisor
- * stat` (xen/stat.c) cut into intervals: one meaning in one place.  Also
+ * buffers (xen/xen_recorder.c) and analysed by the Xen analysis of `tracevisor
+ * stat` (xen/xen_stat.c) cut into intervals: one meaning in one place.  Also
  * the same view of a recorded Xen session (top --replay).
  *
  * Here because it joins kvm/'s live view with xen/'s recorder and
@@ -38,7 +38,6 @@
 #include "tv_internal.h"
 #include "xen_trace.h"
 #include "../kvm/top_hooks.h"
-#include "../xen/xen_internal.h"
 #include "../xen/xen_stat.h"
 #include "../xen/xen_recorder.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
  * The VM exit analysis as a pass over events someone else reads, so one
- * merged read of a session feeds it and the Xen analysis (sync/stat.c).
+ * merged read of a session feeds it and the Xen analysis (analysis/exit_stat.c).
  * tv_kvm_stat_compute() is the same pass over its own reader.
  *
  * Threads: a pass belongs to the thread that feeds it.

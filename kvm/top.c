@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * The live view's engine (tracevisor top): the VM exit analysis of
- * kvm/stat.c cut into intervals, so that each interval's table has the
+ * kvm/kvm_stat.c cut into intervals, so that each interval's table has the
  * numbers `stat` would give for that stretch of time.
  *
  * Live: the host recorder writes a session (kept with opts->outdir, else a

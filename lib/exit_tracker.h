@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
  * Exit -> entry pairing, one meaning for every analysis that times VM exits
- * (kvm/stat.c, xen/stat.c, sync/vcpu_check.c, sync/export_perfetto.c).
+ * (kvm/kvm_stat.c, xen/xen_stat.c, sync/vcpu_check.c, export/export_perfetto.c).
  *
  * A tracker holds one slot per key: a host thread (KVM), a physical CPU
  * (Xen), a vCPU (the vCPU check).  An exit opens the slot; the next entry

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The latency table of the stat analyses (kvm/stat.c, xen/stat.c): one row
+ * The latency table of the stat analyses (kvm/kvm_stat.c, xen/xen_stat.c): one row
  * per (vm, vcpu, reason) with its count and every latency added, turned
  * into struct tv_exit_stat_row (count, min, p50, p99, max, total and a log2
  * histogram) by one computation.

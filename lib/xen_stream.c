@@ -119,7 +119,7 @@ static int xen_scan_open(struct tv_cpu_stream *st, int *fd, struct tv_zstream **
  * file's head is scanned for one (pread: the stream's offset stays 0).
  * Without one within XEN_SCAN_LIMIT, or before a lost-records record, the
  * session's snapshot taken from the hypervisor when recording started
- * (cpuN.running=DOM.VCPU, xen/record.c) is used; without that, unknown.
+ * (cpuN.running=DOM.VCPU, xen/xen_recorder.c) is used; without that, unknown.
  * Return: 1 found by the scan, 2 from the snapshot, 0 unknown.
  */
 static int xen_stream_start_state(struct tv_cpu_stream *st, int cpu)

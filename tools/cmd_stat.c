@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tracevisor stat: VM exit analysis of a session (kvm/stat.c). */
+/* tracevisor stat: VM exit analysis of a session (kvm/kvm_stat.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>

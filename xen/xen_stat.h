@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
  * The Xen analysis as a pass over events someone else reads, so one merged
- * read of a session feeds it and the VM exit analysis (sync/stat.c).
+ * read of a session feeds it and the VM exit analysis (analysis/exit_stat.c).
  * tv_xen_stat_compute() is the same pass over its own reader.
  *
  * Threads: a pass belongs to the thread that feeds it.

@@ -7,8 +7,10 @@
 # public header declares; the agent (guest/) only lib/proto.c.
 #   lib/                     nothing above it
 #   kvm/, xen/               lib/ (not each other)
-#   sync/                    lib/ kvm/ xen/
-#   host/                    lib/ kvm/ xen/ sync/
+#   sync/ (clock estimation) lib/ kvm/ xen/
+#   analysis/ (stat tables)  lib/ kvm/ xen/ sync/
+#   export/ (CTF, Perfetto)  lib/ kvm/ xen/ sync/ analysis/
+#   host/                    lib/ kvm/ xen/ sync/ analysis/
 #   tools/                   include/tracevisor/tracevisor.h (the public headers) only
 #   guest/                   lib/proto.c, lib/elf_sym.c, lib/ust_consumer.c and lib/ust_listen.c (libc only)
 #   guest/ust/               lib/ust_abi.h, include/tracevisor/ust.h (libc, liburcu)
@@ -23,7 +25,9 @@ allowed() {	# from to
 	lib) [ "$2" = lib ] ;;
 	kvm | xen) [ "$2" = lib ] ;;
 	sync) case $2 in lib | kvm | xen) true ;; *) false ;; esac ;;
-	host) case $2 in lib | kvm | xen | sync) true ;; *) false ;; esac ;;
+	analysis) case $2 in lib | kvm | xen | sync) true ;; *) false ;; esac ;;
+	export) case $2 in lib | kvm | xen | sync | analysis) true ;; *) false ;; esac ;;
+	host) case $2 in lib | kvm | xen | sync | analysis) true ;; *) false ;; esac ;;
 	tools) true ;;	# checked against the public header below
 	*) false ;;
 	esac
@@ -96,6 +100,10 @@ while IFS= read -r line; do
 	../*/*) to=${inc#../}; to=${to%%/*}
 		allowed "$from" "$to" || { echo "layer violation: $file includes $inc ($from/ may not use $to/)"; bad=$((bad + 1)); } ;;
 	esac
+	case $inc in
+	../*/*internal.h) echo "layer violation: $file includes $inc (a folder's internal header is for that folder)"
+		bad=$((bad + 1)) ;;
+	esac
 	if [ "$inc" = internal.h ] && [ "$from" != lib ]; then
 		echo "layer violation: $file includes lib/internal.h (upper layers use lib/tv_internal.h)"
 		bad=$((bad + 1))
@@ -110,7 +118,8 @@ while IFS= read -r line; do
 		echo "layer violation: $file includes $inc (guest/ uses its own headers, lib/proto.h, lib/elf_sym.h, lib/ust_consumer.h and lib/ust_listen.h only)"
 		bad=$((bad + 1))
 	fi
-done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
+done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] analysis/*.[ch] export/*.[ch] \
+	host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
 
 # The user-space tracer (guest/ust/, linked into applications): its own
 # headers, its public header and the shared-memory contract lib/ust_abi.h
@@ -127,6 +136,14 @@ while IFS= read -r line; do
 		bad=$((bad + 1)); } ;;
 	esac
 done < <(grep -H '^#include "' guest/ust/*.[ch] 2>/dev/null)
+
+SRC_DIRS='lib kvm xen sync analysis export host tools guest'
+# One name, one file: no source or folder header's name repeats across
+# folders (the public topic headers are included as tracevisor/NAME.h).
+while read -r n name; do
+	echo "layer violation: $n files are named $name:" $(find $SRC_DIRS -name "$name" | sort)
+	bad=$((bad + 1))
+done < <(find $SRC_DIRS -name '*.[ch]' -printf '%f\n' | sort | uniq -dc)
 
 if [ "$bad" -gt 0 ]; then
 	echo "check-layers: $bad references against doc/architecture.md's direction"

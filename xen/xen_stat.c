@@ -337,7 +337,7 @@ int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p)
 /*
  * A new, empty table, into which the exits still open (their VMENTRY comes
  * in a later interval) move as empty rows of the same name, so that their
- * time is added where their entry falls, as kvm/stat.c's intervals do.
+ * time is added where their entry falls, as kvm/kvm_stat.c's intervals do.
  */
 static int xstat_new_interval(struct xstat *x)
 {

@@ -24,7 +24,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
-#include "probes.h"
+#include "sync_probes.h"
 #include "sync_session.h"
 
 static int cmp_i64(const void *a, const void *b)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * What each guest vCPU runs, through the merged read (sync/guest_context.c),
+ * What each guest vCPU runs, through the merged read (analysis/guest_context.c),
  * for stat --by guest-task.  Threads: a context belongs to one thread.
  */
 #ifndef TV_SYNC_GUEST_CONTEXT_H

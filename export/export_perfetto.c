@@ -342,7 +342,7 @@ static void xen_exit_close(struct pf_writer *w, uint64_t key, uint64_t ts)
 
 /*
  * A vCPU's runstate change closes the interval it spent in the old state,
- * and an exit it was in when preempted (the exits are xen/stat.c's: timed
+ * and an exit it was in when preempted (the exits are xen/xen_stat.c's: timed
  * per vCPU to the next VMENTRY, or to a preemption, a block not ending them).
  */
 static int xen_runstate(struct pf_writer *w, const struct tv_event *ev)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * `stat` of a session: one merged read feeds every analysis - the VM exit
- * analysis (kvm/stat.c) and, when the session has a Xen domain, the Xen
- * analysis (xen/stat.c).
+ * analysis (kvm/kvm_stat.c) and, when the session has a Xen domain, the Xen
+ * analysis (xen/xen_stat.c).
  */
 #include <errno.h>
 #include <string.h>
