@@ -2,7 +2,7 @@
 /*
  * Probe records of doc/sync-probes.md as the sync/ files see them.  The
  * on-disk marker types, magic and hypercall number are the protocol's
- * (lib/proto.h, shared with the agent); sync adds two internal types for
+ * (lib/format/proto.h, shared with the agent); sync adds two internal types for
  * the measured side of a bracket, which are never written to a trace.
  */
 #ifndef TV_SYNC_PROBES_H

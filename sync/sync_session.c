@@ -109,7 +109,7 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 
 /*
  * A traced process (kind ust) stamps its events in its parent domain's
- * clock: its map is its parent's, via it (lib/reader.c maps it so too).
+ * clock: its map is its parent's, via it (lib/reader/reader.c maps it so too).
  */
 static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 {
@@ -161,7 +161,7 @@ static void scan_release(struct scan *sc)
 }
 
 /*
- * Xen's pCPUs differ (lib/xen_line.c): the pvclock domains' constants
+ * Xen's pCPUs differ (lib/reader/xen_line.c): the pvclock domains' constants
  * from a first scan, then the probes scanned again with those domains on
  * Xen's line; the estimates are made on that scan.  @line: what was moved.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * Putting dom0 and the domUs of a Xen session on Xen's common time line
- * (lib/xen_line.c, doc/sync-probes.md "vCPUs free to move").  A pvclock
+ * (lib/reader/xen_line.c, doc/sync-probes.md "vCPUs free to move").  A pvclock
  * domain's clock is the system time of the pCPU its vCPU runs on, minus a
  * constant of its own (Linux's sched_clock offset).  The reader moves its
  * events to the line once that constant is known; estimating it is sync/'s
@@ -156,7 +156,7 @@ int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line,
  * Where a vCPU moved to a pCPU whose system time is behind, the end of its
  * run on the old pCPU and the start of the new one overlap in those times:
  * a guest event read in the overlap fits both runs, and the walk
- * (lib/xen_line.c) keeps it in the old one.  Lab run of 2026-11-26 (free):
+ * (lib/reader/xen_line.c) keeps it in the old one.  Lab run of 2026-11-26 (free):
  * 2 of d1's 23 hypercall rounds, read 0.9 ms into a run on pCPU 1 that
  * began 1.1 ms, in pCPU 1's time, before the run on pCPU 0 ended, were
  * left on pCPU 0, 2.5 and 4 ms early, and no line fitted d1 any more (3

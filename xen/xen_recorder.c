@@ -395,7 +395,7 @@ static void xen_read_time_scale(struct tv_xen_recorder *rec)
 /*
  * Which vCPU each physical CPU runs as tracing starts (xc_vcpu_getinfo of
  * every vCPU of every domain): the reader's start state for a CPU whose
- * records show no scheduler record to learn it from (lib/xen_stream.c).
+ * records show no scheduler record to learn it from (lib/reader/xen_stream.c).
  * Taken just after tracing is enabled, so a switch in between is in the
  * records.  A CPU no vCPU runs on runs its idle vCPU (idle vCPU N is on CPU
  * N).  Best effort: a domain that goes away meanwhile is skipped.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The exit tracker (lib/exit_tracker.c) and latency table (lib/latency_table.c). */
+/* The exit tracker (lib/util/exit_tracker.c) and latency table (lib/util/latency_table.c). */
 #include <string.h>
 
 #include "tv_test.h"

@@ -6,7 +6,7 @@
  * of a window that wraps (WRAP_BUFFER padding) with a record straddling a
  * page boundary, lost-record accounting, stat rows, and the helpers.
  * xen-classes.xentrace has one record of every layout the decoder names
- * (lib/xen_events.c), packed by the generator from Xen's own structures:
+ * (lib/xen/xen_events.c), packed by the generator from Xen's own structures:
  * its expected output pins every field of every class, and every table
  * event must appear in it.  It also checks where a CPU's start state comes
  * from (its first scheduler record, else the session's cpuN.running), and

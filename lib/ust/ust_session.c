@@ -2,10 +2,10 @@
 /*
  * Writing one traced process's user-space events into a session: the
  * domain directory ust-PARENT-PID/ of kind "ust" (doc/session-format.md).
- * Its sub-buffers are stored as read (lib/ust_abi.h records), its event
+ * Its sub-buffers are stored as read (lib/ust/ust_abi.h records), its event
  * formats are the ftrace format files of the process's metadata, so the
  * session reader decodes them with libtraceevent like kernel events
- * (lib/ust_stream.c).
+ * (lib/reader/ust_stream.c).
  *
  * Threads: a domain writer belongs to the thread that consumes its process.
  */

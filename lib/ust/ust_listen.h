@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The consumer's side of the registration socket (lib/ust_abi.h), shared
+ * The consumer's side of the registration socket (lib/ust/ust_abi.h), shared
  * by `record --ust` (host/ust_record.c) and the guest agent
  * (guest/agent_ust.c): listen on TRACEVISOR_UST_SOCK, and per connected
  * process receive HELLO (answered with CONFIG), REGISTER (its memfd, by

@@ -3,11 +3,11 @@
  * The session reader's stream for a domain of kind xen-trace: xen/cpuN.xen
  * holds physical CPU N's t_rec records exactly as the hypervisor wrote them
  * (wrap and lost records included).  Each record is turned into a
- * synthesized libtraceevent record (lib/xen_decode.c) with its time in ns:
+ * synthesized libtraceevent record (lib/xen/xen_decode.c) with its time in ns:
  * Xen system time when the session has the per-CPU TSC scale of the patched
  * hypervisor (clock=xen-system), else TSC / cpu_khz (clock=xen-tsc).
  * `tracevisor compress` turns it into cpuN.xen.zst (one zstd frame, as
- * cpuN.raw.zst), read here in order through lib/compress.c.
+ * cpuN.raw.zst), read here in order through lib/format/compress.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <event-parse.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 #include "xen_trace.h"
 
 #define XEN_STREAM_BUF (64 * 1024)

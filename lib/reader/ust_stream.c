@@ -2,7 +2,7 @@
 /*
  * The session reader's stream for a domain of kind "ust": cpuN.ust holds
  * buffer N's sub-buffers of a traced process as the consumer read them
- * (lib/ust_abi.h records: an 8-byte time stamp, then an ftrace-style event
+ * (lib/ust/ust_abi.h records: an 8-byte time stamp, then an ftrace-style event
  * whose common_type is the id of a format under events/).  Each record is
  * handed to the merge as a libtraceevent record; its time is the
  * process's clock, which is its parent domain's (doc/session-format.md).
@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 #include "ust_abi.h"
 
 static int ust_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The one owner of a session directory (lib/session_writer.c): it creates
+ * The one owner of a session directory (lib/format/session_writer.c): it creates
  * DIR, gives each recorder its domain's subfolder, keeps the domain list in
  * the order the recorders give it, and writes DIR/session.meta, the last
  * file of a complete session (doc/session-format.md, "who writes what").

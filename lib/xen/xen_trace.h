@@ -82,7 +82,7 @@ enum tv_xen_event_id {
 	TV_XEN_EV_TSCALE,
 	TV_XEN_EV_SUBCALL,	/* TRC_PV_HYPERCALL_SUBCALL: a multicall's entry */
 	TV_XEN_EV_FIXED_COUNT,
-	/* From here, the table-driven events of lib/xen_events.c. */
+	/* From here, the table-driven events of lib/xen/xen_events.c. */
 	TV_XEN_EV_GEN_BASE = 32
 };
 
@@ -94,7 +94,7 @@ int tv_xen_event_of(uint32_t event);
 int tv_xen_event_count(void);
 
 /*
- * Table-driven events (lib/xen_events.c): up to TV_XEN_GEN_MAX_FIELDS
+ * Table-driven events (lib/xen/xen_events.c): up to TV_XEN_GEN_MAX_FIELDS
  * fields, each a u64 after the common header; a name suffix ":x" prints
  * in hex, ":d" is signed.  Unused entries are NULL.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1
-/* Exit -> entry pairing per key (lib/exit_tracker.h). */
+/* Exit -> entry pairing per key (lib/util/exit_tracker.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
-#include "internal.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "format_io.h"
 
 typedef __int128 i128;
 typedef unsigned __int128 u128;

@@ -8,7 +8,7 @@
  * counter for all of them, so the common line is common(tsc) = pCPU 0's
  * system time by its scale in force at that TSC (a session pinned on
  * pCPU 0 keeps its times).  Xen's records go to it by their TSC
- * (lib/xen_stream.c); an event of a pvclock domain (dom0, a domU) is moved
+ * (lib/reader/xen_stream.c); an event of a pvclock domain (dom0, a domU) is moved
  * by d_p(tsc) = common(tsc) - stime_p(tsc), p the pCPU its vCPU ran on
  * then, found from Xen's runstate records (runs paired per pCPU, in TSC
  * order) by a cursor that walks them in the stream's order.
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 #include "xen_trace.h"
 
 #define LINE_MAX_PCPUS 256

@@ -4,7 +4,7 @@
  * libtracevisor-ust (guest/ust/, in the traced process: the writer) and
  * its consumers (tracevisor-agent in a guest, `record --ust` on a host,
  * and the session reader's "ust" stream source).  Plain C, libc only,
- * like lib/proto.h: any layer and the guest side may include it.
+ * like lib/format/proto.h: any layer and the guest side may include it.
  *
  * Everything in the mapping is written by the traced process and is
  * therefore UNTRUSTED for a consumer: every offset, size and counter read

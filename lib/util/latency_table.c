@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1
-/* The stat analyses' latency rows (lib/latency_table.h). */
+/* The stat analyses' latency rows (lib/util/latency_table.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

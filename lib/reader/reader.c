@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <event-parse.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 
 struct tv_reader {
 	struct tv_domain *domains;
@@ -484,7 +484,7 @@ static void stream_set_piece(struct tv_cpu_stream *st, size_t k)
 
 /*
  * A traced process stamps its events with its parent's trace clock when it
- * was configured before it first traced (lib/ust_abi.h); one that kept
+ * was configured before it first traced (lib/ust/ust_abi.h); one that kept
  * another clock cannot be mapped with its parent's transform.
  */
 static int ust_clock_matches(const struct tv_reader *rd, const struct tv_domain *dom)

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
-/* Internals shared by the session reader's files (lib/). */
+/*
+ * Internals shared by the session reader's files (lib/reader/): domains,
+ * stream cursors, stream sources.  Used in lib/ only; the session files
+ * below it are lib/format/format_io.h's.
+ */
 #ifndef TV_LIB_INTERNAL_H
 #define TV_LIB_INTERNAL_H
 
@@ -14,6 +18,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "format_io.h"
 
 struct tep_handle;
 
@@ -39,7 +44,7 @@ struct tv_cpu_stream;
 /*
  * A stream source: how the cpuN.* files of a domain of one meta `kind` are
  * decoded into records for the merge.  The reader knows sources only
- * through these three operations; lib/stream_source.c lists them.
+ * through these three operations; lib/reader/stream_source.c lists them.
  */
 struct tv_stream_source {
 	const char *kind;	/* meta `kind` value */
@@ -66,7 +71,7 @@ struct tv_stream_source {
 extern const struct tv_stream_source tv_ftrace_source;
 /* xen-trace: cpuN.xen Xen t_rec streams (xen_stream.c). */
 extern const struct tv_stream_source tv_xen_source;
-/* ust: cpuN.ust sub-buffers of a traced process (ust_stream.c, lib/ust_abi.h). */
+/* ust: cpuN.ust sub-buffers of a traced process (ust_stream.c, lib/ust/ust_abi.h). */
 extern const struct tv_stream_source tv_ust_source;
 /* The source of meta kind @kind (NULL: linux-ftrace), or NULL if unknown. */
 const struct tv_stream_source *tv_stream_source_find(const char *kind);
@@ -99,14 +104,14 @@ struct tv_domain {
 	/*
 	 * A guest's domain: a sub-buffer that fails validation is skipped and
 	 * counted in its stream (tv_cpu_stream.bad_pages), not an error
-	 * (lib/reader.c says how many when it closes).
+	 * (lib/reader/reader.c says how many when it closes).
 	 */
 	int skip_bad_pages;
 	/* by event id: 256 blocks of 256, each made when an id in it is seen
 	 * (a session of hundreds of small domains would take 12 MB each) */
 	struct event_bounds **bounds;
 	/*
-	 * Xen's common time line (lib/xen_line.c), the reader's: the xen/
+	 * Xen's common time line (lib/reader/xen_line.c), the reader's: the xen/
 	 * domain stamps its records on it; a pvclock domain (dom0, a domU)
 	 * with @line_moved has its events moved to it, its vCPU N being Xen's
 	 * @line_domid.N and its clock @pvclock_ns behind its pCPU's system time.
@@ -127,33 +132,6 @@ int tv_domain_load(struct tv_domain *dom, const char *session_dir, const char *s
 /* Read the vCPU map and task maps again (a session being recorded). */
 void tv_domain_reload_task_maps(struct tv_domain *dom);
 
-/*
- * tv_format_text_check - refuse an event format libtraceevent would crash on
- * @text: the format file's text, NUL-terminated
- * @len: its length
- * @path: the file, for the error
- *
- * Return: 0, or -EINVAL with a one-line error logged naming @path.
- */
-int tv_format_text_check(const char *text, size_t len, const char *path);
-/*
- * tv_format_long_size_check - the format's longs and pointers are
- * @long_size bytes, as the domain's meta and header page say (a format of
- * another word size would decode every field after them wrong)
- *
- * Return: 0, or -EINVAL with a one-line error logged naming @path.
- */
-int tv_format_long_size_check(const char *text, int long_size, const char *path);
-
-/*
- * Open a session file for reading (lib/session_file.c): a regular file, and
- * when @path is a symlink, one inside directory @root (NULL: not checked).
- * Return: the fd, -errno when open() fails (not logged: ENOENT is often
- * fine), or -TV_EUNSAFE (logged, naming the file) for a FIFO, a device, a
- * directory or a symlink out of the session.
- */
-#define TV_EUNSAFE EINVAL
-int tv_session_open_file(const char *root, const char *path);
 /* The same inside @dom's session (the parent of its directory). */
 int tv_domain_open_file(const struct tv_domain *dom, const char *path);
 void tv_domain_unload(struct tv_domain *dom);
@@ -174,7 +152,7 @@ int tv_append_userspace_exit(struct tv_strbuf *sb, uint64_t reason, uint64_t err
 int tv_domain_print_userspace_exit(struct trace_seq *s, struct tep_record *record,
 				   struct tep_event *event, void *context);
 
-/* Where a stream is in its vCPU's runs (lib/xen_line.c). */
+/* Where a stream is in its vCPU's runs (lib/reader/xen_line.c). */
 struct tv_xen_line_cursor {
 	int valid;
 	uint32_t key;		/* domid << 16 | vcpu */
@@ -209,15 +187,6 @@ struct tv_cpu_stream {
 	struct tv_zstream *zs;		/* cpuN.raw.zst: decompressed in order */
 };
 
-/* Sequential reading of a cpuN.raw.zst (lib/compress.c). */
-struct tv_zstream;
-/* Return: 0 with the frame's content size, -EBADMSG (not one sized zstd frame), -errno. */
-int tv_zstream_open(int fd, struct tv_zstream **out, uint64_t *content_size);
-/* Up to @len bytes (fewer only at the end); -EBADMSG with *why for bad data. */
-ssize_t tv_zstream_read(struct tv_zstream *z, void *buf, size_t len, const char **why);
-uint64_t tv_zstream_pos(const struct tv_zstream *z);
-void tv_zstream_close(struct tv_zstream *z);
-
 int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 /* Return: 1 with st->rec set, 0 at end of file, -errno (logged) on corruption. */
 int tv_cpu_stream_next(struct tv_cpu_stream *st);
@@ -227,7 +196,7 @@ int tv_cpu_stream_refresh(struct tv_cpu_stream *st);
 /* Following: the whole sub-buffers before the loaded one. */
 uint64_t tv_cpu_stream_done_bytes(const struct tv_cpu_stream *st);
 
-/* The same three for a domain of kind xen-trace (lib/xen_stream.c). */
+/* The same three for a domain of kind xen-trace (lib/reader/xen_stream.c). */
 struct tv_xen_stream;
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 int tv_xen_stream_next(struct tv_cpu_stream *st);
@@ -237,7 +206,7 @@ struct tv_xen_rec;
 const struct tv_xen_rec *tv_xen_stream_last(const struct tv_cpu_stream *st);
 
 /*
- * Xen's common time line (lib/xen_line.c).  tv_xen_line_load() reads it from
+ * Xen's common time line (lib/reader/xen_line.c).  tv_xen_line_load() reads it from
  * the xen/ domain @xen: 0 with *out NULL when there is nothing to correct
  * (stock Xen, one pCPU, no time-scale record), else the caller frees *out
  * with tv_xen_line_free().  tv_xen_line_common() is pCPU 0's system time at

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 
 static const struct tv_stream_source *const sources[] = {
 	&tv_ftrace_source,

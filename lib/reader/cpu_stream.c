@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <event-parse.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 
 /* Slack after the sub-buffer, zeroed: a record header is never read past it. */
 #define PAGE_SLACK 64
@@ -49,7 +49,7 @@ static int stream_corrupt(struct tv_cpu_stream *st, uint64_t off, const char *wh
  * A sub-buffer that fails validation.  In a guest's domain
  * (dom->skip_bad_pages) it is left, counted, and the stream reads on at
  * the next one: the guest's valid sub-buffers are still read, and the
- * session's other domains never lose theirs (lib/reader.c says how many
+ * session's other domains never lose theirs (lib/reader/reader.c says how many
  * were left).  Elsewhere the error (logged).  Return: 0 or -EBADMSG.
  */
 static int stream_bad_page(struct tv_cpu_stream *st, uint64_t off, const char *why)

@@ -9,7 +9,8 @@
 
 #include <event-parse.h>
 
-#include "internal.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
 
 int tv_strbuf_reserve(struct tv_strbuf *sb, size_t extra)
 {

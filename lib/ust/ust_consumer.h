@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The consumer of one traced process's user-space buffers (lib/ust_abi.h):
+ * The consumer of one traced process's user-space buffers (lib/ust/ust_abi.h):
  * validates the mapping's header against the mapping's real size, reads
  * complete sub-buffers by the commit protocol, hands them back to the
  * writer, and recovers what a dead process committed.  Also the record

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <event-parse.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 
 int tv_event_field_u64(const struct tv_event *ev, const char *name, uint64_t *val)
 {

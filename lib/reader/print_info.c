@@ -32,7 +32,7 @@
 #include <event-parse.h>
 #include <trace-seq.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 
 #define MAX_EVENT_ID 65536
 #define MAX_SEGMENTS 64

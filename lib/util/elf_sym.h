@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
-/* Function symbols of ELF files, for uprobes (lib/elf_sym.c). */
+/* Function symbols of ELF files, for uprobes (lib/util/elf_sym.c). */
 #ifndef TV_LIB_ELF_SYM_H
 #define TV_LIB_ELF_SYM_H
 

@@ -38,7 +38,7 @@ enum tv_proto_type {
 	TV_MSG_ERROR = 0x17,	/* text: why the agent gave up */
 	/* guest -> host: the guest's traced processes (START key "ust") */
 	TV_MSG_UST_PROC = 0x18,	/* arg = process index; text key=value: its settings */
-	TV_MSG_UST_META = 0x19,	/* arg = process index; metadata appended (lib/ust_abi.h) */
+	TV_MSG_UST_META = 0x19,	/* arg = process index; metadata appended (lib/ust/ust_abi.h) */
 	TV_MSG_UST_DATA = 0x1a,	/* arg = index << 16 | buffer; whole sub-buffers */
 	TV_MSG_UST_END = 0x1b,	/* arg = process index; text: status, cpuN.lost */
 	/* guest -> host: the first reply to a START with a nonce, before all else */

@@ -18,7 +18,9 @@
 #include <zstd.h>
 
 #include "tracevisor/tracevisor.h"
-#include "internal.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "format_io.h"
 
 #define ZSTREAM_IN_SIZE (128 * 1024)
 #define COMPRESS_LEVEL 3

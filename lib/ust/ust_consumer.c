@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * Consuming a traced process's buffers (lib/ust_consumer.h): the commit
- * protocol of lib/ust_abi.h read from the consumer's side, with every
+ * Consuming a traced process's buffers (lib/ust/ust_consumer.h): the commit
+ * protocol of lib/ust/ust_abi.h read from the consumer's side, with every
  * value from the mapping checked before it is used.
  */
 #define _GNU_SOURCE

@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "format_io.h"
 
 static const char *file_type(mode_t m)
 {
@@ -82,22 +84,6 @@ int tv_session_open_file(const char *root, const char *path)
 err:
 	close(fd);
 	return ret;
-}
-
-int tv_domain_open_file(const struct tv_domain *dom, const char *path)
-{
-	char root[PATH_MAX];
-	char *slash;
-
-	snprintf(root, sizeof(root), "%s", dom->dir);
-	slash = strrchr(root, '/');
-	if (slash && slash != root)
-		*slash = '\0';
-	else if (slash)
-		slash[1] = '\0';
-	else
-		snprintf(root, sizeof(root), ".");
-	return tv_session_open_file(root, path);
 }
 
 /*

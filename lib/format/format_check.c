@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "tracevisor/tracevisor.h"
+#include "tv_internal.h"
+#include "format_io.h"
 
 /* Is @name (@n bytes) the name of a "field:" line of format text @text? */
 static int format_has_field(const char *text, const char *name, size_t n)

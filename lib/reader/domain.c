@@ -19,7 +19,7 @@
 #include <event-parse.h>
 #include <trace-seq.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 #include "xen_trace.h"
 #include "proto.h"
 
@@ -499,7 +499,7 @@ static const char *domain_display_name(const char *subdir, char *buf, size_t siz
 /*
  * A traced process's domain (kind ust) is shown as its parent's (host,
  * guest:NAME) and reads its parent's clock: the reader maps it with the
- * parent's transform (lib/reader.c).
+ * parent's transform (lib/reader/reader.c).
  */
 static int domain_ust_parent(struct tv_domain *dom, const char *path)
 {
@@ -804,4 +804,21 @@ struct tep_event *tv_domain_checked_event(struct tv_domain *dom, struct tep_reco
 								    b->pid_size)
 				   : 0;
 	return event;
+}
+
+/* A session file opened inside the session of @dom (its parent directory). */
+int tv_domain_open_file(const struct tv_domain *dom, const char *path)
+{
+	char root[PATH_MAX];
+	char *slash;
+
+	snprintf(root, sizeof(root), "%s", dom->dir);
+	slash = strrchr(root, '/');
+	if (slash && slash != root)
+		*slash = '\0';
+	else if (slash)
+		slash[1] = '\0';
+	else
+		snprintf(root, sizeof(root), ".");
+	return tv_session_open_file(root, path);
 }

@@ -2,7 +2,7 @@
 /*
  * The file offset of a function in an ELF file, for a uprobe (the kernel
  * takes PATH:OFFSET, not symbols).  libc only, no libelf: the guest agent
- * may build it in as it does lib/proto.c.  The file is untrusted input in
+ * may build it in as it does lib/format/proto.c.  The file is untrusted input in
  * the sense that every offset and size read from it is checked against
  * the file's length before use.
  */
