@@ -13,7 +13,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # Xen recording (record --xen, xen-mark) talks to the hypervisor through
 # libxenctrl and friends: built in when their pkg-config files are found,
 # or as TV_WITH_XEN=0/1 says.  Without them xen/no_xen.c stands in for
-# xen/record.c, xen/inject.c and xen/xenstore.c (a clear error), nothing links libxen*,
+# xen/xen_recorder.c, xen/inject.c and xen/xenstore.c (a clear error), nothing links libxen*,
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall xenstore
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
@@ -22,14 +22,17 @@ ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
 else
-XEN_HV_SRCS := xen/record.c xen/inject.c xen/xenstore.c
+XEN_HV_SRCS := xen/xen_recorder.c xen/inject.c xen/xenstore.c
 endif
 CFLAGS  ?= -O2 -g
+# lib/ by role: format (session files), util, xen (record decoding), reader, ust
+# (the tracer's consumer); their headers are included by name.
+LIB_INC := -Ilib -Ilib/util -Ilib/format -Ilib/xen -Ilib/reader -Ilib/ust
 # Library objects are position independent (libtracevisor.so) and hidden
 # but for what the public headers declare (their visibility pragma).
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -fPIC -fvisibility=hidden -fno-semantic-interposition \
-           -Iinclude -Ilib $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+           -Iinclude $(LIB_INC) $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
 # libvirt domains as --guest SPECs: headers at build time, dlopen() at run
 # time (host/guest_libvirt.c says why it is not linked).
@@ -42,8 +45,8 @@ endif
 # built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
 # layer; loaded by libbpf).
 BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
-LIB_SRCS := $(wildcard lib/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
+LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
+            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
@@ -56,7 +59,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 # libtracevisor-ust: the user-space tracer linked into applications
 # (guest/ust/, include/tracevisor/ust.h; outside the host layers: it uses
-# lib/ust_abi.h and liburcu-bp only).
+# lib/ust/ust_abi.h and liburcu-bp only).
 UST_SRCS := $(wildcard guest/ust/*.c)
 UST_OBJS := $(UST_SRCS:%.c=$(BUILD)/obj/%.o)
 UST_MAP  := guest/ust/libtracevisor-ust.map
@@ -148,7 +151,7 @@ $(BUILD)/tests/libust_%.so: tests/unit/ust_lib_%.c include/tracevisor/ust.h $(LI
 
 $(BUILD)/tests/test_ust_%: tests/unit/test_ust_%.c tests/unit/tv_test.h tests/unit/ust_consumer.h tests/unit/ust_test_common.h $(LIBUST_SO) $(EXAMPLES) $(UST_TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -Ilib -Itests/unit -o $@ $< \
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude $(LIB_INC) -Itests/unit -o $@ $< \
 		$(LIBUST_SO) -Wl,-rpath,'$$ORIGIN/..' -ldl -lpthread $(shell pkg-config --cflags --libs libtraceevent)
 
 # pkg-config file for PREFIX (written again by install, whose PREFIX may differ).
@@ -169,43 +172,43 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 
 # The guest agent: static, libc only (it runs in minimal guests).
 AGENT_SRCS := $(wildcard guest/*.c)
-$(AGENT): $(AGENT_SRCS) guest/agent.h lib/proto.c lib/proto.h lib/elf_sym.c lib/elf_sym.h \
-	  lib/ust_consumer.c lib/ust_consumer.h lib/ust_listen.c lib/ust_listen.h lib/ust_abi.h
+$(AGENT): $(AGENT_SRCS) guest/agent.h lib/format/proto.c lib/format/proto.h lib/util/elf_sym.c lib/util/elf_sym.h \
+	  lib/ust/ust_consumer.c lib/ust/ust_consumer.h lib/ust/ust_listen.c lib/ust/ust_listen.h lib/ust/ust_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
-		-Wno-format-truncation -Ilib -static -pthread -o $@ $(AGENT_SRCS) lib/proto.c lib/elf_sym.c \
-		lib/ust_consumer.c lib/ust_listen.c
+		-Wno-format-truncation $(LIB_INC) -static -pthread -o $@ $(AGENT_SRCS) lib/format/proto.c lib/util/elf_sym.c \
+		lib/ust/ust_consumer.c lib/ust/ust_listen.c
 
 # libFuzzer targets: the host's guest-stream parser (tests/unit/fuzz-guest-stream.sh), and below.
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST) $(FUZZ_GSESSION)
-FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/proto.c \
-	lib/meta.c lib/log.c lib/ust_consumer.c lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
-$(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) tests/fuzz/fuzz_dir.h host/guest_stream.h lib/ust_consumer.h
+FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/format/proto.c \
+	lib/format/meta.c lib/util/log.c lib/ust/ust_consumer.c lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/format/session_file.c
+$(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) tests/fuzz/fuzz_dir.h host/guest_stream.h lib/ust/ust_consumer.h
 	@mkdir -p $(dir $@)
-	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude -Ilib -Ihost -o $@ \
+	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude $(LIB_INC) -Ihost -o $@ \
 		$(shell pkg-config --cflags libtraceevent) $(FUZZ_GUEST_SRCS) \
 		$(shell pkg-config --libs libtraceevent)
 
 # libFuzzer target of a guest's session on the host as a state machine
 # (tests/unit/fuzz-guest-session.sh): host/guest_session.c over the parser.
 FUZZ_GSESSION_SRCS := tests/fuzz/fuzz_guest_session.c host/guest_session.c host/probe_sched.c \
-	host/guest_stream.c host/guest_ust.c lib/proto.c lib/meta.c lib/log.c lib/ust_consumer.c \
-	lib/ust_session.c lib/strbuf.c lib/write_mapped.c lib/session_file.c
+	host/guest_stream.c host/guest_ust.c lib/format/proto.c lib/format/meta.c lib/util/log.c lib/ust/ust_consumer.c \
+	lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/format/session_file.c
 $(FUZZ_GSESSION): $(FUZZ_GSESSION_SRCS) tests/fuzz/fuzz_dir.h host/guest_session.h host/guest_stream.h host/probe_sched.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Iinclude -Ilib -Ihost -o $@ $(shell pkg-config --cflags libtraceevent) \
+		-Iinclude $(LIB_INC) -Ihost -o $@ $(shell pkg-config --cflags libtraceevent) \
 		$(FUZZ_GSESSION_SRCS) $(shell pkg-config --libs libtraceevent)
 
 # libFuzzer target of the user-space tracer's buffer consumer (tests/unit/fuzz-ust-buffer.sh).
-$(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c lib/ust_consumer.h lib/ust_abi.h
+$(FUZZ_UST): tests/fuzz/fuzz_ust_buffer.c lib/ust/ust_consumer.c lib/ust/ust_consumer.h lib/ust/ust_abi.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-Ilib -o $@ tests/fuzz/fuzz_ust_buffer.c lib/ust_consumer.c
+		$(LIB_INC) -o $@ tests/fuzz/fuzz_ust_buffer.c lib/ust/ust_consumer.c
 
 # libFuzzer target of the whole session reader (tests/unit/fuzz-session.sh):
 # the library's sources built again with the sanitizers.
-$(FUZZ_SESSION): tests/fuzz/fuzz_session.c $(LIB_SRCS) $(wildcard lib/*.h include/tracevisor/*.h)
+$(FUZZ_SESSION): tests/fuzz/fuzz_session.c $(LIB_SRCS) $(wildcard lib/*.h lib/*/*.h include/tracevisor/*.h)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(filter-out -O2 -g -std=gnu11 -Werror,$(CFLAGS)) -Wno-unknown-warning-option \

@@ -9,7 +9,7 @@
  * Written to the guest's dynamic_events in the group tvprobe_PID (this
  * agent's pid), removed when the session ends and, if the agent was
  * killed, by the next agent (its pid is dead).  A uprobe's SYMBOL is
- * looked up in the file's ELF symbols (lib/elf_sym.c, libc only).  The
+ * looked up in the file's ELF symbols (lib/util/elf_sym.c, libc only).  The
  * host's words never build a path outside tracefs or the probed file: the
  * characters allowed in each part are listed below.
  */

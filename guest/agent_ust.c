@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The guest's traced processes (START key "ust"): one thread listens on
- * the registration socket (lib/ust_abi.h), configures each process that
+ * the registration socket (lib/ust/ust_abi.h), configures each process that
  * says HELLO in the session's clock, maps the memfd it registers, enables
  * the host's globs, and streams the process to the host beside the
  * kernel's pages: UST_PROC once, UST_META as its metadata grows, UST_DATA
  * with each complete sub-buffer, UST_END when it is gone (what it
  * committed recovered) or when the session stops (disabled, flushed,
- * copied).  The buffers are read with lib/ust_consumer.c, so a process
+ * copied).  The buffers are read with lib/ust/ust_consumer.c, so a process
  * that lies is cut off (said once, UST_END "truncated: ...") and the
  * others go on.
  *

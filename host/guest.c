@@ -40,7 +40,7 @@
 #include "probe_sched.h"
 #include "guest_stop.h"
 #include "guest_session.h"
-#include "../xen/xen_internal.h"
+#include "../xen/xen_recorder.h"
 #include "../kvm/recorder_session.h"
 #include "guest.h"
 #include "../kvm/kvm_recorder.h"
@@ -61,7 +61,7 @@
  *                  release store of stop_req), then stop_fd written
  *   stop_fd        an eventfd that wakes the thread: the flags say why
  *   rec            shared host recorder: its own lock covers what the
- *                  thread adds (vCPUs, VM names, domains), see kvm/record.c
+ *                  thread adds (vCPUs, VM names, domains), see kvm/kvm_recorder.c
  *   everything else (fd, gs, sess: phase, probes, counts, status) belongs to the
  *                  thread while it runs; the caller reads it after the join
  */

@@ -2,7 +2,7 @@
 /*
  * A guest's traced processes, as its agent streams them (UST_PROC,
  * UST_META, UST_DATA, UST_END; doc/agent-protocol.md): each into the
- * session's ust-guest-NAME-PID/ (lib/ust_session.c).  Everything is
+ * session's ust-guest-NAME-PID/ (lib/ust/ust_session.c).  Everything is
  * untrusted twice over (the guest, and the process inside it): the
  * settings are checked before they size anything, the metadata entry by
  * entry, every sub-buffer record by record against it.  A frame the agent
@@ -11,7 +11,7 @@
  * that lie only cut that process off, keeping what was valid.
  *
  * Costs are the guest's, bounded whatever it sends: metadata is parsed in
- * linear time (lib/ust_consumer.c), at most TV_UST_MAX_META bytes per
+ * linear time (lib/ust/ust_consumer.c), at most TV_UST_MAX_META bytes per
  * process and TV_GUEST_UST_META_MAX in all its processes (the process that
  * passes it is cut off, naming the limit), and a process's stream files
  * are open only while one of its UST_DATA frames is written.

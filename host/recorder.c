@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
- * One recording session: the host recorder (kvm/record.c), Xen's
- * (xen/record.c) and the guests (host/guest.c), started and stopped in the
+ * One recording session: the host recorder (kvm/kvm_recorder.c), Xen's
+ * (xen/xen_recorder.c) and the guests (host/guest.c), started and stopped in the
  * one order that keeps every clock-sync probe inside the recorded traces:
  *
  *   start: host created, Xen created, host started, Xen started, guests
@@ -40,7 +40,6 @@
 #include "ust_record.h"
 #include "guest_stop.h"
 #include "../kvm/recorder_session.h"
-#include "../xen/xen_internal.h"
 #include "guest.h"
 #include "xen_probe.h"
 #include "../kvm/kvm_recorder.h"

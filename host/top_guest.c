@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * top --guest: the live view (kvm/top.c) with each exit joined to what the
- * guest ran on that vCPU at that moment (sync/guest_context.c, the meaning
+ * guest ran on that vCPU at that moment (analysis/guest_context.c, the meaning
  * stat --by guest-task gives a recorded session).
  *
  * Here because it joins kvm/'s live view with guests (agents, probes:
@@ -41,7 +41,7 @@
 #include "tv_internal.h"
 #include "../kvm/top_hooks.h"
 #include "../kvm/recorder_session.h"
-#include "../sync/guest_context.h"
+#include "../analysis/guest_context.h"
 #include "guest.h"
 #include "../kvm/kvm_recorder.h"
 
@@ -206,7 +206,7 @@ static int hook_event(void *ctx, const struct tv_event *ev)
 }
 
 /* The exit's vCPU: its guest events up to the exit, then what ran. */
-static int hook_guest_of(void *ctx, const struct tv_event *exit, int vcpu, struct tv_kvm_stat_row *out)
+static int hook_guest_of(void *ctx, const struct tv_event *exit, int vcpu, struct tv_exit_stat_row *out)
 {
 	struct top_guest *tg = ctx;
 	struct guest_cpu *c = cpu_of(guest_of_pid(tg, exit->pid), vcpu);

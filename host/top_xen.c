@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * top --xen: the live view (kvm/top.c) of Xen, fed by Xen's per-CPU trace
- * buffers (xen/record.c) and analysed by the Xen analysis of `tracevisor
- * stat` (xen/stat.c) cut into intervals: one meaning in one place.  Also
+ * buffers (xen/xen_recorder.c) and analysed by the Xen analysis of `tracevisor
+ * stat` (xen/xen_stat.c) cut into intervals: one meaning in one place.  Also
  * the same view of a recorded Xen session (top --replay).
  *
  * Here because it joins kvm/'s live view with xen/'s recorder and
@@ -38,7 +38,6 @@
 #include "tv_internal.h"
 #include "xen_trace.h"
 #include "../kvm/top_hooks.h"
-#include "../xen/xen_internal.h"
 #include "../xen/xen_stat.h"
 #include "../xen/xen_recorder.h"
 
@@ -71,7 +70,7 @@ struct top_xen {
 	struct tv_xen_recorder *rec;	/* live, until live_end or close */
 	char outdir[4096];
 	struct tv_reader *rd;
-	struct tv_kvm_stat totals;	/* the pass's running totals */
+	struct tv_exit_stat totals;	/* the pass's running totals */
 	struct tv_xen_stat_pass *pass;
 	/* the session's clock, to tell "now" from the TSC (live) */
 	bool system_time;
@@ -300,11 +299,11 @@ static int hook_event(void *ctx, const struct tv_event *ev)
 }
 
 /* The row of runstate @state of @v in @out, added empty if the interval has none. */
-static struct tv_kvm_stat_row *share_row(struct tv_kvm_stat *out, const struct vcpu_share *v,
+static struct tv_exit_stat_row *share_row(struct tv_exit_stat *out, const struct vcpu_share *v,
 					 int state)
 {
 	char vm[80], vcpu[24], reason[48];
-	struct tv_kvm_stat_row *r;
+	struct tv_exit_stat_row *r;
 
 	tv_xen_stat_dom_label(v->dom, vm, sizeof(vm));
 	snprintf(vcpu, sizeof(vcpu), "%u", v->vcpu);
@@ -328,7 +327,7 @@ static struct tv_kvm_stat_row *share_row(struct tv_kvm_stat *out, const struct v
 }
 
 /* Each vCPU's time in each state in [t_begin, t_end), as shares of rows. */
-static int add_shares(struct top_xen *tx, uint64_t t_begin, uint64_t t_end, struct tv_kvm_stat *out)
+static int add_shares(struct top_xen *tx, uint64_t t_begin, uint64_t t_end, struct tv_exit_stat *out)
 {
 	double len = t_end > t_begin ? (double)(t_end - t_begin) : 0;
 
@@ -342,7 +341,7 @@ static int add_shares(struct top_xen *tx, uint64_t t_begin, uint64_t t_end, stru
 			v->since = t_end;
 		}
 		for (int s = 0; s < TOP_XEN_NR_RUNSTATES; s++) {
-			struct tv_kvm_stat_row *r;
+			struct tv_exit_stat_row *r;
 
 			if (!v->acc[s])
 				continue;
@@ -394,10 +393,10 @@ static const char *row_kind(const char *reason)
 }
 
 /* stat's rows (vm d1, idle) as the view names them: NAME[1], xen. */
-static void name_rows(struct top_xen *tx, struct tv_kvm_stat *out)
+static void name_rows(struct top_xen *tx, struct tv_exit_stat *out)
 {
 	for (size_t i = 0; i < out->nr_rows; i++) {
-		struct tv_kvm_stat_row *r = &out->rows[i];
+		struct tv_exit_stat_row *r = &out->rows[i];
 		unsigned int id;
 		const char *name;
 		char end;
@@ -421,7 +420,7 @@ static void name_rows(struct top_xen *tx, struct tv_kvm_stat *out)
 	}
 }
 
-static int hook_interval(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_kvm_stat *out)
+static int hook_interval(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_exit_stat *out)
 {
 	struct top_xen *tx = ctx;
 	int ret = tv_xen_stat_pass_interval(tx->pass, out);
@@ -429,7 +428,7 @@ static int hook_interval(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_
 	if (!ret)
 		ret = add_shares(tx, tx->cur_begin > t_begin ? tx->cur_begin : t_begin, t_end, out);
 	if (ret) {
-		tv_kvm_stat_free(out);
+		tv_exit_stat_free(out);
 		return ret;
 	}
 	tx->cur_begin = t_end;
@@ -446,7 +445,7 @@ static void hook_close(void *ctx)
 		tv_xen_recorder_destroy(tx->rec);
 	}
 	tv_xen_stat_pass_free(tx->pass);
-	tv_kvm_stat_free(&tx->totals);
+	tv_exit_stat_free(&tx->totals);
 	free(tx->vcpus);
 	free(tx->names);
 	free(tx);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * `record --ust`: the host's traced processes (libtracevisor-ust) into the
- * session.  One thread listens on the registration socket (lib/ust_abi.h),
+ * session.  One thread listens on the registration socket (lib/ust/ust_abi.h),
  * configures each process that says HELLO (the session's clock), maps the
  * memfd it REGISTERs, enables the patterns, and from then on moves its
  * complete sub-buffers into ust-host-PID/ every tick.  A process whose

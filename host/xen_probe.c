@@ -11,7 +11,7 @@
 #include "tracevisor/tracevisor.h"
 #include "proto.h"
 #include "tv_internal.h"
-#include "../xen/xen_internal.h"
+#include "../xen/xen_recorder.h"
 #include "../kvm/kvm_recorder.h"
 #include "xen_probe.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The host recorder (kvm/record.c) as the layers above use it: the session
+ * The host recorder (kvm/kvm_recorder.c) as the layers above use it: the session
  * recording (host/recorder.c), the guests (host/guest.c) and the live view
  * (kvm/top.c) drive it; a client program records through
  * tv_session_record_start() (<tracevisor/record.h>).

@@ -6,7 +6,7 @@
  *   uprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS] uretprobe:NAME=PATH:SYMBOL|OFFSET [FETCHARGS]
  *
  * The kernel takes uprobes as PATH:OFFSET, so a SYMBOL is looked up in the
- * file's ELF symbols (lib/elf_sym.c).  Every probe lives in a group named
+ * file's ELF symbols (lib/util/elf_sym.c).  Every probe lives in a group named
  * after this process (tvprobe_PID, tvfunc_PID): removed on every exit path
  * by tv_probes_destroy(), and by the next run if this one was killed.
  */

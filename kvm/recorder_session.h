@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * The host recorder inside a session another owns (kvm/record.c): `record`
+ * The host recorder inside a session another owns (kvm/kvm_recorder.c): `record`
  * (host/recorder.c) owns the session writer and hands it here; the
  * recorder writes only DIR/host/ (and DIR/recorder, its tie for crash
  * recovery, kvm/recover.c) and lists "host" first.

@@ -2,7 +2,7 @@
 /*
  * A host recorder tied to its tracefs instance, so that what a killed one
  * left in the kernel can be salvaged into its session (kvm/recover.c).
- * Private to kvm/record.c and kvm/recover.c.
+ * Private to kvm/kvm_recorder.c and kvm/recover.c.
  */
 #ifndef TV_KVM_RECOVER_H
 #define TV_KVM_RECOVER_H

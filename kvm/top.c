@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * The live view's engine (tracevisor top): the VM exit analysis of
- * kvm/stat.c cut into intervals, so that each interval's table has the
+ * kvm/kvm_stat.c cut into intervals, so that each interval's table has the
  * numbers `stat` would give for that stretch of time.
  *
  * Live: the host recorder writes a session (kept with opts->outdir, else a
@@ -63,7 +63,7 @@ struct tv_top {
 	char outdir[4096];
 	int remove_outdir;		/* a temporary session of our own */
 	struct tv_reader *rd;
-	struct tv_kvm_stat totals;	/* the pass's running totals */
+	struct tv_exit_stat totals;	/* the pass's running totals */
 	struct tv_kvm_stat_pass *pass;
 	uint64_t interval_ns;
 	uint64_t t_start;		/* the first interval's start (trace clock) */
@@ -408,7 +408,7 @@ static int vm_matches(const char *label, const char *want)
 	return !fnmatch(want, name, 0) || (*pid && !strcmp(pid, want));
 }
 
-static void top_filter_vms(const struct tv_top *top, struct tv_kvm_stat *st)
+static void top_filter_vms(const struct tv_top *top, struct tv_exit_stat *st)
 {
 	size_t kept = 0;
 
@@ -466,12 +466,12 @@ int tv_top_next(struct tv_top *top, struct tv_top_interval *out)
 }
 
 /* A TSC trace clock's rows in ns (the histograms stay in cycles). */
-static void top_rows_to_ns(struct tv_top *top, struct tv_kvm_stat *st)
+static void top_rows_to_ns(struct tv_top *top, struct tv_exit_stat *st)
 {
 	double k = trace_per_ns(top);
 
 	for (size_t i = 0; i < st->nr_rows && k > 0; i++) {
-		struct tv_kvm_stat_row *r = &st->rows[i];
+		struct tv_exit_stat_row *r = &st->rows[i];
 
 		r->min_ns = (uint64_t)((double)r->min_ns / k);
 		r->p50_ns = (uint64_t)((double)r->p50_ns / k);
@@ -504,7 +504,7 @@ static int top_finish_interval(struct tv_top *top, struct tv_top_interval *out)
 
 static int cmp_by_key(const void *x, const void *y, void *arg)
 {
-	const struct tv_kvm_stat_row *a = x, *b = y;
+	const struct tv_exit_stat_row *a = x, *b = y;
 	enum tv_top_sort key = *(const enum tv_top_sort *)arg;
 	uint64_t ka, kb;
 
@@ -527,7 +527,7 @@ static int cmp_by_key(const void *x, const void *y, void *arg)
 	return strcmp(a->vm, b->vm) ?: strcmp(a->vcpu, b->vcpu) ?: strcmp(a->reason, b->reason);
 }
 
-void tv_top_sort(struct tv_kvm_stat *st, enum tv_top_sort key)
+void tv_top_sort(struct tv_exit_stat *st, enum tv_top_sort key)
 {
 	qsort_r(st->rows, st->nr_rows, sizeof(*st->rows), cmp_by_key, &key);
 }
@@ -548,7 +548,7 @@ int tv_top_sort_parse(const char *name, enum tv_top_sort *key)
 
 void tv_top_interval_free(struct tv_top_interval *iv)
 {
-	tv_kvm_stat_free(&iv->stat);
+	tv_exit_stat_free(&iv->stat);
 }
 
 const char *tv_top_session_dir(const struct tv_top *top)
@@ -583,7 +583,7 @@ int tv_top_close(struct tv_top *top)
 	/* a recorder that failed to start removed what it had made */
 	if (top->remove_outdir && access(top->outdir, F_OK) == 0 && tv_session_remove_tree(top->outdir))
 		tv_warn("Cannot remove the live view's session: path=\"%s\"", top->outdir);
-	tv_kvm_stat_free(&top->totals);
+	tv_exit_stat_free(&top->totals);
 	free(top->hooks.owned);
 	free(top);
 	return ret;

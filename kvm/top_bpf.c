@@ -568,7 +568,7 @@ uint64_t tv_top_hist_percentile(const uint64_t *h, uint64_t n, unsigned int pct)
 	return 0;
 }
 
-static void row_labels(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
+static void row_labels(const struct tv_top_bpf *b, struct tv_exit_stat_row *r,
 		       const struct top_key *k, const struct top_val *v)
 {
 	char name[64] = "", gone[24];
@@ -596,7 +596,7 @@ static void row_labels(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
 }
 
 /* The row of what @cur added since @prev (updated to @cur); 0 if nothing. */
-static int row_delta(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
+static int row_delta(const struct tv_top_bpf *b, struct tv_exit_stat_row *r,
 		     const struct top_key *k, const struct top_val *cur, struct top_val *prev)
 {
 	uint64_t h[TOP_NBUCKETS], lo, hi;
@@ -634,7 +634,7 @@ static int row_delta(const struct tv_top_bpf *b, struct tv_kvm_stat_row *r,
 }
 
 /* Append to @out the rows map @fd gained since the last read. */
-static int read_rows(struct tv_top_bpf *b, int fd, struct tv_kvm_stat *out, size_t *cap,
+static int read_rows(struct tv_top_bpf *b, int fd, struct tv_exit_stat *out, size_t *cap,
 		     struct top_val *val)
 {
 	struct top_key key, next, *cursor = NULL;
@@ -651,7 +651,7 @@ static int read_rows(struct tv_top_bpf *b, int fd, struct tv_kvm_stat *out, size
 			return -ENOMEM;
 		if (out->nr_rows == *cap) {
 			size_t n = *cap ? *cap * 2 : 32;
-			struct tv_kvm_stat_row *rows = realloc(out->rows, n * sizeof(*rows));
+			struct tv_exit_stat_row *rows = realloc(out->rows, n * sizeof(*rows));
 
 			if (!rows)
 				return -ENOMEM;
@@ -674,7 +674,7 @@ static unsigned long long read_lost(int fd)
 	return total;
 }
 
-int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost)
+int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t *lost)
 {
 	struct top_val *val = malloc(sizeof(*val));
 	unsigned long long total;
@@ -696,6 +696,6 @@ int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t 
 	b->lost_prev = total;
 	free(val);
 	if (ret)
-		tv_kvm_stat_free(out);
+		tv_exit_stat_free(out);
 	return ret;
 }

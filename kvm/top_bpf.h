@@ -25,8 +25,8 @@ struct tv_top_bpf;
  */
 int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_funcs,
 		    struct tv_top_bpf **out);
-/* The rows since the last call into @out (tv_kvm_stat_free()); @lost: exits not aggregated. */
-int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_kvm_stat *out, uint64_t *lost);
+/* The rows since the last call into @out (tv_exit_stat_free()); @lost: exits not aggregated. */
+int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t *lost);
 void tv_top_bpf_close(struct tv_top_bpf *b);
 /* Bucket @i's values: [*lo, *hi) (kvm/bpf/top_exits.h's top_bucket()). */
 void tv_top_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi);

@@ -53,7 +53,7 @@ struct tv_top_hooks {
 	 * takes every event for an analysis of its own): the events read since
 	 * the last call, the interval [@t_begin, @t_end) in the session's clock.
 	 */
-	int (*interval)(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_kvm_stat *out);
+	int (*interval)(void *ctx, uint64_t t_begin, uint64_t t_end, struct tv_exit_stat *out);
 	/* A replay reads this session domain alone (top --xen: "xen"), in
 	 * its own clock when the session is not synchronised; NULL: all. */
 	const char *replay_domain;

@@ -21,7 +21,7 @@
 /* ------------------------------------------------------------------ log */
 
 /*
- * Emit one message through the callback of tv_log_set_callback() (lib/log.c).
+ * Emit one message through the callback of tv_log_set_callback() (lib/util/log.c).
  * Threads: callable from any thread.
  */
 void tv_log(enum tv_log_level level, const char *fmt, ...)
@@ -43,7 +43,7 @@ struct tv_bounce {
 #define TV_WRITE_MAPPED_MAX_IOV 8
 /*
  * tv_write_mapped - write @n (at most 8) pieces of memory, maybe a foreign
- * or device mapping, to @fd whole (lib/write_mapped.c)
+ * or device mapping, to @fd whole (lib/util/write_mapped.c)
  * @b: the file's state, zeroed at its open
  *
  * One writev from the memory itself; where the file system cannot take
@@ -140,7 +140,7 @@ const char *tv_kvm_userspace_exit_name(uint64_t reason);
 
 /*
  * A kvm_exit reason as the analyses name it: "io", "EPT_VIOLATION", or
- * "svm:0x3ff" when unknown (lib/exit_reasons.c).
+ * "svm:0x3ff" when unknown (lib/format/exit_reasons.c).
  */
 void tv_kvm_exit_reason_label(enum tv_kvm_isa isa, uint64_t code, char *buf, size_t size);
 
@@ -151,7 +151,7 @@ struct tv_vcpu_thread *tv_vcpu_map_slot(struct tv_vcpu_map *map, pid_t tid);
 
 /*
  * tv_domain_check - would the session reader decode domain directory @dir?
- * @dir: SESSION/SUBDIR, with its header_page and events/ (lib/domain.c)
+ * @dir: SESSION/SUBDIR, with its header_page and events/ (lib/reader/domain.c)
  * @meta: its meta as it will be written (ncpus, subbuf_size, long_size,
  *        kind), or NULL to read @dir/meta; stays the caller's
  * @why: room for the reason, the reader's own one-line error
@@ -164,7 +164,7 @@ int tv_domain_check(const char *dir, const struct tv_meta *meta, char *why, size
 
 /**
  * tv_file_create_at - create a file for writing inside a session, never
- *   through a link planted there (lib/session_file.c)
+ *   through a link planted there (lib/format/session_file.c)
  * @dfd: the directory @path is relative to, or AT_FDCWD
  * @path: the file; a regular file already there is removed first, a
  *   symbolic link (or a directory, FIFO...) refused
@@ -184,14 +184,14 @@ int tv_file_create(const char *path, int flags, const char *what);
 /* The same as a stdio stream for writing (fclose() it); NULL with errno set, logged. */
 FILE *tv_file_fcreate(const char *path, const char *what);
 
-/* rm -r of a directory tree this process created (lib/session_dir.c). */
+/* rm -r of a directory tree this process created (lib/format/session_dir.c). */
 int tv_session_remove_tree(const char *path);
 
 /*
  * Following a temporary session (tv_reader_open_follow()): give back the
  * disk space of what the reader is done with in every stream file, so that
  * a live view running for hours takes no more disk than an interval's
- * worth (lib/reader.c).  The files keep their size; the reader reads on at
+ * worth (lib/reader/reader.c).  The files keep their size; the reader reads on at
  * its offsets.  Best effort: a file system without hole punching keeps the
  * data (said at debug level).
  */
@@ -206,7 +206,7 @@ int tv_reader_open_domain(const char *dir, const char *subdir, struct tv_reader 
 /* ------------------------------------------------------ sync markers */
 
 struct tv_sync_marker;
-/* tv_sync_marker_decode() of an ftrace:raw_data event's record (lib/wall_clock.c). */
+/* tv_sync_marker_decode() of an ftrace:raw_data event's record (lib/reader/wall_clock.c). */
 int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m);
 
 
@@ -214,8 +214,8 @@ int tv_sync_marker_of_event(const struct tv_event *ev, struct tv_sync_marker *m)
 
 /*
  * A traced process's domain directory ust-PARENT-PID/ of kind "ust"
- * (lib/ust_session.c, doc/session-format.md), written by the thread that
- * consumes the process (lib/ust_consumer.h).
+ * (lib/ust/ust_session.c, doc/session-format.md), written by the thread that
+ * consumes the process (lib/ust/ust_consumer.h).
  */
 struct tv_ust_domain;
 struct tv_ust_consumer;
@@ -253,7 +253,7 @@ const char *tv_ust_domain_subdir(const struct tv_ust_domain *d);
 void tv_ust_domain_free(struct tv_ust_domain *d);
 
 /*
- * Xen's common time line (lib/xen_line.c, doc/sync-probes.md): a reader of
+ * Xen's common time line (lib/reader/xen_line.c, doc/sync-probes.md): a reader of
  * a Xen session whose pCPUs' system times differ stamps Xen's records with
  * pCPU 0's system time at their TSC.  tv_reader_xen_line() is that line
  * (NULL: none, nothing moved; owned by the reader);

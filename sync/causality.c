@@ -12,7 +12,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
-#include "probes.h"
+#include "sync_probes.h"
 #include "tsc.h"
 #include "sync_session.h"
 
@@ -69,7 +69,7 @@ static int cmp_written(const void *a, const void *b, void *arg)
  * Every probe in the reference clock, mapped in the order its CPU wrote
  * them: with a TSC relation the offset that applies depends on where the
  * CPU's stream went back before (KVM may move a vCPU's TSC back,
- * lib/clock_map.c), which the scan counted for each probe.  A domain's
+ * lib/format/clock_map.c), which the scan counted for each probe.  A domain's
  * probe rounds are in time order by seq; inside a round, time decides.
  */
 int sync_map_probes(struct scan *sc, const struct tv_sync_domain *res)

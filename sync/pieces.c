@@ -12,7 +12,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
-#include "probes.h"
+#include "sync_probes.h"
 #include "tsc.h"
 #include "sync_session.h"
 #include "hull.h"

@@ -12,7 +12,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
-#include "probes.h"
+#include "sync_probes.h"
 #include "tsc.h"
 #include "sync_session.h"
 
@@ -118,7 +118,7 @@ int sync_round_clock_held(const struct round *r, int type)
  * the true time on the CPU the writer now runs on: as a receive time it
  * still bounds the send from above, as a send time it bounds nothing.  So
  * a pair is left out when its send side was held.  Not so once the
- * writer's events were moved to Xen's common line (sync/xen_line.c): a
+ * writer's events were moved to Xen's common line (sync/xen_offset.c): a
  * held time is moved as a reading of the pCPU it was read on, the one its
  * vCPU left, so it lands at the past moment it was read, before the true
  * time: as a receive time it bounds nothing either (lab run U1: 1.45 and

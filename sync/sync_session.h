@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * Shared by the steps of a session's clock synchronisation (sync/session.c
+ * Shared by the steps of a session's clock synchronisation (sync/sync_session.c
  * drives them): probe scan, probe pairs, pieces, TSC method, path graph,
  * composition and causality, one file each.
  *
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "tracevisor/tracevisor.h"
-#include "probes.h"
+#include "sync_probes.h"
 #include "tsc.h"
 
 #define MAX_DOMAINS 64
@@ -78,7 +78,7 @@ struct scan {
 	} *streams;
 	size_t nr_streams, cap_streams;
 	struct stream_scan *cur;	/* the current event's */
-	int on_line[MAX_DOMAINS];	/* its events moved to Xen's line (xen_line.c) */
+	int on_line[MAX_DOMAINS];	/* its events moved to Xen's line (xen_offset.c) */
 	/* a moved domain's constant and how far its brackets may miss Xen's record */
 	int64_t line_pvclock_ns[MAX_DOMAINS], line_tol_ns[MAX_DOMAINS];
 };
@@ -117,11 +117,11 @@ struct causality {
 };
 
 /* probe_scan.c */
-/* @line: NULL, or the pvclock domains to move to Xen's line (xen_line.c) */
+/* @line: NULL, or the pvclock domains to move to Xen's line (xen_offset.c) */
 int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_result *line);
 int sync_cmp_probe(const void *a, const void *b);
 
-/* xen_line.c */
+/* xen_offset.c */
 int sync_xen_line_constants(struct scan *sc, struct tv_sync_result *line,
 			     int64_t tol_ns[MAX_DOMAINS]);
 /*
@@ -138,7 +138,7 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
 int sync_round_clock_held(const struct round *r, int type);
 /* Probe rounds of domain @d with a pair left out so (its send time held). */
 size_t sync_count_held_rounds(const struct scan *sc, int d);
-/* Hypercall rounds of domain @d left out: markers misplaced on Xen's line (xen_line.c). */
+/* Hypercall rounds of domain @d left out: markers misplaced on Xen's line (xen_offset.c). */
 size_t sync_count_misplaced_rounds(const struct scan *sc, int d);
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx);
 int sync_cmp_point(const void *a, const void *b);

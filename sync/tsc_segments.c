@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * The TSC offset history of a guest's vCPUs, gathered by the sync
- * estimation from kvm_write_tsc_offset (applied by lib/clock_map.c).
+ * estimation from kvm_write_tsc_offset (applied by lib/format/clock_map.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>

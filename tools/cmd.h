@@ -48,6 +48,6 @@ int tv_cli_status(int err);
  * report), or route them to stderr again.  Not while library threads run. */
 void tv_cli_log_mute(bool mute);
 /* "comm[pid] context" of a row by guest task (stat --by guest-task, top --guest), "" otherwise. */
-const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size);
+const char *tv_cli_guest_task(const struct tv_exit_stat_row *r, char *buf, size_t size);
 
 #endif

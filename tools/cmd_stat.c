@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* tracevisor stat: VM exit analysis of a session (kvm/stat.c). */
+/* tracevisor stat: VM exit analysis of a session (kvm/kvm_stat.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -35,7 +35,7 @@ static void stat_usage(FILE *out)
 		"  -h, --help  this help\n");
 }
 
-static void print_hist(const struct tv_kvm_stat_row *r)
+static void print_hist(const struct tv_exit_stat_row *r)
 {
 	uint64_t max = 0;
 
@@ -56,13 +56,13 @@ static void print_hist(const struct tv_kvm_stat_row *r)
 	}
 }
 
-static void print_rows(const struct tv_kvm_stat *st, int hist);
+static void print_rows(const struct tv_exit_stat *st, int hist);
 
 /* stat --by guest-task: one more column (text) and three keys (JSON). */
 static int by_guest;
 
 /* Rows of KVM's events, not only of timed functions (func:NAME)? */
-static int has_kvm_rows(const struct tv_kvm_stat *st)
+static int has_kvm_rows(const struct tv_exit_stat *st)
 {
 	for (size_t i = 0; i < st->nr_rows; i++)
 		if (strncmp(st->rows[i].reason, "func:", 5))
@@ -118,7 +118,7 @@ static const char *xen_row_domain(const char *vm)
 	return NULL;
 }
 
-static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+static void print_table(const char *dir, const struct tv_exit_stat *st, int hist)
 {
 	printf("VM exit analysis of %s: %llu events, %llu lost\n", dir,
 	       (unsigned long long)st->events, (unsigned long long)st->lost);
@@ -135,7 +135,7 @@ static void print_table(const char *dir, const struct tv_kvm_stat *st, int hist)
 }
 
 /* Xen sessions: runstate times, HVM exits (exit->entry), hypercall counts. */
-static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+static void print_xen_table(const char *dir, const struct tv_exit_stat *st, int hist)
 {
 	printf("Xen analysis of %s: %llu records, %llu lost\n", dir,
 	       (unsigned long long)st->events, (unsigned long long)st->lost);
@@ -153,7 +153,7 @@ static void print_xen_table(const char *dir, const struct tv_kvm_stat *st, int h
 
 #define guest_label tv_cli_guest_task
 
-static void print_rows(const struct tv_kvm_stat *st, int hist)
+static void print_rows(const struct tv_exit_stat *st, int hist)
 {
 	char b[5][24], g[80];
 
@@ -161,7 +161,7 @@ static void print_rows(const struct tv_kvm_stat *st, int hist)
 	       by_guest ? "GUEST TASK                     " : "", "COUNT", "MIN", "P50", "P99", "MAX",
 	       "TOTAL");
 	for (size_t i = 0; i < st->nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &st->rows[i];
+		const struct tv_exit_stat_row *r = &st->rows[i];
 
 		printf("%-24s %-6s %-26s ", tv_cli_text(r->vm), tv_cli_text(r->vcpu), tv_cli_text(r->reason));
 		if (by_guest)
@@ -180,10 +180,10 @@ static void print_rows(const struct tv_kvm_stat *st, int hist)
 	}
 }
 
-static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
+static void print_json_rows(const struct tv_exit_stat *st, int hist, int *first)
 {
 	for (size_t i = 0; i < st->nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &st->rows[i];
+		const struct tv_exit_stat_row *r = &st->rows[i];
 
 		printf("%s\n{\"vm\":", *first ? "" : ",");
 		*first = 0;
@@ -231,8 +231,8 @@ static void print_json_rows(const struct tv_kvm_stat *st, int hist, int *first)
 	}
 }
 
-static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *xen,
-		       const struct tv_kvm_stat *ust, int hist)
+static void print_json(const struct tv_exit_stat *kvm, const struct tv_exit_stat *xen,
+		       const struct tv_exit_stat *ust, int hist)
 {
 	int first = 1;
 
@@ -246,7 +246,7 @@ static void print_json(const struct tv_kvm_stat *kvm, const struct tv_kvm_stat *
 }
 
 /* The traced processes' events: counts, and latencies of begin/end pairs. */
-static void print_ust_table(const char *dir, const struct tv_kvm_stat *st, int hist)
+static void print_ust_table(const char *dir, const struct tv_exit_stat *st, int hist)
 {
 	char b[5][24];
 
@@ -258,7 +258,7 @@ static void print_ust_table(const char *dir, const struct tv_kvm_stat *st, int h
 	printf("\n%-24s %-8s %-34s %10s %9s %9s %9s %9s %10s\n", "DOMAIN", "PID", "EVENT", "COUNT",
 	       "MIN", "P50", "P99", "MAX", "TOTAL");
 	for (size_t i = 0; i < st->nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &st->rows[i];
+		const struct tv_exit_stat_row *r = &st->rows[i];
 
 		printf("%-24s %-8s %-34s %10llu ", tv_cli_text(r->vm), tv_cli_text(r->vcpu),
 		       tv_cli_text(r->reason),
@@ -286,7 +286,7 @@ int cmd_stat(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct tv_stat_opts opts = { 0 };
-	struct tv_kvm_stat st, xst, ust;
+	struct tv_exit_stat st, xst, ust;
 	int json = 0, hist = 0, c, ret, xret, uret;
 	bool have_xen;
 
@@ -327,8 +327,8 @@ int cmd_stat(int argc, char **argv)
 	/* and one with traced processes (record --ust) theirs */
 	uret = tv_ust_stat_compute(argv[optind], &ust);
 	if (uret && uret != -ENOENT) {
-		tv_kvm_stat_free(&st);
-		tv_kvm_stat_free(&xst);
+		tv_exit_stat_free(&st);
+		tv_exit_stat_free(&xst);
 		return tv_cli_status(uret);
 	}
 	if (json)
@@ -342,8 +342,8 @@ int cmd_stat(int argc, char **argv)
 	}
 	if (!json && !uret)
 		print_ust_table(argv[optind], &ust, hist);
-	tv_kvm_stat_free(&st);
-	tv_kvm_stat_free(&xst);
-	tv_kvm_stat_free(&ust);
+	tv_exit_stat_free(&st);
+	tv_exit_stat_free(&xst);
+	tv_exit_stat_free(&ust);
 	return 0;
 }

@@ -308,7 +308,7 @@ static void print_json_interval(const struct tv_top_interval *iv, const char *so
 		printf("\"records\":%llu,", (unsigned long long)iv->stat.events);
 	printf("\"rows\":[");
 	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+		const struct tv_exit_stat_row *r = &iv->stat.rows[i];
 
 		printf("%s{\"vm\":", i ? "," : "");
 		tv_cli_json_str(r->vm);
@@ -373,7 +373,7 @@ static void print_xen_table(struct top_cli *cli, const struct tv_top_interval *i
 	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s %7s\n", "VM", "VCPU", "REASON", "COUNT",
 	       "RATE/s", "P50", "P99", "MAX", "TOTAL", "SHARE");
 	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+		const struct tv_exit_stat_row *r = &iv->stat.rows[i];
 
 		snprintf(share, sizeof(share), r->share >= 0 ? "%.1f%%" : "-", 100 * r->share);
 		printf("%-24s %-6s %-26s %9llu %10.1f %9s %9s %9s %10s %7s\n", tv_cli_text(r->vm),
@@ -402,7 +402,7 @@ static void print_table(struct top_cli *cli, const struct tv_top_interval *iv, c
 	printf("%-24s %-6s %-26s %9s %10s %9s %9s %9s %10s%s\n", "VM", "VCPU", "REASON", "COUNT",
 	       "RATE/s", "P50", "P99", "MAX", "TOTAL", cli->nr_guests ? "  GUEST TASK" : "");
 	for (size_t i = 0; i < iv->stat.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &iv->stat.rows[i];
+		const struct tv_exit_stat_row *r = &iv->stat.rows[i];
 		char task[96] = "";
 
 		if (cli->nr_guests)

@@ -40,13 +40,13 @@ struct screen {
 
 /* The guest view's row: a vCPU's guest task (and context), all reasons. */
 struct guest_row {
-	const struct tv_kvm_stat_row *first;	/* vm, vcpu, guest fields */
+	const struct tv_exit_stat_row *first;	/* vm, vcpu, guest fields */
 	uint64_t count, total_ns, max_ns;
 	const char *top_reason;			/* the reason with the most time */
 	uint64_t top_reason_ns;
 };
 
-static int row_shown(const struct screen *s, const struct tv_kvm_stat_row *r)
+static int row_shown(const struct screen *s, const struct tv_exit_stat_row *r)
 {
 	return (!s->vm[0] || !strcmp(r->vm, s->vm)) && (!s->vcpu[0] || !strcmp(r->vcpu, s->vcpu));
 }
@@ -60,7 +60,7 @@ static void cycle(const struct screen *s, char *cur, size_t size, int vcpu)
 	int after = !cur[0];
 
 	for (size_t i = 0; i < s->cur.stat.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &s->cur.stat.rows[i];
+		const struct tv_exit_stat_row *r = &s->cur.stat.rows[i];
 		const char *v = vcpu ? r->vcpu : r->vm;
 
 		if (vcpu && s->vm[0] && strcmp(r->vm, s->vm))
@@ -95,7 +95,7 @@ static void draw_help(void)
 		mvprintw(2 + (int)i, 2, "%s", lines[i]);
 }
 
-static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row *r)
+static void draw_row(int y, const struct screen *s, const struct tv_exit_stat_row *r)
 {
 	char b[4][24];
 
@@ -115,7 +115,7 @@ static void draw_row(int y, const struct screen *s, const struct tv_kvm_stat_row
 		printw(" %6.1f%%", 100 * r->share);
 }
 
-static int same_guest_row(const struct tv_kvm_stat_row *a, const struct tv_kvm_stat_row *b)
+static int same_guest_row(const struct tv_exit_stat_row *a, const struct tv_exit_stat_row *b)
 {
 	return !strcmp(a->vm, b->vm) && !strcmp(a->vcpu, b->vcpu) &&
 	       !strcmp(a->guest_task, b->guest_task) && a->guest_pid == b->guest_pid &&
@@ -144,7 +144,7 @@ static int draw_guest_view(struct screen *s, int y)
 	if (!g)
 		return y;
 	for (size_t i = 0; i < s->cur.stat.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &s->cur.stat.rows[i];
+		const struct tv_exit_stat_row *r = &s->cur.stat.rows[i];
 		size_t k;
 
 		if (!row_shown(s, r) || !r->guest_task[0])

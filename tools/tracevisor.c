@@ -105,7 +105,7 @@ void tv_cli_error(const char *cmd, const char *fmt, ...)
 	free(msg);
 }
 
-const char *tv_cli_guest_task(const struct tv_kvm_stat_row *r, char *buf, size_t size)
+const char *tv_cli_guest_task(const struct tv_exit_stat_row *r, char *buf, size_t size)
 {
 	/* The guest names its tasks: escaped. */
 	if (r->guest_pid < 0)

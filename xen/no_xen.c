@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * Built without the Xen libraries (TV_WITH_XEN=0, or no libxen-dev): the
- * parts of xen/ that talk to the hypervisor (record.c, inject.c) are left
+ * parts of xen/ that talk to the hypervisor (xen_recorder.c, inject.c) are left
  * out and these take their place, so the library and the CLI need no
  * libxen*.so.  Decoding, importing and analysing Xen sessions do not need
  * the hypervisor and still work.

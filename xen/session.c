@@ -2,7 +2,7 @@
 /*
  * The xen/ domain directory: formats, per-CPU record counts (lost records
  * counted from the hypervisor's own TRC_LOST_RECORDS) and meta; the
- * directory itself from the session writer (lib/session_writer.c).
+ * directory itself from the session writer (lib/format/session_writer.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>

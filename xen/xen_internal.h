@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
-/* Internals of xen/: the domain directory, shared by recorder and importer. */
+/*
+ * Internals of xen/: the domain directory, shared by recorder and importer.
+ * Used inside xen/ only; what the layers above use is in xen_recorder.h.
+ */
 #ifndef TV_XEN_INTERNAL_H
 #define TV_XEN_INTERNAL_H
 
@@ -8,6 +11,7 @@
 #include <stdint.h>
 
 #include "xen_trace.h"
+#include "xen_recorder.h"
 
 struct tv_xen_cpu_count {
 	uint64_t bytes;
@@ -60,68 +64,10 @@ struct tv_xen_meta_info {
 
 int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *info);
 
-struct tv_xen_recorder;
-/*
- * tv_xen_recorder_checkpoint - write xen/meta of a started recorder now
- * (clock, scale, the running vCPUs at the start), so that a reader can
- * follow the session while it is recorded (top --xen); _stop() writes it
- * again, complete.  Return: 0 or -errno (logged).
- */
-int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec);
-/*
- * tv_xen_recorder_flush - wait until the drain thread went over every CPU
- * once after the call began: every record Xen wrote before the call is
- * then in cpuN.xen.  Return: 0, -ETIMEDOUT after @timeout_ms (logged), or
- * the drain thread's error.  From the caller's thread, while started.
- */
-int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms);
 struct tv_session_writer;
 /*
  * SESSION/xen with its formats, from the session writer @w (which makes
  * SESSION first if no recorder has yet); its path into @out.
  */
 int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size);
-/*
- * tv_xen_recorder_create_in - tv_xen_recorder_create() into @w's session
- * (borrowed: it outlives the recorder; its owner commits session.meta).
- * The recorder writes only DIR/xen and lists "xen" at its stop.
- * opts->outdir is not read.  @w NULL: a writer of its own for
- * opts->outdir, committed at its stop (tv_xen_recorder_create()).
- * Return: as tv_xen_recorder_create().
- */
-int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
-			      struct tv_xen_recorder **out);
-
-/*
- * tv_xen_inject() with @hook called just before (after = 0) and just after
- * (after = 1) the hypercall, inside the open handle's lifetime: how the
- * sync probe (host/xen_probe.c) brackets it with dom0 markers.
- */
-typedef void (*tv_xen_inject_hook)(void *ctx, int after);
-int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
-			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx);
-
-/* A running domain found by name in xenstore (xen/xenstore.c). */
-struct tv_xen_domain {
-	unsigned int domid;
-	unsigned int nr_vcpus;		/* /local/domain/ID/cpu entries, 0: unknown */
-	char channel[256];		/* dom0 end (unix socket) of org.tracevisor.0 */
-};
-
-/*
- * tv_xen_domain_find - look up a domain by its xl name through xenstore
- * Return: 0 with @dom filled, or -errno with the reason logged (-ENOENT: no
- * such domain, or no agent channel; -ENOTSUP: built without Xen).
- */
-int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
-/*
- * tv_xen_domain_name - the xl name of domain @domid (/local/domain/ID/name)
- * Return: 0 with @buf filled, -ENOENT (no such domain now), -errno of
- * xenstore, -ENOTSUP built without Xen.  Logs nothing: the caller names
- * the domain some other way.
- */
-int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
-/* The domid of the domain named @name: 0, -ENOENT, -errno; logs nothing. */
-int tv_xen_domain_id(const char *name, unsigned int *domid);
-
 #endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1 */
 /*
- * Xen's recorder (xen/record.c, or xen/no_xen.c without Xen) as the layers
+ * Xen's recorder (xen/xen_recorder.c, or xen/no_xen.c without Xen) as the layers
  * above use it: the session recording (host/recorder.c) and top --xen
  * (host/top_xen.c); a client program records through
- * tv_session_record_start() with opts.xen.
+ * tv_session_record_start() with opts.xen.  Also the hypervisor pieces
+ * host/ drives besides: injection bracketed by the sync probe
+ * (xen/inject.c) and domains by name (xen/xenstore.c).
  */
 #ifndef TV_XEN_XEN_RECORDER_H
 #define TV_XEN_XEN_RECORDER_H
@@ -68,6 +70,64 @@ int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec);
  * Threads: safe while the drain thread runs (a snapshot).
  */
 uint64_t tv_xen_recorder_bytes(const struct tv_xen_recorder *rec);
+
+/*
+ * tv_xen_recorder_checkpoint - write xen/meta of a started recorder now
+ * (clock, scale, the running vCPUs at the start), so that a reader can
+ * follow the session while it is recorded (top --xen); _stop() writes it
+ * again, complete.  Return: 0 or -errno (logged).
+ */
+int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec);
+/*
+ * tv_xen_recorder_flush - wait until the drain thread went over every CPU
+ * once after the call began: every record Xen wrote before the call is
+ * then in cpuN.xen.  Return: 0, -ETIMEDOUT after @timeout_ms (logged), or
+ * the drain thread's error.  From the caller's thread, while started.
+ */
+int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms);
+struct tv_session_writer;
+/*
+ * tv_xen_recorder_create_in - tv_xen_recorder_create() into @w's session
+ * (borrowed: it outlives the recorder; its owner commits session.meta).
+ * The recorder writes only DIR/xen and lists "xen" at its stop.
+ * opts->outdir is not read.  @w NULL: a writer of its own for
+ * opts->outdir, committed at its stop (tv_xen_recorder_create()).
+ * Return: as tv_xen_recorder_create().
+ */
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out);
+
+/*
+ * tv_xen_inject() with @hook called just before (after = 0) and just after
+ * (after = 1) the hypercall, inside the open handle's lifetime: how the
+ * sync probe (host/xen_probe.c) brackets it with dom0 markers.
+ */
+typedef void (*tv_xen_inject_hook)(void *ctx, int after);
+int tv_xen_inject_hooked(unsigned int event, const uint32_t *data, unsigned int nr,
+			 uint64_t mono[2], tv_xen_inject_hook hook, void *ctx);
+
+/* A running domain found by name in xenstore (xen/xenstore.c). */
+struct tv_xen_domain {
+	unsigned int domid;
+	unsigned int nr_vcpus;		/* /local/domain/ID/cpu entries, 0: unknown */
+	char channel[256];		/* dom0 end (unix socket) of org.tracevisor.0 */
+};
+
+/*
+ * tv_xen_domain_find - look up a domain by its xl name through xenstore
+ * Return: 0 with @dom filled, or -errno with the reason logged (-ENOENT: no
+ * such domain, or no agent channel; -ENOTSUP: built without Xen).
+ */
+int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
+/*
+ * tv_xen_domain_name - the xl name of domain @domid (/local/domain/ID/name)
+ * Return: 0 with @buf filled, -ENOENT (no such domain now), -errno of
+ * xenstore, -ENOTSUP built without Xen.  Logs nothing: the caller names
+ * the domain some other way.
+ */
+int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
+/* The domid of the domain named @name: 0, -ENOENT, -errno; logs nothing. */
+int tv_xen_domain_id(const char *name, unsigned int *domid);
 
 /**
  * tv_xen_host_cpu_khz - xc_physinfo's cpu_khz

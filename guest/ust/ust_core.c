@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * The buffers and the fast path: reserve (rseq per-CPU, or compare-and-swap
- * on per-thread slots), write in place, commit (lib/ust_abi.h's protocol).
+ * on per-thread slots), write in place, commit (lib/ust/ust_abi.h's protocol).
  *
  * Why a reservation is correct and in time order within a buffer:
  * the writer reads @reserve, then the clock, then stores reserve+size only
@@ -39,7 +39,7 @@
 struct ust_state *tv_ust_state;
 
 /*
- * Records are a multiple of 16 bytes (lib/ust_abi.h allows any multiple of
+ * Records are a multiple of 16 bytes (lib/ust/ust_abi.h allows any multiple of
  * 8): then every position in a sub-buffer leaves room for a whole padding
  * header, which an 8-byte tail would not.
  */
@@ -380,7 +380,7 @@ static int ust_env_u32(const char *name, uint32_t *out)
 	return 0;
 }
 
-/* The defaults: the environment (lib/ust_abi.h's names), then the ABI's. */
+/* The defaults: the environment (lib/ust/ust_abi.h's names), then the ABI's. */
 int ust_defaults(struct tv_ust_config *cfg)
 {
 	const char *v;
@@ -473,7 +473,7 @@ int ust_start_locked(const struct tv_ust_config *user)
 	if (!st)
 		return -ENOMEM;
 	st->stalled = malloc(nr * sizeof(*st->stalled));
-	/* sealable: a consumer seals it against shrinking (lib/ust_abi.h) */
+	/* sealable: a consumer seals it against shrinking (lib/ust/ust_abi.h) */
 	fd = memfd_create("tracevisor-ust", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (!st->stalled || fd < 0) {
 		ret = fd < 0 ? -errno : -ENOMEM;

@@ -3,7 +3,7 @@
  * The listener: one thread per traced process that connects to its
  * consumer (TRACEVISOR_UST_SOCK, default /run/tracevisor/ust.sock), hands
  * over the buffers' memfd and serves enable/disable/flush/list commands
- * (lib/ust_abi.h, doc/ust-format.md).  A consumer that is not there yet is
+ * (lib/ust/ust_abi.h, doc/ust-format.md).  A consumer that is not there yet is
  * retried every TV_UST_RETRY_MS, quietly; one that goes away leaves every
  * event disabled and the buffers as they are for the next one.
  * TRACEVISOR_UST_SOCK set to the empty string: no listener.

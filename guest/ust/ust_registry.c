@@ -13,7 +13,7 @@
  * under rcu_read_lock() (liburcu-bp: no thread registration needed) and
  * never block an update; a module is unlinked with cds_list_del_rcu() and
  * freed after synchronize_rcu().  Events are never freed (ids are never
- * reused in a process: lib/ust_abi.h), so a reader may keep one.
+ * reused in a process: lib/ust/ust_abi.h), so a reader may keep one.
  * The fast path reads none of this: its state is the patched code itself
  * and the tracepoint's id.
  */
@@ -98,7 +98,7 @@ static void ust_format_print_arg(FILE *out, const struct tv_ust_field *f)
 	}
 }
 
-/* The metadata entry of @tp with id @id (lib/ust_abi.h): malloc'ed text. */
+/* The metadata entry of @tp with id @id (lib/ust/ust_abi.h): malloc'ed text. */
 static char *ust_format_build(const struct tv_ust_tracepoint *tp, unsigned int id, size_t *len)
 {
 	char *text = NULL;

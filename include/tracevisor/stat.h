@@ -19,7 +19,7 @@
 
 #pragma GCC visibility push(default)
 
-struct tv_kvm_stat_row {
+struct tv_exit_stat_row {
 	char vm[80];
 	char vcpu[24];
 	char reason[48];
@@ -38,8 +38,12 @@ struct tv_kvm_stat_row {
 					 * vCPU spent in that state (0..1); -1 others */
 };
 
-struct tv_kvm_stat {
-	struct tv_kvm_stat_row *rows;
+/*
+ * One table of any analysis: KVM exits, Xen exits and runstates, traced
+ * processes (UST); a row's kind says which when they mix.
+ */
+struct tv_exit_stat {
+	struct tv_exit_stat_row *rows;
 	size_t nr_rows;
 	bool have_exit_entry;	/* kvm_exit/kvm_entry were recorded */
 	char mode[32];		/* "exits" or "pvm" (no kvm_exit/kvm_entry) */
@@ -49,15 +53,15 @@ struct tv_kvm_stat {
 };
 
 /**
- * tv_kvm_stat_free - free the rows of @st
+ * tv_exit_stat_free - free the rows of @st
  * @st: the analysis; the struct itself is the caller's
  */
-void tv_kvm_stat_free(struct tv_kvm_stat *st);
+void tv_exit_stat_free(struct tv_exit_stat *st);
 
 /**
  * tv_ust_stat_compute - the traced processes' events of a session (record --ust)
  * @dir: session directory
- * @out: rows owned by the caller (tv_kvm_stat_free()), sorted by domain,
+ * @out: rows owned by the caller (tv_exit_stat_free()), sorted by domain,
  *       process and name: @vm the domain (host, guest:NAME), @vcpu the
  *       process id, @reason PROVIDER:EVENT with its count and no latency,
  *       or PROVIDER:NAME (PROVIDER:NAME() for _entry/_exit) with the count
@@ -70,7 +74,7 @@ void tv_kvm_stat_free(struct tv_kvm_stat *st);
  * Return: 0, -ENOENT (no traced process in the session, not logged), or
  * -errno (logged).
  */
-int tv_ust_stat_compute(const char *dir, struct tv_kvm_stat *out);
+int tv_ust_stat_compute(const char *dir, struct tv_exit_stat *out);
 
 struct tv_stat_opts {
 	/*
@@ -96,12 +100,12 @@ struct tv_stat_opts {
  * @have_xen: whether @xen was computed
  *
  * The session is read once.  The caller owns both results and frees them
- * with tv_kvm_stat_free() (also when !*@have_xen: @xen is then empty).
+ * with tv_exit_stat_free() (also when !*@have_xen: @xen is then empty).
  * Threads: none shared; call from any one thread.
  * Return: 0, or -errno (logged; nothing to free).
  */
-int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_kvm_stat *kvm,
-			 struct tv_kvm_stat *xen, bool *have_xen);
+int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struct tv_exit_stat *kvm,
+			 struct tv_exit_stat *xen, bool *have_xen);
 
 #pragma GCC visibility pop
 

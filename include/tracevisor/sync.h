@@ -141,7 +141,7 @@ struct tv_sync_domain {
 	 * Hypercall rounds left out because, moved to Xen's common time line,
 	 * the domain's markers missed Xen's record of the hypercall: the
 	 * walk put them on a pCPU other than the one that ran them
-	 * (sync/xen_line.c).
+	 * (sync/xen_offset.c).
 	 */
 	size_t misplaced_rounds;
 	/*

@@ -69,7 +69,7 @@ struct tv_top_interval {
 	uint64_t t_ns;			/* its end, in the trace clock */
 	uint64_t interval_ns;		/* its length */
 	uint64_t lost;			/* events lost in it (ring buffer full) */
-	struct tv_kvm_stat stat;	/* its rows: the stat analysis of the
+	struct tv_exit_stat stat;	/* its rows: the stat analysis of the
 					 * interval, sorted and filtered */
 };
 
@@ -154,13 +154,13 @@ int tv_top_close(struct tv_top *top);
 void tv_top_interval_free(struct tv_top_interval *iv);
 
 /* Exits per second of row @r in interval @iv. */
-static inline double tv_top_row_rate(const struct tv_top_interval *iv, const struct tv_kvm_stat_row *r)
+static inline double tv_top_row_rate(const struct tv_top_interval *iv, const struct tv_exit_stat_row *r)
 {
 	return iv->interval_ns ? (double)r->count * 1e9 / (double)iv->interval_ns : 0;
 }
 
 /* Sort @st's rows by @key (descending; ties by count, then name). */
-void tv_top_sort(struct tv_kvm_stat *st, enum tv_top_sort key);
+void tv_top_sort(struct tv_exit_stat *st, enum tv_top_sort key);
 
 /* "total", "count", "rate" or "p99" into *@key: 0, or -EINVAL (logged). */
 int tv_top_sort_parse(const char *name, enum tv_top_sort *key);

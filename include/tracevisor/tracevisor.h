@@ -16,7 +16,7 @@
  * Ownership: an object a *_new(), *_create(), *_open() or *_start() function
  * hands out belongs to the caller, who releases it with the matching
  * *_free(), *_destroy() or *_close(); structs the caller passes in (a
- * tv_strbuf, tv_sync_result, tv_kvm_stat) stay the caller's,
+ * tv_strbuf, tv_sync_result, tv_exit_stat) stay the caller's,
  * and their *_free() / *_release() frees only what the library put in
  * them.  Strings and pointers a function returns point into the object
  * they come from and live as long as it, unless the function says

@@ -23,7 +23,7 @@
  * GNU C (section attributes, asm goto).
  *
  * The layout each event gets in the trace (an ftrace format file) and the
- * shared-memory contract with consumers are in lib/ust_abi.h and
+ * shared-memory contract with consumers are in lib/ust/ust_abi.h and
  * doc/ust-format.md.
  *
  * Cost:
@@ -98,7 +98,7 @@ struct tv_ust_tracepoint {
 	uint32_t nr_fields;
 	uint32_t fixed_size;	/* bytes of the fixed part of the payload */
 	int enabled;		/* the load-and-branch (non-x86_64) state */
-	uint16_t id;		/* event id in the process (lib/ust_abi.h) */
+	uint16_t id;		/* event id in the process (lib/ust/ust_abi.h) */
 	void *priv;		/* the registry's event */
 };
 
@@ -115,7 +115,7 @@ struct tv_ust_ctx {
 
 /* Settings of the process's buffers; 0 (or -1 for the enums) = default. */
 struct tv_ust_config {
-	int clock;		/* enum tv_ust_clock (lib/ust_abi.h), -1: env or mono */
+	int clock;		/* enum tv_ust_clock (lib/ust/ust_abi.h), -1: env or mono */
 	int mode;		/* enum tv_ust_mode, -1: env or discard */
 	uint32_t subbuf_size;	/* power of two 4096 .. 1 MiB; 0: env or 64 KiB */
 	uint32_t nr_subbufs;	/* power of two >= 2; 0: env or 8 */
@@ -125,7 +125,7 @@ struct tv_ust_config {
 
 /**
  * tv_ust_start - create the process's buffers (a memfd) if not yet done
- * @cfg: settings, or NULL for the defaults (environment, lib/ust_abi.h)
+ * @cfg: settings, or NULL for the defaults (environment, lib/ust/ust_abi.h)
  *
  * Buffers are created once per process and kept until it ends, so a
  * consumer (or the test that called this) can read them, even after a

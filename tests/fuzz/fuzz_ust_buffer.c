@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libFuzzer target: the consumer of a traced process's mapping
- * (lib/ust_consumer.c), whose every byte the process controls.  The input
+ * (lib/ust/ust_consumer.c), whose every byte the process controls.  The input
  * is the whole mapping: the header is checked against its size, the
  * metadata parsed, and every buffer read and recovered until the consumer
  * stops; nothing may be read outside the input (ASan) or loop forever.

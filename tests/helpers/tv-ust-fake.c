@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A synthetic traced process for record --ust's protocol tests: it speaks
- * lib/ust_abi.h's registration protocol and writes records by its commit
+ * lib/ust/ust_abi.h's registration protocol and writes records by its commit
  * protocol, one thread, in blocking mode (it waits for the consumer), so
  * counts are exact.  It can also lie, to test that the consumer cuts a
  * hostile process off and goes on with the others.  Not libtracevisor-ust:

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # record --ust against synthetic traced processes (tests/helpers/tv-ust-fake:
-# lib/ust_abi.h's protocol, not libtracevisor-ust): exact counts in report,
+# lib/ust/ust_abi.h's protocol, not libtracevisor-ust): exact counts in report,
 # stat and the CTF export read by babeltrace2; a process killed with SIGKILL
 # mid-run has every committed event recovered; two lying processes (a commit
 # counter beyond the buffer, a record length beyond its sub-buffer) are cut

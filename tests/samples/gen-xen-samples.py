@@ -12,7 +12,7 @@ xen-ring.bin           one CPU's ring as the hypervisor leaves it: struct
                        record pads the end, as Xen writes it) and one record
                        straddles the page boundary at data offset 4088.
 xen-classes.xentrace   one record of every Xen 4.17 record layout the decoder
-                       names (lib/xen_events.c), 32- and 64-bit variants,
+                       names (lib/xen/xen_events.c), 32- and 64-bit variants,
                        packed here from Xen's own structures (the
                        __trace_var()/TRACE_nD() call sites and
                        public/trace.h), with values that tell the fields

@@ -263,7 +263,7 @@ def event_info(ev):
 	if ev.name == "kvm_userspace_exit":
 		# The print fmt says: errno < 0 ? (errno == -4 ? "restart" : "error") (-errno)
 		# : KVM_EXIT_<reason> (reason).  libtraceevent 1.7.1 reads errno as
-		# unsigned there, so lib/domain.c prints this event itself.
+		# unsigned there, so lib/reader/domain.c prints this event itself.
 		err = g("errno")
 		err = err - (1 << 32) if err >= 1 << 31 else err
 		if err < 0:

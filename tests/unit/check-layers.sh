@@ -4,14 +4,17 @@
 # undefined symbol of build/obj/FOLDER/*.o is resolved to the object that
 # defines it, and a reference from a folder to one it may not use fails,
 # naming the file and the symbol.  The CLI (tools/) may use only what the
-# public header declares; the agent (guest/) only lib/proto.c.
-#   lib/                     nothing above it
+# public header declares; the agent (guest/) only lib/format/proto.c.
+#   lib/                     nothing above it; inside, its roles one way:
+#                            util < format < xen, ust < reader (no cycle)
 #   kvm/, xen/               lib/ (not each other)
-#   sync/                    lib/ kvm/ xen/
-#   host/                    lib/ kvm/ xen/ sync/
+#   sync/ (clock estimation) lib/ kvm/ xen/
+#   analysis/ (stat tables)  lib/ kvm/ xen/ sync/
+#   export/ (CTF, Perfetto)  lib/ kvm/ xen/ sync/ analysis/
+#   host/                    lib/ kvm/ xen/ sync/ analysis/
 #   tools/                   include/tracevisor/tracevisor.h (the public headers) only
-#   guest/                   lib/proto.c, lib/elf_sym.c, lib/ust_consumer.c and lib/ust_listen.c (libc only)
-#   guest/ust/               lib/ust_abi.h, include/tracevisor/ust.h (libc, liburcu)
+#   guest/                   lib/format/proto.c, lib/util/elf_sym.c, lib/ust/ust_consumer.c and lib/ust/ust_listen.c (libc only)
+#   guest/ust/               lib/ust/ust_abi.h, include/tracevisor/ust.h (libc, liburcu)
 set -u
 cd "${TV_ROOT:-$(dirname "$0")/../..}" || exit 1
 OBJ=${TV_BUILD:-build}/obj
@@ -23,7 +26,9 @@ allowed() {	# from to
 	lib) [ "$2" = lib ] ;;
 	kvm | xen) [ "$2" = lib ] ;;
 	sync) case $2 in lib | kvm | xen) true ;; *) false ;; esac ;;
-	host) case $2 in lib | kvm | xen | sync) true ;; *) false ;; esac ;;
+	analysis) case $2 in lib | kvm | xen | sync) true ;; *) false ;; esac ;;
+	export) case $2 in lib | kvm | xen | sync | analysis) true ;; *) false ;; esac ;;
+	host) case $2 in lib | kvm | xen | sync | analysis) true ;; *) false ;; esac ;;
 	tools) true ;;	# checked against the public header below
 	*) false ;;
 	esac
@@ -85,9 +90,9 @@ for o in "${objs[@]}"; do
 	done
 done
 
-# Sources: no include reaching into another folder upwards, lib/internal.h
-# only inside lib/, the agent on lib/proto.h, lib/elf_sym.h,
-# lib/ust_consumer.h and lib/ust_listen.h alone (libc-only files it builds in).
+# Sources: no include reaching into another folder upwards, lib/reader/reader_internal.h
+# only inside lib/, the agent on lib/format/proto.h, lib/util/elf_sym.h,
+# lib/ust/ust_consumer.h and lib/ust/ust_listen.h alone (libc-only files it builds in).
 while IFS= read -r line; do
 	file=${line%%:*}
 	from=${file%%/*}
@@ -96,8 +101,12 @@ while IFS= read -r line; do
 	../*/*) to=${inc#../}; to=${to%%/*}
 		allowed "$from" "$to" || { echo "layer violation: $file includes $inc ($from/ may not use $to/)"; bad=$((bad + 1)); } ;;
 	esac
-	if [ "$inc" = internal.h ] && [ "$from" != lib ]; then
-		echo "layer violation: $file includes lib/internal.h (upper layers use lib/tv_internal.h)"
+	case $inc in
+	../*/*internal.h) echo "layer violation: $file includes $inc (a folder's internal header is for that folder)"
+		bad=$((bad + 1)) ;;
+	esac
+	if { [ "$inc" = reader_internal.h ] || [ "$inc" = format_io.h ]; } && [ "$from" != lib ]; then
+		echo "layer violation: $file includes $inc, lib/'s own (upper layers use lib/tv_internal.h)"
 		bad=$((bad + 1))
 	fi
 	if [ "$from" = tools ] && [ "$inc" != tracevisor/tracevisor.h ] && [ "$inc" != cmd.h ]; then
@@ -107,13 +116,14 @@ while IFS= read -r line; do
 	if [ "$from" = guest ] && [ "$inc" != proto.h ] && [ "$inc" != elf_sym.h ] && [ "$inc" != ust_consumer.h ] &&
 		[ "$inc" != ust_listen.h ] &&
 		[ ! -f "guest/$inc" ]; then
-		echo "layer violation: $file includes $inc (guest/ uses its own headers, lib/proto.h, lib/elf_sym.h, lib/ust_consumer.h and lib/ust_listen.h only)"
+		echo "layer violation: $file includes $inc (guest/ uses its own headers, lib/format/proto.h, lib/util/elf_sym.h, lib/ust/ust_consumer.h and lib/ust/ust_listen.h only)"
 		bad=$((bad + 1))
 	fi
-done < <(grep -H '^#include "' lib/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
+done < <(grep -H '^#include "' lib/*.[ch] lib/*/*.[ch] kvm/*.[ch] xen/*.[ch] sync/*.[ch] analysis/*.[ch] export/*.[ch] \
+	host/*.[ch] tools/*.[ch] guest/*.[ch] 2>/dev/null)
 
 # The user-space tracer (guest/ust/, linked into applications): its own
-# headers, its public header and the shared-memory contract lib/ust_abi.h
+# headers, its public header and the shared-memory contract lib/ust/ust_abi.h
 # only (and, outside the tree, libc and liburcu).  Its objects reference no
 # other folder: the symbol check above already fails on any (guest/ may
 # use nothing of the library's layers).
@@ -123,10 +133,36 @@ while IFS= read -r line; do
 	case $inc in
 	tracevisor/ust.h | ust_abi.h) ;;
 	*) [ -f "guest/ust/$inc" ] || {
-		echo "layer violation: $file includes $inc (guest/ust/ uses its own headers, tracevisor/ust.h and lib/ust_abi.h only)"
+		echo "layer violation: $file includes $inc (guest/ust/ uses its own headers, tracevisor/ust.h and lib/ust/ust_abi.h only)"
 		bad=$((bad + 1)); } ;;
 	esac
 done < <(grep -H '^#include "' guest/ust/*.[ch] 2>/dev/null)
+
+# lib/'s roles (lib/ROLE/*.c) use each other one way: the graph of which
+# role's objects use which other's has no cycle (tsort finds one).
+edges=$(for o in "${objs[@]}"; do
+	file=$(layer_file "$o")
+	case $file in lib/*/*) ;; *) continue ;; esac
+	from=${file#lib/}; from=${from%%/*}
+	for sym in $(nm -u "$o" | awk '{print $2}'); do
+		to_file=${def[$sym]:-}
+		case $to_file in lib/*/*) ;; *) continue ;; esac
+		to=${to_file#lib/}; to=${to%%/*}
+		[ "$to" = "$from" ] || echo "$from $to"
+	done
+done | sort -u)
+if ! loop=$(tsort <<<"$edges" 2>&1 >/dev/null) || [ -n "$loop" ]; then
+	echo "layer violation: lib/'s roles use each other in a loop:" $(grep -v 'input contains a loop' <<<"$loop" | sed 's/^tsort: //')
+	bad=$((bad + 1))
+fi
+
+SRC_DIRS='lib kvm xen sync analysis export host tools guest'
+# One name, one file: no source or folder header's name repeats across
+# folders (the public topic headers are included as tracevisor/NAME.h).
+while read -r n name; do
+	echo "layer violation: $n files are named $name:" $(find $SRC_DIRS -name "$name" | sort)
+	bad=$((bad + 1))
+done < <(find $SRC_DIRS -name '*.[ch]' -printf '%f\n' | sort | uniq -dc)
 
 if [ "$bad" -gt 0 ]; then
 	echo "check-layers: $bad references against doc/architecture.md's direction"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# libFuzzer on the user-space tracer's buffer consumer (lib/ust_consumer.c)
+# libFuzzer on the user-space tracer's buffer consumer (lib/ust/ust_consumer.c)
 # for a bounded time (FUZZ_SECONDS, default 20), from a valid mapping with
 # complete, partial and padded sub-buffers.  Needs no root.  Skips without
 # clang (a failure under CI=true).

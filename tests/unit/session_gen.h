@@ -102,7 +102,7 @@ static const char xen_runstate_format[] =
 	"\tfield:u8 new_state;\toffset:21;\tsize:1;\tsigned:0;\n\n"
 	"print fmt: \"d%uv%u\", REC->domid, REC->vcpuid\n";
 
-/* The layout of lib/xen_decode.c's xen_tscale (struct xe_tscale). */
+/* The layout of lib/xen/xen_decode.c's xen_tscale (struct xe_tscale). */
 static const char xen_tscale_format[] =
 	"name: xen_tscale\nID: 302\nformat:\n" COMMON_FIELDS
 	"\tfield:u32 xen_event;\toffset:8;\tsize:4;\tsigned:0;\n"

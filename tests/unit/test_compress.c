@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Compressed sessions (lib/compress.c): every committed sample, compressed
+ * Compressed sessions (lib/format/compress.c): every committed sample, compressed
  * with tv_session_compress(), reports exactly its expected output, the
  * corrupt ones with the same errors (naming the .zst file); `zstd -d` gives
  * the raw file back; damaged compressed files give one clear error naming

@@ -218,7 +218,7 @@ static void check_library(const char *sample, const char *want_err)
 
 static void check_stat_library(const char *sample, const char *want)
 {
-	struct tv_kvm_stat st;
+	struct tv_exit_stat st;
 	char dir[300];
 	size_t rows = 0;
 	int ret;
@@ -236,7 +236,7 @@ static void check_stat_library(const char *sample, const char *want)
 	TV_CHECK(st.unmatched_exits == (strcmp(sample, "vmx-exits") ? 0U : 1U),
 		 "%s: %llu unmatched exits", sample, (unsigned long long)st.unmatched_exits);
 	for (size_t i = 0; i < st.nr_rows; i++) {
-		const struct tv_kvm_stat_row *r = &st.rows[i];
+		const struct tv_exit_stat_row *r = &st.rows[i];
 		uint64_t sum = 0;
 
 		for (int b = 0; b < 64; b++)
@@ -247,7 +247,7 @@ static void check_stat_library(const char *sample, const char *want)
 				 sum <= r->count, "%s: row %s/%s/%s inconsistent", sample, r->vm,
 				 r->vcpu, r->reason);
 	}
-	tv_kvm_stat_free(&st);
+	tv_exit_stat_free(&st);
 }
 
 /* A sample that decodes in full has at least this many events. */

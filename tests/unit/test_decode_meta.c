@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* lib/meta.c: key=value files round trip; malformed input is an error. */
+/* lib/format/meta.c: key=value files round trip; malformed input is an error. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

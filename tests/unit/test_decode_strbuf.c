@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* lib/strbuf.c: growth, JSON string escaping and terminal-safe text. */
+/* lib/util/strbuf.c: growth, JSON string escaping and terminal-safe text. */
 #include <stdio.h>
 #include <string.h>
 

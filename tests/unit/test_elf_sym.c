@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * lib/elf_sym.c, the uprobe symbol lookup, on real files and broken ones:
+ * lib/util/elf_sym.c, the uprobe symbol lookup, on real files and broken ones:
  * the offset of main in the test helper equals what its ELF headers say
  * (computed here independently, from readelf-style arithmetic on the
  * section of main's symbol), a missing function is -ENOENT, and a

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The exit tracker (lib/exit_tracker.c) and latency table (lib/latency_table.c). */
+/* The exit tracker (lib/util/exit_tracker.c) and latency table (lib/util/latency_table.c). */
 #include <string.h>
 
 #include "tv_test.h"
@@ -37,7 +37,7 @@ static void test_pairing(void)
 
 static int cmp_total(const void *x, const void *y)
 {
-	const struct tv_kvm_stat_row *a = x, *b = y;
+	const struct tv_exit_stat_row *a = x, *b = y;
 
 	return (a->total_ns < b->total_ns) - (a->total_ns > b->total_ns);
 }
@@ -45,7 +45,7 @@ static int cmp_total(const void *x, const void *y)
 static void test_latency(void)
 {
 	struct tv_latency_table t = { 0 };
-	struct tv_kvm_stat out = { 0 };
+	struct tv_exit_stat out = { 0 };
 	struct tv_latency_acc *a = tv_latency_row(&t, "vm", "0", "hlt");
 
 	TV_CHECK(a && tv_latency_row(&t, "vm", "0", "hlt") == a, "same row");
@@ -62,7 +62,7 @@ static void test_latency(void)
 	TV_CHECK(out.rows[0].hist[0] == 0 && out.rows[0].hist[1] == 1 && out.rows[0].hist[7] == 37,
 		 "log2 buckets");
 	TV_CHECK(!out.rows[1].has_latency && out.rows[1].min_ns == 0, "row without latency");
-	tv_kvm_stat_free(&out);
+	tv_exit_stat_free(&out);
 	tv_latency_table_free(&t);
 }
 

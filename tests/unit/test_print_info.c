@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The compiled print-format renderer (lib/print_info.c) against
+ * The compiled print-format renderer (lib/reader/print_info.c) against
  * libtraceevent's tep_print_event(): the same text for random records of
  * every event format there is to hand - the committed kvm formats, a set of
  * hand-written formats with the awkward cases (flags, symbols, ternaries,
@@ -20,7 +20,7 @@
 #include <event-parse.h>
 #include <trace-seq.h>
 
-#include "internal.h"
+#include "reader_internal.h"
 #include "tv_test.h"
 
 #define RECORDS_PER_EVENT 200

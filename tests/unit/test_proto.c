@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The agent protocol (lib/proto.c) and the host's guest-stream parser
+ * The agent protocol (lib/format/proto.c) and the host's guest-stream parser
  * (host/guest_stream.c): round trips, and hostile input from a guest —
  * oversized lengths, truncated frames, bad names and paths, out-of-range
  * CPUs, partial sub-buffers, a size limit — each rejected with a clear
@@ -107,7 +107,7 @@ static int count_kv(const char *k, const char *v, void *ctx)
 
 static void test_kv(void)
 {
-	char longval[1100];	/* values hold at most 1023 bytes (lib/proto.c) */
+	char longval[1100];	/* values hold at most 1023 bytes (lib/format/proto.c) */
 	int n = 0;
 
 	TV_CHECK(tv_proto_kv_parse("a=1\nb.c=x y\n", 12, count_kv, &n) == 0 && n == 2, "kv lines");

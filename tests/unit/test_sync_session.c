@@ -25,7 +25,7 @@
  * patched Xen's time-scale records each pCPU's records and the domains on
  * it keep that pCPU's time, and a ping from dom0 on one pCPU to d1 on the
  * other comes out inverted, as does the order of d1's exits; with them,
- * everything is on Xen's common line (lib/xen_line.c) and nothing is.
+ * everything is on Xen's common line (lib/reader/xen_line.c) and nothing is.
  * A third session traces host and guest with the x86-tsc clock, on a host
  * whose KVM rewrites the TSC offset at every vCPU load (freeze, then catch
  * up): guest-t must come out exact (method tsc), every guest event mapped
@@ -585,7 +585,7 @@ static void check_domu_moving(int rounds)
 /*
  * The same moving domU on a real xen-trace domain (cpuN.xen records, the
  * patched Xen's per-pCPU scales in meta): Xen's common time line
- * (lib/xen_line.c).  TSC ticks are ns; pCPU 0's system time is the TSC,
+ * (lib/reader/xen_line.c).  TSC ticks are ns; pCPU 0's system time is the TSC,
  * pCPU 1's runs LINE_SKEW ahead; dom0 and d1 read the system time of the
  * pCPU they run on minus a constant (pvclock).  Each round dom0 runs on
  * pCPU 0 then moves to pCPU 1, d1 the other way; dom0 probes Xen on

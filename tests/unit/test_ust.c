@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The user-space tracer's consumer (lib/ust_consumer.c), session domain
- * (lib/ust_session.c) and reader source (lib/ust_stream.c), on buffers
- * written here by a minimal synthetic writer that follows lib/ust_abi.h:
+ * The user-space tracer's consumer (lib/ust/ust_consumer.c), session domain
+ * (lib/ust/ust_session.c) and reader source (lib/reader/ust_stream.c), on buffers
+ * written here by a minimal synthetic writer that follows lib/ust/ust_abi.h:
  * complete sub-buffers read in order, a dead process's partial sub-buffer
  * recovered, and hostile buffers (a lying record length, a commit counter
  * beyond the buffer, a header that lies about sizes, metadata that lies)

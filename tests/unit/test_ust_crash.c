@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A traced process killed with SIGKILL loses nothing it committed, and the
- * registration protocol of lib/ust_abi.h end to end: build/examples/ust-demo
+ * registration protocol of lib/ust/ust_abi.h end to end: build/examples/ust-demo
  * is started BEFORE its consumer exists (it retries quietly), then this
  * test plays the consumer on a socket of its own: HELLO, CONFIG (blocking),
  * REGISTER with the memfd, ENABLE demo:*, LIST, FLUSH; it reads the

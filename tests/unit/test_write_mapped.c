@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * lib/write_mapped.c: a write from a mapping the file system cannot pin
+ * lib/util/write_mapped.c: a write from a mapping the file system cannot pin
  * (9p, NFS direct I/O on the privcmd mapping of Xen's buffers) fails with
  * EFAULT; tv_write_mapped() then copies through its buffer, for that file
  * from then on, and the file gets every byte in order.  writev() is

@@ -6,7 +6,7 @@
  * of a window that wraps (WRAP_BUFFER padding) with a record straddling a
  * page boundary, lost-record accounting, stat rows, and the helpers.
  * xen-classes.xentrace has one record of every layout the decoder names
- * (lib/xen_events.c), packed by the generator from Xen's own structures:
+ * (lib/xen/xen_events.c), packed by the generator from Xen's own structures:
  * its expected output pins every field of every class, and every table
  * event must appear in it.  It also checks where a CPU's start state comes
  * from (its first scheduler record, else the session's cpuN.running), and
@@ -166,7 +166,7 @@ static void test_system_time(const char *tmp)
 	tv_reader_close(rd);
 }
 
-static const struct tv_kvm_stat_row *find_row(const struct tv_kvm_stat *st, const char *vm,
+static const struct tv_exit_stat_row *find_row(const struct tv_exit_stat *st, const char *vm,
 					      const char *vcpu, const char *reason)
 {
 	for (size_t i = 0; i < st->nr_rows; i++)
@@ -179,8 +179,8 @@ static const struct tv_kvm_stat_row *find_row(const struct tv_kvm_stat *st, cons
 static void test_stat(const char *tmp)
 {
 	char dir[4096];
-	struct tv_kvm_stat st;
-	const struct tv_kvm_stat_row *r;
+	struct tv_exit_stat st;
+	const struct tv_exit_stat_row *r;
 
 	snprintf(dir, sizeof(dir), "%s/two", tmp);
 	TV_CHECK(tv_xen_stat_compute(dir, &st) == 0, "stat");
@@ -202,7 +202,7 @@ static void test_stat(const char *tmp)
 		TV_CHECK(strcmp(st.rows[i].vm, "unknown"), "row under vm unknown: %s",
 			 st.rows[i].reason);
 	TV_CHECK(st.lost == 7, "lost %llu", (unsigned long long)st.lost);
-	tv_kvm_stat_free(&st);
+	tv_exit_stat_free(&st);
 	/* the classes sample: PV entries counted, subcalls apart */
 	snprintf(dir, sizeof(dir), "%s/classes", tmp);
 	if (tv_xen_stat_compute(dir, &st))
@@ -214,7 +214,7 @@ static void test_stat(const char *tmp)
 	r = find_row(&st, "d1", "0", "subcall:multicall");
 	TV_CHECK(r && r->count == 1, "a multicall entry");
 	TV_CHECK(!find_row(&st, "d1", "all", "hypercall:multicall"), "subcalls not hypercalls");
-	tv_kvm_stat_free(&st);
+	tv_exit_stat_free(&st);
 }
 
 /* Set meta keys of the session @dir's Xen domain. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A minimal consumer of libtracevisor-ust's buffers for the unit tests and
- * bench/ust-bench: maps a memfd and reads it exactly as lib/ust_abi.h says
+ * bench/ust-bench: maps a memfd and reads it exactly as lib/ust/ust_abi.h says
  * (complete sub-buffers in order, zeroed and released; after the writer is
  * gone, the incomplete ones record by record), and the registration
  * messages it exchanges with the process.  Synthetic on purpose: the

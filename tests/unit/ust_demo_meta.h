@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Metadata entries (lib/ust_abi.h's text format) of synthetic demo events,
+ * Metadata entries (lib/ust/ust_abi.h's text format) of synthetic demo events,
  * shared by the unit tests and the fake traced process
  * (tests/helpers/tv-ust-fake.c), so both describe the same events.
  */

@@ -1,0 +1,786 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * The dom0 consumer of Xen's per-CPU trace buffers.  The buffers, event
+ * mask, CPU mask and enable flag are global hypervisor state: what we change
+ * is put back on every exit path (tv_xen_recorder_stop/destroy).  Xen has no
+ * getter for the CPU mask or the enable flag: we restore the CPU mask to all
+ * CPUs (Xen's boot default) and leave tracing disabled, which is the state
+ * with no consumer running; the event mask is read (TBUFOP_get_info) and
+ * restored exactly.
+ *
+ * A drain thread writes each CPU's window cons..prod into xen/cpuN.xen
+ * straight from the mapped buffer (one writev(), two pieces when it wraps;
+ * through a copy onto a file system that cannot pin foreign pages, 9p or
+ * NFS: tv_write_mapped()),
+ * counts its records for the meta as it goes, and then publishes cons, when
+ * VIRQ_TBUF fires or every 100 ms, like xentrace.  Per window: no copy and
+ * one system call (xentrace: two); per record: the count's dozen or so
+ * instructions, which xentrace does not spend (it keeps no counts), and
+ * which spare stop from reading every file back (bench/xen-bench).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <xenctrl.h>
+#include <xenevtchn.h>
+#include <xenforeignmemory.h>
+#include <xentoollog.h>
+
+#include "tracevisor/tracevisor.h"
+#include "xen_internal.h"
+#include "tv_internal.h"
+#include "xen_recorder.h"
+
+#define XEN_PAGE 4096u
+#define DRAIN_POLL_MS 100
+
+/* Our sub-op of the patched hypervisor (xen/patches/): per-CPU time scale. */
+#define TV_TBUFOP_get_tscale 6
+
+/* Its per-CPU answer, the layout of the patch's struct xen_sysctl_tscale. */
+struct tv_xen_time_scale {
+	uint64_t tsc;		/* TSC at the last calibration ... */
+	uint64_t stime;		/* ... and Xen system time (ns) then */
+	uint32_t mul;		/* tsc_to_system_mul */
+	int8_t shift;		/* tsc_shift */
+	uint8_t pad[3];
+};
+
+struct xen_cpu_buf {
+	unsigned char *map;	/* t_buf header + data */
+	int fd;
+	struct tv_bounce bounce;	/* its file system cannot take the mapping: a copy */
+	uint64_t bytes;
+	struct tv_xen_counter count;	/* records written, for the meta */
+};
+
+/*
+ * Threads: the drain thread (xen_drain_thread) and the caller's thread.
+ *   cpus[i].map          shared with Xen itself: cons/prod are read and
+ *                        written as volatile words, with the fences in
+ *                        xen_drain_cpu() ordering data against them
+ *   cpus[i].fd, .bytes,  the drain thread's from tv_xen_recorder_start()
+ *   .count, drain_err    to the pthread_join() in _stop(), which orders
+ *                        them before the caller reads them
+ *   stop_fd              an eventfd: the caller writes it, the thread polls
+ *   drains               written by the thread (release) after each pass,
+ *                        read by tv_xen_recorder_flush() (acquire)
+ *   the rest             the caller's; set before the thread starts
+ * The drain thread logs through tv_log(), whose callback is atomic.
+ */
+struct tv_xen_recorder {
+	struct tv_xen_record_opts opts;
+	struct tv_session_writer *session;	/* gives DIR/xen; "xen" listed at stop */
+	bool own_session;		/* tv_xen_recorder_create(): committed at stop */
+	xentoollog_logger_stdiostream *log;
+	xc_interface *xch;
+	xenforeignmemory_handle *fmem;
+	xenevtchn_handle *xce;
+	int virq_port;
+	void *tinfo;
+	unsigned int tinfo_pages;
+	unsigned int pages;		/* per CPU buffer */
+	uint32_t data_size;
+	int ncpus;
+	struct xen_cpu_buf *cpus;
+	struct tv_xen_cpu_count *counts;	/* the meta's, from cpus[i].count */
+	uint32_t old_mask;
+	int changed;			/* global state touched: restore */
+	int started;
+	pthread_t thread;
+	int stop_fd;
+	int drain_err;
+	uint64_t drains;		/* passes over every CPU, atomic (flush) */
+	char dir[4200];
+	struct tv_xen_meta_info info;
+	/* per CPU: 4 time scale keys (patched Xen) + cpuN.running */
+	struct tv_xen_meta_kv scale[5 * 256];
+};
+
+uint64_t tv_xen_host_cpu_khz(void)
+{
+	xentoollog_logger_stdiostream *log = xtl_createlogger_stdiostream(stderr, XTL_CRITICAL, 0);
+	xc_interface *xch = xc_interface_open((xentoollog_logger *)log, NULL, 0);
+	xc_physinfo_t pi = { 0 };
+	uint64_t khz = 0;
+
+	if (xch && !xc_physinfo(xch, &pi))
+		khz = pi.cpu_khz;
+	if (xch)
+		xc_interface_close(xch);
+	if (log)
+		xtl_logger_destroy((xentoollog_logger *)log);
+	return khz;
+}
+
+static int tbuf_get_info(struct tv_xen_recorder *rec, uint32_t *mask, uint64_t *mfn,
+			 uint32_t *size)
+{
+	struct xen_sysctl sysctl = { 0 };
+
+	sysctl.cmd = XEN_SYSCTL_tbuf_op;
+	sysctl.interface_version = XEN_SYSCTL_INTERFACE_VERSION;
+	sysctl.u.tbuf_op.cmd = XEN_SYSCTL_TBUFOP_get_info;
+	if (xc_sysctl(rec->xch, &sysctl)) {
+		int err = errno;
+
+		tv_err("Cannot read trace buffer state: errno=%d (%s)", err, strerror(err));
+		return -err;
+	}
+	*mask = sysctl.u.tbuf_op.evt_mask;
+	*mfn = sysctl.u.tbuf_op.buffer_mfn;
+	*size = sysctl.u.tbuf_op.size;
+	return 0;
+}
+
+static int xen_open_handles(struct tv_xen_recorder *rec)
+{
+	rec->log = xtl_createlogger_stdiostream(stderr, XTL_CRITICAL, 0);
+	rec->xch = xc_interface_open((xentoollog_logger *)rec->log, NULL, 0);
+	if (!rec->xch) {
+		tv_err("Cannot open Xen control interface: errno=%d (%s) (not running on Xen dom0?)",
+		       errno, strerror(errno));
+		return -ENODEV;
+	}
+	rec->fmem = xenforeignmemory_open((xentoollog_logger *)rec->log, 0);
+	rec->xce = xenevtchn_open((xentoollog_logger *)rec->log, 0);
+	if (!rec->fmem || !rec->xce) {
+		tv_err("Cannot open Xen %s: errno=%d (%s) (xen-privcmd, xen-evtchn loaded?)",
+		       rec->fmem ? "event channels" : "foreign memory", errno, strerror(errno));
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void *map_pages(struct tv_xen_recorder *rec, const uint32_t *mfns, unsigned int n,
+		       int prot)
+{
+	xen_pfn_t *pfns = calloc(n, sizeof(*pfns));
+	int *errs = calloc(n, sizeof(*errs));
+	void *p = NULL;
+
+	if (pfns && errs) {
+		for (unsigned int i = 0; i < n; i++)
+			pfns[i] = mfns[i];
+		p = xenforeignmemory_map(rec->fmem, DOMID_XEN, prot, n, pfns, errs);
+	}
+	free(pfns);
+	free(errs);
+	return p;
+}
+
+/* Map t_info and every CPU's buffer; a CPU without a buffer has offset 0. */
+static int xen_map_buffers(struct tv_xen_recorder *rec, uint64_t tinfo_mfn, uint32_t tinfo_size)
+{
+	const uint16_t *tinfo;
+	uint32_t first = (uint32_t)tinfo_mfn;
+
+	rec->tinfo_pages = (tinfo_size + XEN_PAGE - 1) / XEN_PAGE;
+	{
+		uint32_t mfns[rec->tinfo_pages];
+
+		for (unsigned int i = 0; i < rec->tinfo_pages; i++)
+			mfns[i] = first + i;
+		rec->tinfo = map_pages(rec, mfns, rec->tinfo_pages, PROT_READ);
+	}
+	if (!rec->tinfo) {
+		int err = errno;
+
+		tv_err("Cannot map trace buffer info: mfn=0x%llx, errno=%d (%s)",
+		       (unsigned long long)tinfo_mfn, err, strerror(err));
+		return -err;
+	}
+	tinfo = rec->tinfo;
+	rec->pages = tinfo[0];
+	if (!rec->pages) {
+		tv_err("Trace buffers have no pages (t_info tbuf_size 0)");
+		return -EINVAL;
+	}
+	rec->data_size = rec->pages * XEN_PAGE - 8;	/* minus struct t_buf */
+	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
+		const uint32_t *mfns;
+		int n = tv_xen_tinfo_cpu(rec->tinfo, rec->tinfo_pages * XEN_PAGE, cpu, &mfns);
+
+		if (n < 0) {
+			tv_err("Corrupt trace buffer info: cpu=%d", cpu);
+			return n;
+		}
+		if (n == 0)
+			continue;	/* no buffer for this CPU (offline at allocation) */
+		rec->cpus[cpu].map = map_pages(rec, mfns, rec->pages, PROT_READ | PROT_WRITE);
+		if (!rec->cpus[cpu].map) {
+			int err = errno;
+
+			tv_err("Cannot map trace buffer: cpu=%d, errno=%d (%s)", cpu, err, strerror(err));
+			return -err;
+		}
+	}
+	return 0;
+}
+
+static volatile uint32_t *buf_cons(struct xen_cpu_buf *b)
+{
+	return (volatile uint32_t *)b->map;
+}
+
+static volatile uint32_t *buf_prod(struct xen_cpu_buf *b)
+{
+	return (volatile uint32_t *)b->map + 1;
+}
+
+/*
+ * Write one CPU's window from the mapping itself (as xentrace does: Xen does
+ * not touch cons..prod until we publish cons), then publish the new cons.
+ */
+static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
+{
+	struct xen_cpu_buf *b = &rec->cpus[cpu];
+	struct tv_xen_piece piece[2];
+	struct iovec iov[2];
+	uint32_t cons, prod, new_cons;
+	ssize_t len = 0;
+	int n, ret;
+
+	if (!b->map)
+		return 0;
+	cons = *buf_cons(b);
+	prod = *buf_prod(b);
+	/* The load of prod before our reads of the records it covers. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	n = tv_xen_ring_window(cons, prod, b->map + 8, rec->data_size, piece, &new_cons);
+	if (n < 0) {
+		tv_err("Corrupt trace buffer: cpu=%d, cons=%u, prod=%u", cpu, cons, prod);
+		return n;
+	}
+	if (!n)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		iov[i].iov_base = (void *)piece[i].data;
+		iov[i].iov_len = piece[i].len;
+		len += piece[i].len;
+	}
+	ret = tv_write_mapped(b->fd, iov, n, &b->bounce);
+	if (ret) {
+		tv_err("Cannot write stream file: cpu=%d, errno=%d (%s)", cpu, -ret, strerror(-ret));
+		return -EIO;
+	}
+	for (int i = 0; i < n; i++)
+		tv_xen_count_feed(&b->count, piece[i].data, piece[i].len);
+	b->bytes += (uint64_t)len;
+	/* Our reads of the window (writev's and the count's) happen before the
+	 * store of cons that lets Xen overwrite it (a full fence, as xentrace's
+	 * mb()). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	*buf_cons(b) = new_cons;
+	return 0;
+}
+
+static int xen_drain_all(struct tv_xen_recorder *rec)
+{
+	int ret = 0;
+
+	for (int cpu = 0; cpu < rec->ncpus && !ret; cpu++)
+		ret = xen_drain_cpu(rec, cpu);
+	return ret;
+}
+
+static void *xen_drain_thread(void *arg)
+{
+	struct tv_xen_recorder *rec = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = xenevtchn_fd(rec->xce), .events = POLLIN },
+		{ .fd = rec->stop_fd, .events = POLLIN },
+	};
+
+	while (!rec->drain_err) {
+		int n = poll(pfd, 2, DRAIN_POLL_MS);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (pfd[0].revents & POLLIN)) {
+			int port = xenevtchn_pending(rec->xce);
+
+			if (port >= 0)
+				xenevtchn_unmask(rec->xce, (evtchn_port_t)port);
+		}
+		rec->drain_err = xen_drain_all(rec);
+		/* the pass's writes (and drain_err) before the count a flush waits on */
+		__atomic_add_fetch(&rec->drains, 1, __ATOMIC_RELEASE);
+		if (n > 0 && (pfd[1].revents & POLLIN))
+			break;
+	}
+	return NULL;
+}
+
+/* Discard records of earlier sessions left in already allocated buffers. */
+static void xen_discard_stale(struct tv_xen_recorder *rec)
+{
+	for (int cpu = 0; cpu < rec->ncpus; cpu++)
+		if (rec->cpus[cpu].map)
+			*buf_cons(&rec->cpus[cpu]) = *buf_prod(&rec->cpus[cpu]);
+}
+
+static int xen_set_cpu_mask(struct tv_xen_recorder *rec, const char *list)
+{
+	xc_cpumap_t map = xc_cpumap_alloc(rec->xch);
+	int ret = 0;
+
+	if (!map)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < rec->ncpus; cpu++)
+		if (!list || tv_xen_cpu_in_list(list, cpu))
+			map[cpu / 8] |= (uint8_t)(1u << (cpu % 8));
+	if (xc_tbuf_set_cpu_mask(rec->xch, map)) {
+		ret = -errno;
+		tv_err("Cannot set trace CPU mask: errno=%d (%s)", -ret, strerror(-ret));
+	}
+	free(map);
+	return ret;
+}
+
+/*
+ * The patched hypervisor (xen/patches/) answers XEN_SYSCTL_TBUFOP_get_tscale:
+ * per CPU, the TSC → Xen system time scale (struct tv_xen_time_scale) in the
+ * buffer passed as cpu_mask.bitmap, nr_bits its size in bits.  Stock Xen
+ * says -EINVAL: TSC / cpu_khz is what we have then.
+ */
+static void xen_read_time_scale(struct tv_xen_recorder *rec)
+{
+	size_t bytes = (size_t)rec->ncpus * sizeof(struct tv_xen_time_scale), k = 0;
+	struct xen_sysctl sysctl = { 0 };
+	struct tv_xen_time_scale *ts;
+	DECLARE_HYPERCALL_BUFFER(uint8_t, buf);
+
+	rec->info.clock = "xen-tsc";
+	snprintf(rec->info.missing, sizeof(rec->info.missing),
+		 "tscale (stock Xen: times are TSC / cpu_khz, not Xen system time)");
+	buf = xc_hypercall_buffer_alloc(rec->xch, buf, bytes);
+	if (!buf)
+		return;
+	memset(buf, 0, bytes);
+	sysctl.cmd = XEN_SYSCTL_tbuf_op;
+	sysctl.interface_version = XEN_SYSCTL_INTERFACE_VERSION;
+	sysctl.u.tbuf_op.cmd = TV_TBUFOP_get_tscale;
+	sysctl.u.tbuf_op.cpu_mask.nr_bits = (uint32_t)(bytes * 8);
+	set_xen_guest_handle(sysctl.u.tbuf_op.cpu_mask.bitmap, buf);
+	if (xc_sysctl(rec->xch, &sysctl) == 0) {
+		for (int cpu = 0; cpu < rec->ncpus && cpu < 256; cpu++) {
+			ts = (struct tv_xen_time_scale *)buf + cpu;
+			snprintf(rec->scale[k].key, 48, "cpu%d.tsc_to_system_mul", cpu);
+			snprintf(rec->scale[k++].value, 48, "%u", ts->mul);
+			snprintf(rec->scale[k].key, 48, "cpu%d.tsc_shift", cpu);
+			snprintf(rec->scale[k++].value, 48, "%d", ts->shift);
+			snprintf(rec->scale[k].key, 48, "cpu%d.tsc_timestamp", cpu);
+			snprintf(rec->scale[k++].value, 48, "%llu", (unsigned long long)ts->tsc);
+			snprintf(rec->scale[k].key, 48, "cpu%d.system_time", cpu);
+			snprintf(rec->scale[k++].value, 48, "%llu", (unsigned long long)ts->stime);
+		}
+		rec->info.clock = "xen-system";
+		rec->info.missing[0] = '\0';
+		rec->info.extra = rec->scale;
+		rec->info.nr_extra = k;
+	}
+	xc_hypercall_buffer_free(rec->xch, buf);
+}
+
+/*
+ * Which vCPU each physical CPU runs as tracing starts (xc_vcpu_getinfo of
+ * every vCPU of every domain): the reader's start state for a CPU whose
+ * records show no scheduler record to learn it from (lib/reader/xen_stream.c).
+ * Taken just after tracing is enabled, so a switch in between is in the
+ * records.  A CPU no vCPU runs on runs its idle vCPU (idle vCPU N is on CPU
+ * N).  Best effort: a domain that goes away meanwhile is skipped.
+ */
+#define XEN_SNAPSHOT_BATCH 64	/* domains per hypercall (a bounce buffer each) */
+static void xen_snapshot_running(struct tv_xen_recorder *rec)
+{
+	xc_domaininfo_t *doms = calloc(XEN_SNAPSHOT_BATCH, sizeof(*doms));
+	size_t k = rec->info.nr_extra;
+	int n, ncpus = rec->ncpus < 256 ? rec->ncpus : 256;
+	int *running = calloc((size_t)ncpus, sizeof(*running));
+	uint32_t first = 0;
+
+	if (!doms || !running)
+		goto out;
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		running[cpu] = -1;
+	/* A few domains in one small batch: a large bounce buffer costs more
+	 * than the call in a PV dom0. */
+	do {
+		n = xc_domain_getinfolist(rec->xch, first, XEN_SNAPSHOT_BATCH, doms);
+		for (int i = 0; i < n; i++) {
+			for (unsigned int v = 0; v <= doms[i].max_vcpu_id; v++) {
+				xc_vcpuinfo_t vi;
+
+				if (xc_vcpu_getinfo(rec->xch, doms[i].domain, v, &vi) || !vi.running ||
+				    vi.cpu >= (uint32_t)ncpus)
+					continue;
+				running[vi.cpu] = (int)((doms[i].domain & 0xffff) << 16 | (v & 0xffff));
+			}
+			first = doms[i].domain + 1;
+		}
+	} while (n == XEN_SNAPSHOT_BATCH && first < DOMID_FIRST_RESERVED);
+	if (n < 0) {
+		tv_warn("Cannot list domains for the running vCPUs: errno=%d (%s)", errno, strerror(errno));
+		goto out;
+	}
+	for (int cpu = 0; cpu < ncpus && k < sizeof(rec->scale) / sizeof(rec->scale[0]); cpu++) {
+		snprintf(rec->scale[k].key, 48, "cpu%d.running", cpu);
+		if (running[cpu] < 0)
+			snprintf(rec->scale[k++].value, 48, "%u.%d", XT_DOMID_IDLE, cpu);
+		else
+			snprintf(rec->scale[k++].value, 48, "%u.%u", (unsigned int)running[cpu] >> 16,
+				 (unsigned int)running[cpu] & 0xffff);
+	}
+	rec->info.extra = rec->scale;
+	rec->info.nr_extra = k;
+out:
+	free(doms);
+	free(running);
+}
+
+static int xen_open_files(struct tv_xen_recorder *rec)
+{
+	char path[4300];
+
+	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
+		rec->cpus[cpu].fd = -1;
+		if (!rec->cpus[cpu].map)
+			continue;
+		snprintf(path, sizeof(path), "%s/cpu%d.xen", rec->dir, cpu);
+		rec->cpus[cpu].fd = tv_file_create(path, 0, "stream file");
+		if (rec->cpus[cpu].fd < 0)
+			return rec->cpus[cpu].fd;
+	}
+	return 0;
+}
+
+/* The CPU vendor decides whether exit reasons are VMX or SVM codes. */
+static const char *host_hvm_isa(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[256];
+	const char *isa = NULL;
+
+	while (f && !isa && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "vendor_id", 9))
+			continue;
+		isa = strstr(line, "GenuineIntel") ? "vmx" : strstr(line, "AuthenticAMD") ? "svm" : "";
+	}
+	if (f)
+		fclose(f);
+	return isa && *isa ? isa : NULL;
+}
+
+static int xen_physinfo(struct tv_xen_recorder *rec)
+{
+	xc_physinfo_t pi = { 0 };
+	int v;
+
+	if (xc_physinfo(rec->xch, &pi)) {
+		int err = errno;
+
+		tv_err("Cannot read Xen physical info: errno=%d (%s)", err, strerror(err));
+		return -err;
+	}
+	rec->ncpus = (int)pi.max_cpu_id + 1;
+	rec->info.ncpus = rec->ncpus;
+	rec->info.cpu_khz = pi.cpu_khz;
+	rec->info.khz_source = "xc_physinfo";
+	rec->info.hvm_isa = host_hvm_isa();
+	v = xc_version(rec->xch, XENVER_version, NULL);
+	snprintf(rec->info.xen_version, sizeof(rec->info.xen_version), "%d.%d", v >> 16, v & 0xffff);
+	rec->cpus = calloc((size_t)rec->ncpus, sizeof(*rec->cpus));
+	rec->counts = calloc((size_t)rec->ncpus, sizeof(*rec->counts));
+	return rec->cpus && rec->counts ? 0 : -ENOMEM;
+}
+
+static int xen_setup(struct tv_xen_recorder *rec)
+{
+	uint64_t mfn;
+	uint32_t size;
+	int ret;
+
+	ret = xen_physinfo(rec);
+	if (!ret)
+		ret = tbuf_get_info(rec, &rec->old_mask, &mfn, &size);
+	if (ret)
+		return ret;
+	if (size == 0) {
+		/* Not allocated yet: allocate ours (the size is fixed until reboot). */
+		if (xc_tbuf_set_size(rec->xch, rec->opts.pages)) {
+			int err = errno;
+
+			tv_err("Cannot allocate trace buffers: pages=%u, errno=%d (%s)", rec->opts.pages, err, strerror(err));
+			return -err;
+		}
+		ret = tbuf_get_info(rec, &rec->old_mask, &mfn, &size);
+		if (ret)
+			return ret;
+	}
+	ret = xen_map_buffers(rec, mfn, size);
+	if (ret)
+		return ret;
+	rec->virq_port = xenevtchn_bind_virq(rec->xce, VIRQ_TBUF);
+	if (rec->virq_port < 0) {
+		int err = errno;
+
+		tv_err("Cannot bind VIRQ_TBUF: errno=%d (%s) (another trace consumer running?)", err, strerror(err));
+		return -err;
+	}
+	return xen_open_files(rec);
+}
+
+int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_recorder **out)
+{
+	return tv_xen_recorder_create_in(NULL, opts, out);
+}
+
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out)
+{
+	struct tv_xen_recorder *rec = calloc(1, sizeof(*rec));
+	int ret;
+
+	*out = NULL;
+	if (!rec)
+		return -ENOMEM;
+	rec->opts = *opts;
+	rec->own_session = !w;
+	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+		free(rec);
+		return -ENOMEM;
+	}
+	rec->session = w;
+	if (!rec->opts.pages)
+		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
+	if (!rec->opts.evt_mask)
+		rec->opts.evt_mask = TV_XEN_DEFAULT_MASK;
+	/*
+	 * Xen filters its own TRC_GEN records by the mask too, the patched
+	 * hypervisor's per-CPU time scale (TRC_TRACE_TSCALE, about one per
+	 * CPU a second) among them: without them the reader extrapolates each
+	 * CPU's first scale, milliseconds off after seconds under TCG
+	 * (doc/sync-probes.md, "Xen domUs in the lab").
+	 */
+	rec->opts.evt_mask |= TV_XEN_GEN_CLASS;
+	rec->stop_fd = -1;
+	rec->info.source = "tracevisor";
+	rec->info.evt_mask = rec->opts.evt_mask;
+	ret = xen_open_handles(rec);
+	if (!ret)
+		ret = tv_xen_make_domain_dir(w, rec->dir, sizeof(rec->dir));
+	if (!ret)
+		ret = xen_setup(rec);
+	if (ret) {
+		/* the session goes only if it was made for xen/ (a Xen-only one) */
+		tv_session_writer_discard(w, "xen");
+		tv_xen_recorder_destroy(rec);
+		return ret;
+	}
+	rec->info.tbuf_pages = rec->pages;
+	*out = rec;
+	return 0;
+}
+
+int tv_xen_recorder_start(struct tv_xen_recorder *rec)
+{
+	int ret;
+
+	rec->changed = 1;
+	ret = xen_set_cpu_mask(rec, rec->opts.cpus);
+	if (!ret && xc_tbuf_set_evt_mask(rec->xch, rec->opts.evt_mask)) {
+		ret = -errno;
+		tv_err("Cannot set trace event mask: mask=0x%08x, errno=%d (%s)", rec->opts.evt_mask, -ret, strerror(-ret));
+	}
+	/*
+	 * Xen enables tracing with its current mask as soon as it allocates the
+	 * buffers (tracing may also be on already): drop what came before ours.
+	 */
+	xen_discard_stale(rec);
+	if (!ret) {
+		unsigned long mfn, size;
+
+		if (xc_tbuf_enable(rec->xch, rec->pages, &mfn, &size)) {
+			ret = -errno;
+			tv_err("Cannot enable trace buffers: errno=%d (%s)", -ret, strerror(-ret));
+		}
+	}
+	/*
+	 * The scales in force once tracing is on: Xen traces each later
+	 * recalibration (TRC_TRACE_TSCALE), but not one between here and
+	 * create, which under TCG may be a second before (the host recorder
+	 * starts in between); a scale read then was 1 s stale and off by
+	 * 10-20 ms on a pCPU whose time Xen had warped forward meanwhile
+	 * (lab free run of 2026-11-26, doc/sync-probes.md).
+	 */
+	if (!ret)
+		xen_read_time_scale(rec);
+	if (!ret)
+		xen_snapshot_running(rec);
+	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (!ret && rec->stop_fd < 0)
+		ret = -errno;
+	if (!ret && pthread_create(&rec->thread, NULL, xen_drain_thread, rec))
+		ret = -EAGAIN;
+	rec->started = !ret;
+	return ret;
+}
+
+/* Put back what we changed: no consumer → disabled; the mask read at start. */
+static void xen_restore(struct tv_xen_recorder *rec)
+{
+	xc_cpumap_t map;
+
+	if (!rec->changed)
+		return;
+	rec->changed = 0;
+	if (xc_tbuf_disable(rec->xch))
+		tv_warn("Cannot disable trace buffers: errno=%d (%s)", errno, strerror(errno));
+	if (xc_tbuf_set_evt_mask(rec->xch, rec->old_mask))
+		tv_warn("Cannot restore trace event mask: mask=0x%08x, errno=%d (%s)", rec->old_mask, errno, strerror(errno));
+	map = xc_cpumap_alloc(rec->xch);
+	if (map) {
+		memset(map, 0xff, (size_t)xc_get_cpumap_size(rec->xch));
+		if (xc_tbuf_set_cpu_mask(rec->xch, map))
+			tv_warn("Cannot restore trace CPU mask: errno=%d (%s)", errno, strerror(errno));
+		free(map);
+	}
+}
+
+/* Read the event mask back, so the session shows it was restored. */
+static void xen_check_restored(struct tv_xen_recorder *rec)
+{
+	uint64_t mfn;
+	uint32_t size, mask;
+
+	if (tbuf_get_info(rec, &mask, &mfn, &size))
+		return;
+	rec->info.have_mask_state = true;
+	rec->info.mask_before = rec->old_mask;
+	rec->info.mask_after = mask;
+	if (mask != rec->old_mask)
+		tv_warn("Trace event mask not restored: before=0x%08x, now=0x%08x", rec->old_mask, mask);
+}
+
+int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
+{
+	uint64_t one = 1;
+	int ret;
+
+	if (!rec->started)
+		return -EINVAL;
+	rec->started = 0;
+	/* Disable first: after it returns no more records are written. */
+	if (xc_tbuf_disable(rec->xch))
+		tv_warn("Cannot disable trace buffers: errno=%d (%s)", errno, strerror(errno));
+	if (write(rec->stop_fd, &one, sizeof(one)) != sizeof(one))
+		tv_warn("Cannot signal drain thread: errno=%d (%s)", errno, strerror(errno));
+	pthread_join(rec->thread, NULL);
+	ret = rec->drain_err ? rec->drain_err : xen_drain_all(rec);
+	xen_restore(rec);
+	xen_check_restored(rec);
+	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
+		if (rec->cpus[cpu].fd >= 0 && close(rec->cpus[cpu].fd) && !ret)
+			ret = -EIO;
+		rec->cpus[cpu].fd = -1;
+		tv_bounce_free(&rec->cpus[cpu].bounce);
+		rec->counts[cpu] = rec->cpus[cpu].count.cnt;
+	}
+	/* counted as written: the meta need not read the files back */
+	rec->info.counts = rec->counts;
+	if (!ret)
+		ret = tv_xen_write_meta(rec->dir, &rec->info);
+	/* listed after the guests and processes that ended before it */
+	if (!ret)
+		ret = tv_session_writer_add_domain(rec->session, "xen");
+	if (!ret && rec->own_session)
+		ret = tv_session_writer_commit(rec->session, "xen");
+	return ret;
+}
+
+int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec)
+{
+	if (!rec->started)
+		return -EINVAL;
+	/* info.counts is set at stop only (the drain thread owns the counts
+	 * until the join): a checkpoint counts the files as they are */
+	return tv_xen_write_meta(rec->dir, &rec->info);
+}
+
+int tv_xen_recorder_flush(struct tv_xen_recorder *rec, int timeout_ms)
+{
+	/* two passes: the one under way may have started before the call */
+	uint64_t want = __atomic_load_n(&rec->drains, __ATOMIC_ACQUIRE) + 2;
+
+	if (!rec->started)
+		return -EINVAL;
+	for (int waited = 0; __atomic_load_n(&rec->drains, __ATOMIC_ACQUIRE) < want; waited++) {
+		if (__atomic_load_n(&rec->drain_err, __ATOMIC_RELAXED))
+			break;
+		if (waited >= timeout_ms) {
+			tv_err("Xen's trace buffers were not drained in %d ms", timeout_ms);
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
+	return __atomic_load_n(&rec->drain_err, __ATOMIC_ACQUIRE);
+}
+
+int tv_xen_recorder_nr_cpus(const struct tv_xen_recorder *rec)
+{
+	return rec->ncpus;
+}
+
+uint64_t tv_xen_recorder_bytes(const struct tv_xen_recorder *rec)
+{
+	uint64_t total = 0;
+
+	for (int cpu = 0; cpu < rec->ncpus; cpu++)
+		total += rec->cpus[cpu].bytes;
+	return total;
+}
+
+void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
+{
+	if (!rec)
+		return;
+	if (rec->started)
+		tv_xen_recorder_stop(rec);
+	xen_restore(rec);
+	for (int cpu = 0; rec->cpus && cpu < rec->ncpus; cpu++) {
+		if (rec->cpus[cpu].map)
+			xenforeignmemory_unmap(rec->fmem, rec->cpus[cpu].map, rec->pages);
+		if (rec->cpus[cpu].fd > 0)
+			close(rec->cpus[cpu].fd);
+		tv_bounce_free(&rec->cpus[cpu].bounce);
+	}
+	if (rec->tinfo)
+		xenforeignmemory_unmap(rec->fmem, rec->tinfo, rec->tinfo_pages);
+	if (rec->xce && rec->virq_port > 0)
+		xenevtchn_unbind(rec->xce, (evtchn_port_t)rec->virq_port);
+	if (rec->xce)
+		xenevtchn_close(rec->xce);
+	if (rec->fmem)
+		xenforeignmemory_close(rec->fmem);
+	if (rec->xch)
+		xc_interface_close(rec->xch);
+	if (rec->log)
+		xtl_logger_destroy((xentoollog_logger *)rec->log);
+	if (rec->stop_fd >= 0)
+		close(rec->stop_fd);
+	free(rec->cpus);
+	free(rec->counts);
+	if (rec->own_session)
+		tv_session_writer_free(rec->session);
+	free(rec);
+}
