@@ -31,7 +31,7 @@ int tv_format_text_check(const char *text, size_t len, const char *path);
 int tv_format_long_size_check(const char *text, int long_size, const char *path);
 
 /*
- * Open a session file for reading (lib/session_file.c): a regular file, and
+ * Open a session file for reading (lib/format/session_file.c): a regular file, and
  * when @path is a symlink, one inside directory @root (NULL: not checked).
  * Return: the fd, -errno when open() fails (not logged: ENOENT is often
  * fine), or -TV_EUNSAFE (logged, naming the file) for a FIFO, a device, a
@@ -39,7 +39,7 @@ int tv_format_long_size_check(const char *text, int long_size, const char *path)
  */
 #define TV_EUNSAFE EINVAL
 int tv_session_open_file(const char *root, const char *path);
-/* Sequential reading of a cpuN.raw.zst (lib/compress.c). */
+/* Sequential reading of a cpuN.raw.zst (lib/format/compress.c). */
 struct tv_zstream;
 /* Return: 0 with the frame's content size, -EBADMSG (not one sized zstd frame), -errno. */
 int tv_zstream_open(int fd, struct tv_zstream **out, uint64_t *content_size);

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""xenalyze's SVM exit names (VMEXIT_*) -> tracevisor's (lib/exit_reasons.c),
+"""xenalyze's SVM exit names (VMEXIT_*) -> tracevisor's (lib/format/exit_reasons.c),
 for the tests that compare exit counts with xenalyze."""
 NAMES = {"CR0_READ": "read_cr0", "CR3_READ": "read_cr3", "CR4_READ": "read_cr4",
          "CR0_WRITE": "write_cr0", "CR3_WRITE": "write_cr3", "CR4_WRITE": "write_cr4",

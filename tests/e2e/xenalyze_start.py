@@ -10,7 +10,7 @@ activate(); vcpu_start() ends it), which --summary prints only with
 --show-default-domain-summary ("|-- Default domain --|").  The exit still
 open at that record stays open on the default vCPU and is counted nowhere.
 tracevisor knows the vCPU from the head of the CPU's records (the previous
-vCPU of that first scheduler record, lib/xen_stream.c), so it attributes
+vCPU of that first scheduler record, lib/reader/xen_stream.c), so it attributes
 and times those exits.  Seen in the lab with three domUs, 0 records lost:
 d1's first 30 exits on pCPU 0 (2.7 ms) in xenalyze's default domain, and
 the interrupt exit open at d1v0's running -> runnable counted by stat only.
@@ -55,7 +55,7 @@ class StartOfDay:
             self.stat_closes(ev, f)
 
     def stat_closes(self, ev, f):
-        """Whether xen/stat.c times a waiting exit: its vCPU's VMENTRY, or the
+        """Whether xen/xen_stat.c times a waiting exit: its vCPU's VMENTRY, or the
         vCPU made runnable, before another exit."""
         if ev in ("xen:xen_vmentry", "xen:xen_vmexit"):
             k = ("d%d" % f["cur_dom"], f["cur_vcpu"])

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Offline analysis of a Xen lab session with free vCPUs (doc/sync-probes.md,
 # "Xen domUs in the lab"): the prototype of the common time line the tool
-# now builds (lib/xen_line.c, sync/xen_line.c), kept as a cross-check.
+# now builds (lib/reader/xen_line.c, sync/xen_offset.c), kept as a cross-check.
 # Every probe marker of dom0, d1 and d2 is moved
 # from the system time of the pCPU its vCPU ran on (pvclock) to one line of
 # the raw TSC (pCPU 0's first scale), that pCPU found by walking the vCPU's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvm/exit_reasons.c: known codes, VMX flag bits masked, unknown codes NULL,
+ * lib/format/exit_reasons.c: known codes, VMX flag bits masked, unknown codes NULL,
  * and agreement with the symbol tables of this kernel's real kvm_exit and
  * kvm_userspace_exit formats (tests/samples/formats/, from tracefs).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * host/vcpu_map.c against a fake /proc tree: fd symlinks to
+ * lib/format/vcpu_map.c against a fake /proc tree: fd symlinks to
  * "anon_inode:kvm-vm" / "anon_inode:kvm-vcpu:N", QEMU's "CPU N/KVM" thread
  * names, "-name guest=vm1,debug-threads=on", a single-threaded VMM with one
  * vCPU, a process that is no VMM; then the vcpus file round trip.
