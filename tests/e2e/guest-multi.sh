@@ -42,8 +42,8 @@ tracevisor record -o /out/both --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pi
 	--clock x86-tsc --sync-interval 0.25 --duration 10 >/out/both.log 2>&1
 echo $? >/out/both.status
 tracevisor record -o /out/dies --guest vsock:3,pid:$Q1,name:a --guest vsock:4,pid:$Q2,name:b \
-	--clock x86-tsc --sync-interval 0.25 --duration 14 >/out/dies.log 2>&1 &
-R=$!
+	--clock x86-tsc --sync-interval 0.25 --duration 20 >/out/dies.log 2>&1 &
+R=$!	# --duration counts from the start, the wait for the guests included
 n=0
 while [ ! -e /out/dies/guest-b/header_page ] && [ $n -lt 60 ]; do sleep 1; n=$((n + 1)); done
 sleep 3
