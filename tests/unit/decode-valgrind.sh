@@ -40,7 +40,12 @@ par=$(nproc 2>/dev/null || echo 1)
 for s in tests/samples/*/ $xen; do
 	s=${s%/}
 	[ -f "$s/expected.json" ] || [ -f "$s/xen/meta" ] || continue
-	for args in report "report --json" "stat --json"; do
+	cmds=(report "report --json" "stat --json")
+	# A session the reader refuses whole (fuzz-*, not-a-session: a corrupt
+	# format, no session.meta: not one event) is refused by the open all
+	# three commands share: one run under valgrind is enough (56 runs, not 66)
+	"$TV" report --json "$s" 2>/dev/null | grep -q . || cmds=(report)
+	for args in "${cmds[@]}"; do
 		while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n; done
 		runs=$((runs + 1))
 		echo "tracevisor $args $s" >"$TV_TMP/vg.$runs.what"
