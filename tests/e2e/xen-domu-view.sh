@@ -53,7 +53,7 @@ printf "%s\n" "echo up > /out/agent-up" "until [ -e /out/go ]; do sleep 0.2; don
 	"until [ -e /out/end ]; do sleep 0.5; done; exit 0" >/tmp/hostile.sh
 t0=$(date +%s)
 lab-domu --name d1 --timeout 900 --background /tmp/agent.sh /out/d1 || exit 20
-lab-domu --name d2 --type pv --mem 160 --timeout 900 --background /tmp/agent-stall.sh /out/d2 || exit 21
+lab-domu --name d2 --type pv --mem 192 --timeout 900 --background /tmp/agent-stall.sh /out/d2 || exit 21
 lab-domu --name d3 --type pv --mem 192 --timeout 900 --background /tmp/hostile.sh /out/d3 || exit 22
 n=0
 until [ -e /out/d1/agent-up ] && [ -e /out/d2/agent-up ] && [ -e /out/d3/agent-up ]; do
