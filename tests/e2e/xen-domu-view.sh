@@ -19,7 +19,7 @@
 # by SIGKILL, and `record --guest xen:d1 --guest xen:d2` again: both
 # complete, the stale bytes of the earlier sessions discarded, counted
 # (stale_bytes) and said in one line each, never taken as frames.
-# Checks: record ends within 30 s of SIGINT with status 0; d1 complete,
+# Checks: record ends within 30 s of SIGINT with status 0; d1 complete (or cut by the stop's deadline while draining),
 # d2 truncated, d3 failed or truncated, each of d2/d3 with one line on
 # record's stderr; Xen, dom0 and d1 recorded to the end; stat's exit
 # counts per domain and reason equal xenalyze's (4.17, built from the
@@ -122,7 +122,16 @@ gm() { sed -n "s/^$2=//p" "$S/guest-$1/meta"; }
 [ "$(cat "$OUT/record-rc")" = 3 ] || fail "record exited $(cat "$OUT/record-rc"), want 3: $(tail -n 5 "$OUT/record.err")"
 # Ctrl-C ends record within 10 s despite the stalled agent (END 7 s after the stop; +1 s: date +%s)
 [ "$(cat "$OUT/record-end-seconds")" -le 11 ] || fail "record took $(cat "$OUT/record-end-seconds") s after SIGINT"
-[ "$(gm d1 status)" = complete ] || fail "d1: status $(gm d1 status)"
+# An honest guest whose Xen PV console (a few KB/s under TCG) is still
+# draining at the stop's deadline ends truncated by it, keeping what came
+# and its loss counts (LOSS): the stop's 10 s bound wins (issue #22, point 4).
+stop_cut() {	# STATUS: the stop's deadline cut an honest guest's drain
+	case $1 in "truncated: no END from the agent within 7 s of the stop"*) ;; *) return 1 ;; esac
+	echo "KNOWN LIMIT: $2 still draining its PV console at the stop's deadline: $1" >&2
+}
+st1=$(gm d1 status)
+[ "$st1" = complete ] || stop_cut "$st1" d1 || fail "d1: status $st1"
+[ -n "$(gm d1 lost_total)" ] || fail "d1: no loss counts (LOSS) in its meta"
 case $(gm d2 status) in truncated*) ;; *) fail "d2 (agent stopped) status: $(gm d2 status)" ;; esac
 # one line each for the stalled and the hostile guest on record's stderr
 [ "$(grep -c "Guest d2: truncated" "$OUT/record.err")" = 1 ] || fail "d2: not one warning line: $(cat "$OUT/record.err")"
@@ -153,7 +162,7 @@ for g in d1 d2; do
 		echo "KNOWN LIMIT: d2's backlog of $big stale bytes outlasted the recording (doc/agent-protocol.md)" >&2
 		continue
 	fi
-	[ "$st" = complete ] || fail "$g recorded again: status $st: $(cat "$OUT/again.err")"
+	[ "$st" = complete ] || stop_cut "$st" "$g recorded again" || fail "$g recorded again: status $st: $(cat "$OUT/again.err")"
 	[ "${ev:-0}" -gt 0 ] || fail "$g recorded again: no events"
 	lines=$(grep -c "Guest $g: [0-9]* stale bytes of an earlier session discarded" "$OUT/again.err")
 	if [ "${stale:-x}" = 0 ]; then want=0; else want=1; fi
