@@ -146,7 +146,13 @@ d1=$(gm d1 xen_domid) d2=$(gm d2 xen_domid)
 
 # -- the same agents recorded again after those truncated sessions
 [ "$(cat "$OUT/killed-rc")" = 137 ] || fail "the recorder to kill exited $(cat "$OUT/killed-rc")"
-[ "$(cat "$OUT/again-rc")" = 0 ] || fail "record after truncated sessions exited $(cat "$OUT/again-rc"): $(tail -n 5 "$OUT/again.err")"
+# 3 (a guest incomplete) only for d2's backlog outlasting the recording (below)
+again_rc=$(cat "$OUT/again-rc") d2_again=$(sed -n 's/^status=//p' "$OUT/again/guest-d2/meta")
+case $again_rc:$d2_again in
+0:*) ;;
+"3:failed: no reply to START from the agent (no HELLO echoing its nonce in "*) ;;
+*) fail "record after truncated sessions exited $again_rc: $(tail -n 5 "$OUT/again.err")" ;;
+esac
 grep -q "bad frame header" "$OUT/again.err" && fail "stale bytes taken as frames: $(cat "$OUT/again.err")"
 grep -q "A new session was asked for during one" "$OUT/d1/agent.err" ||
 	fail "d1's agent did not end the killed recorder's session on the new START: $(tail -n 5 "$OUT/d1/agent.err")"
