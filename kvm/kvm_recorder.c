@@ -432,12 +432,10 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
-	rec->own_session = !w;
-	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+	if (tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session)) {
 		free(rec);
 		return -ENOMEM;
 	}
-	rec->session = w;
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);

@@ -555,12 +555,10 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 	if (!rec)
 		return -ENOMEM;
 	rec->opts = *opts;
-	rec->own_session = !w;
-	if (!w && tv_session_writer_new(opts->outdir, 0, &w)) {
+	if (tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session)) {
 		free(rec);
 		return -ENOMEM;
 	}
-	rec->session = w;
 	if (!rec->opts.pages)
 		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
 	if (!rec->opts.evt_mask)

@@ -46,6 +46,14 @@ int tv_session_writer_new(const char *dir, unsigned int flags, struct tv_session
 	return 0;
 }
 
+int tv_session_writer_use(struct tv_session_writer *w, const char *dir,
+			  struct tv_session_writer **out, bool *own)
+{
+	*own = !w;
+	*out = w;
+	return w ? 0 : tv_session_writer_new(dir, 0, out);
+}
+
 const char *tv_session_writer_dir(const struct tv_session_writer *w)
 {
 	return w->dir;

@@ -18,6 +18,7 @@
 #ifndef TV_LIB_SESSION_WRITER_H
 #define TV_LIB_SESSION_WRITER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct tv_session_writer;
@@ -36,6 +37,14 @@ struct tv_session_writer;
  * leaves nothing behind.  Return: 0 or -ENOMEM.
  */
 int tv_session_writer_new(const char *dir, unsigned int flags, struct tv_session_writer **out);
+/*
+ * tv_session_writer_use - the writer a recorder writes through: @w, the
+ * session's (borrowed), or when @w is NULL a new one for @dir, which the
+ * recorder owns (*@own set: it commits and frees it at its end).
+ * Return: 0, or -ENOMEM with *@out NULL.
+ */
+int tv_session_writer_use(struct tv_session_writer *w, const char *dir,
+			  struct tv_session_writer **out, bool *own);
 /* The session directory (owned by @w). */
 const char *tv_session_writer_dir(const struct tv_session_writer *w);
 /*
