@@ -74,6 +74,8 @@ struct session {
 	char clock[32];
 	char events_spec[1024];		/* the host's list, or empty: default */
 	char ust_spec[1024];		/* START's "ust": globs for traced processes, "" none */
+	char ust_mode[16];		/* START's ust_mode, "" none: the processes' default */
+	uint32_t ust_subbuf_size, ust_nr_subbufs;	/* START's, 0 none */
 	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
 	int nr_events;
 	char *filters[MAX_SPECS];	/* START's filter.N: item N's, or NULL */
