@@ -209,14 +209,16 @@ const struct tv_xen_rec *tv_xen_stream_last(const struct tv_cpu_stream *st);
  * Xen's common time line (lib/reader/xen_line.c).  tv_xen_line_load() reads it from
  * the xen/ domain @xen: 0 with *out NULL when there is nothing to correct
  * (stock Xen, one pCPU, no time-scale record), else the caller frees *out
- * with tv_xen_line_free().  tv_xen_line_common() is pCPU 0's system time at
- * @tsc; tv_xen_line_move() moves time stamp @ts of vCPU @key (domid << 16 |
+ * with tv_xen_line_free() (a reference: readers of the same unchanged
+ * session in one process share one line, built once).  tv_xen_line_common() is pCPU 0's system time at
+ * @tsc (@hint: NULL, or the caller's index of the scale used last, kept
+ * between calls: its TSCs mostly go forward); tv_xen_line_move() moves time stamp @ts of vCPU @key (domid << 16 |
  * vcpu), whose clock is @pvclock_ns behind the system time of its pCPU, to
  * the line, @cur walking the vCPU's runs in the order of its stream.
  */
 int tv_xen_line_load(struct tv_domain *xen, struct tv_xen_line **out);
 void tv_xen_line_free(struct tv_xen_line *l);
-uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc);
+uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc, size_t *hint);
 uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvclock_ns,
 			  uint64_t ts, struct tv_xen_line_cursor *cur);
 

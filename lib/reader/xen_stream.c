@@ -39,6 +39,7 @@ struct tv_xen_stream {
 	uint32_t mul;
 	int8_t shift;
 	const struct tv_xen_line *line;	/* Xen's common line, or NULL */
+	size_t line_hint;		/* its scale used last (tv_xen_line_common) */
 	struct tv_xen_rec last;		/* behind the current event */
 };
 
@@ -257,10 +258,10 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 	return (long)xs->len;
 }
 
-static uint64_t xen_stream_ns(const struct tv_xen_stream *xs, uint64_t tsc)
+static uint64_t xen_stream_ns(struct tv_xen_stream *xs, uint64_t tsc)
 {
 	if (xs->line)
-		return tv_xen_line_common(xs->line, tsc);
+		return tv_xen_line_common(xs->line, tsc, &xs->line_hint);
 	if (xs->system_time)
 		return tv_xen_tsc_to_stime(tsc, xs->tsc0, xs->stime0, xs->mul, xs->shift);
 	return tv_xen_tsc_to_ns(tsc, xs->khz);
