@@ -97,6 +97,8 @@ int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int ti
 
 /* agent_tracefs.c */
 char *read_file(const char *path, size_t *len);
+/* agent_xenchan.c: a Xen domU's console channel named one of @names, opened; -1 none */
+int open_xen_channel(const char *const *names, size_t nr_names);
 int write_file(const char *path, const char *val);
 int inst_write(struct session *s, const char *file, const char *val);
 int enable_events(struct session *s, const char *list);
