@@ -233,22 +233,34 @@ static int add_ust_pattern(struct record_cli *cli, const char *pattern)
 }
 
 /* SIZE: bytes with an optional K, M or G (powers of 1024), 64K..64G. */
+/* A number of bytes with an optional K, M or G suffix at the start of @arg; *@end after it. */
+static int parse_bytes(const char *arg, unsigned long long *v, char **end)
+{
+	int shift = 0;
+
+	errno = 0;
+	*v = strtoull(arg, end, 10);
+	if (errno || *end == arg)
+		return -1;
+	if (**end == 'K' || **end == 'k')
+		shift = 10;
+	else if (**end == 'M' || **end == 'm')
+		shift = 20;
+	else if (**end == 'G' || **end == 'g')
+		shift = 30;
+	if (*v > (~0ull >> shift))
+		return -1;	/* would overflow */
+	*v <<= shift;
+	*end += shift > 0;
+	return 0;
+}
+
 static int parse_size(const char *arg, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (*end || v < (64ull << 10) || v > (64ull << 30))
+	if (parse_bytes(arg, &v, &end) || *end || v < (64ull << 10) || v > (64ull << 30))
 		return -1;
 	*out = v;
 	return 0;
@@ -260,14 +272,8 @@ static int parse_ust_buffer(const char *arg, uint32_t *subbuf_size, uint32_t *nr
 	char *end;
 	unsigned long long v, n = 0;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg)
+	if (parse_bytes(arg, &v, &end))
 		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
 	if (*end == 'x' || *end == 'X') {
 		const char *num = end + 1;
 

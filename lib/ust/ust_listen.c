@@ -48,8 +48,8 @@ int tv_ust_policy_parse(const char *mode, uint32_t subbuf_size, uint32_t nr_subb
 	/* the ranges guest/ust/ust_core.c accepts: a process refuses the rest */
 	if (!ust_pow2_in(subbuf_size, 4096, 1u << 20) || !ust_pow2_in(nr_subbufs, 2, 4096)) {
 		snprintf(why, why_size,
-			 "buffer of %u sub-buffers of %u bytes (a power of two 2..4096 of a power of two 4K..1M bytes)",
-			 nr_subbufs, subbuf_size);
+			 "sub-buffers of %u bytes, %u of them (0: the default; a power of two 4K..1M bytes, a power of two 2..4096 of them)",
+			 subbuf_size, nr_subbufs);
 		out->mode = 0;
 		return -EINVAL;
 	}
