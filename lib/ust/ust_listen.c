@@ -13,21 +13,11 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "ust_consumer.h"
 #include "ust_listen.h"
 
 #define UST_MAX_SHM (1ull << 32)
 #define UST_MAX_FDS 4
-
-static const char *const ust_mode_names[] = {
-	[TV_UST_MODE_DISCARD] = "discard",
-	[TV_UST_MODE_BLOCKING] = "blocking",
-	[TV_UST_MODE_OVERWRITE] = "overwrite",
-};
-
-const char *tv_ust_mode_name(uint32_t mode)
-{
-	return mode <= TV_UST_MODE_OVERWRITE ? ust_mode_names[mode] : ust_mode_names[0];
-}
 
 static int ust_pow2_in(uint32_t n, uint32_t lo, uint32_t hi)
 {
@@ -39,7 +29,7 @@ int tv_ust_policy_parse(const char *mode, uint32_t subbuf_size, uint32_t nr_subb
 {
 	memset(out, 0, sizeof(*out));
 	for (uint32_t m = 0; mode && *mode && m <= TV_UST_MODE_OVERWRITE; m++)
-		if (!strcmp(mode, ust_mode_names[m]))
+		if (!strcmp(mode, tv_ust_mode_name(m)))
 			out->mode = m + 1;
 	if (mode && *mode && !out->mode) {
 		snprintf(why, why_size, "mode \"%.64s\" (discard, blocking or overwrite)", mode);

@@ -47,12 +47,6 @@ struct tv_ust_policy {
 };
 
 /**
- * tv_ust_mode_name() - "discard", "blocking" or "overwrite"
- * @mode: enum tv_ust_mode (anything else reads as discard, the default)
- */
-const char *tv_ust_mode_name(uint32_t mode);
-
-/**
  * tv_ust_policy_parse() - a policy from its words, checked
  * @mode: "discard", "blocking" or "overwrite"; NULL or "": the default
  * @subbuf_size, @nr_subbufs: 0 (the default) or in the ranges of

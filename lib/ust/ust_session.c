@@ -22,7 +22,6 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "ust_consumer.h"
-#include "ust_listen.h"
 
 #define UST_MAX_TIDS 4096
 
