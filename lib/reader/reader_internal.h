@@ -201,6 +201,13 @@ uint64_t tv_cpu_stream_done_bytes(const struct tv_cpu_stream *st);
 struct tv_xen_stream;
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 int tv_xen_stream_next(struct tv_cpu_stream *st);
+/*
+ * tv_xen_stream_next() without making the event: the next record
+ * (tv_xen_stream_last()) and its time (st->rec.ts) only, for a reader of
+ * the raw records (Xen's line: lib/reader/xen_line.c).  Return: 1, 0 at
+ * the end, -errno.
+ */
+int tv_xen_stream_next_record(struct tv_cpu_stream *st);
 void tv_xen_stream_close(struct tv_cpu_stream *st);
 struct tv_xen_rec;
 /* The Xen record behind the stream's current event. */

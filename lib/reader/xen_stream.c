@@ -315,6 +315,36 @@ static void xen_stream_first_tsc(struct tv_xen_stream *xs)
 	}
 }
 
+int tv_xen_stream_next_record(struct tv_cpu_stream *st)
+{
+	struct tv_xen_stream *xs = st->xen;
+	struct tv_xen_rec rec;
+	int ret;
+
+	if (st->done)
+		return 0;
+	do {
+		ret = xen_stream_parse(st, &rec);
+		if (ret <= 0) {
+			st->done = 1;
+			return ret;
+		}
+	} while (rec.event == XT_CPU_CHANGE);	/* no event: tv_xen_rec_to_event() skips it too */
+	if (!rec.has_tsc && !xs->cs.have_tsc)
+		xen_stream_first_tsc(xs);
+	/* tv_xen_rec_to_event()'s time: a record without a TSC is at the previous one's */
+	if (rec.has_tsc) {
+		xs->cs.last_tsc = rec.tsc;
+		xs->cs.have_tsc = true;
+	}
+	st->rec.ts = xen_stream_ns(xs, xs->cs.last_tsc);
+	xs->last = rec;
+	xs->last.tsc = xs->cs.last_tsc;
+	if (rec.event == XT_TSCALE)
+		xen_stream_rescale(xs, &rec);
+	return 1;
+}
+
 int tv_xen_stream_next(struct tv_cpu_stream *st)
 {
 	struct tv_xen_stream *xs = st->xen;
