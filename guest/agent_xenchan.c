@@ -58,11 +58,18 @@ static int xenbus_open(void)
 	return fd >= 0 ? fd : open("/proc/xen/xenbus", O_RDWR | O_CLOEXEC);
 }
 
+#define XS_TIMEOUT_MS 2000	/* a xenstore that does not answer: no channel, the agent goes on */
+
 static int xs_io(int fd, void *buf, size_t len, int out)
 {
 	for (size_t done = 0; done < len;) {
-		ssize_t n = out ? write(fd, (char *)buf + done, len - done)
-				: read(fd, (char *)buf + done, len - done);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		/* the xenbus device says POLLIN only (never POLLOUT): writes go straight */
+		if (!out && poll(&pfd, 1, XS_TIMEOUT_MS) <= 0)
+			return -1;
+		n = out ? write(fd, (char *)buf + done, len - done) : read(fd, (char *)buf + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
