@@ -61,8 +61,10 @@ static void usage(FILE *out)
 		"Guest agent of tracevisor: records this guest's kernel events on the host's\n"
 		"command (tracevisor record --guest ...).\n\n"
 		"  -p, --port PORT     AF_VSOCK port to listen on (default %d; 0: no vsock)\n"
-		"  -s, --serial PATH   virtio-serial port device (default auto: the port named\n"
-		"                      %s or tracevisor.0; none: no serial)\n"
+		"  -s, --serial PATH   virtio-serial port or console device (default auto: the\n"
+		"                      virtio-serial port named %s or tracevisor.0,\n"
+		"                      else in a Xen domU the PV console channel of that name,\n"
+		"                      found in its xenstore; none: no serial)\n"
 		"  -1, --once          exit after one recording session\n"
 		"  -H, --no-hypercalls answer hypercall probe requests without hypercalls\n"
 		"  -v, --verbose       say more on stderr\n",

@@ -74,6 +74,8 @@ struct session {
 	char clock[32];
 	char events_spec[1024];		/* the host's list, or empty: default */
 	char ust_spec[1024];		/* START's "ust": globs for traced processes, "" none */
+	char ust_mode[16];		/* START's ust_mode, "" none: the processes' default */
+	uint32_t ust_subbuf_size, ust_nr_subbufs;	/* START's, 0 none */
 	char *events[MAX_EVENTS];	/* "sys/event" that are enabled */
 	int nr_events;
 	char *filters[MAX_SPECS];	/* START's filter.N: item N's, or NULL */
@@ -95,6 +97,8 @@ int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int ti
 
 /* agent_tracefs.c */
 char *read_file(const char *path, size_t *len);
+/* agent_xenchan.c: a Xen domU's console channel named one of @names, opened; -1 none */
+int open_xen_channel(const char *const *names, size_t nr_names);
 int write_file(const char *path, const char *val);
 int inst_write(struct session *s, const char *file, const char *val);
 int enable_events(struct session *s, const char *list);

@@ -45,7 +45,10 @@ int listen_vsock(unsigned port)
 	return fd;
 }
 
-/* /dev/vportNpM whose /sys/class/virtio-ports name is one of ours. */
+/*
+ * /dev/vportNpM whose /sys/class/virtio-ports name is one of ours, else
+ * the Xen PV console channel of that name (agent_xenchan.c).
+ */
 int open_serial(const char *want)
 {
 	static const char *const names[] = { TV_AGENT_SERIAL_NAME, "tracevisor.0" };
@@ -70,8 +73,8 @@ int open_serial(const char *want)
 		return fd;
 	}
 	d = opendir("/sys/class/virtio-ports");
-	if (!d)
-		return -1;
+	if (!d)	/* no virtio: a Xen domU's console channel, if any */
+		return open_xen_channel(names, sizeof(names) / sizeof(names[0]));
 	while (fd < 0 && (de = readdir(d))) {
 		int ours = 0;
 
@@ -103,5 +106,5 @@ int open_serial(const char *want)
 			say("Listening on virtio-serial port %s", dev);
 	}
 	closedir(d);
-	return fd;
+	return fd >= 0 ? fd : open_xen_channel(names, sizeof(names) / sizeof(names[0]));
 }

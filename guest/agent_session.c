@@ -43,6 +43,12 @@ static int start_opt(const char *key, const char *val, void *ctx)
 		s->buffer_kb = kb >= 4 && kb <= (1L << 20) ? (unsigned)kb : s->buffer_kb;
 	} else if (!strcmp(key, "ust")) {
 		snprintf(s->ust_spec, sizeof(s->ust_spec), "%s", val);
+	} else if (!strcmp(key, "ust_mode")) {
+		snprintf(s->ust_mode, sizeof(s->ust_mode), "%s", val);
+	} else if (!strcmp(key, "ust_subbuf_size")) {
+		s->ust_subbuf_size = (uint32_t)strtoul(val, NULL, 10);	/* checked by ust_start */
+	} else if (!strcmp(key, "ust_nr_subbufs")) {
+		s->ust_nr_subbufs = (uint32_t)strtoul(val, NULL, 10);
 	} else if (!strcmp(key, "guest")) {
 		s->guest = (uint16_t)atoi(val);
 	} else if (!strcmp(key, "nonce")) {
@@ -207,7 +213,7 @@ static unsigned char *one_session(int fd, unsigned char *start, size_t start_len
 		ret = send_frame(&s, TV_MSG_READY, 0, NULL, 0);
 	/* traced processes: their own thread; the kernel's trace goes on without them */
 	if (!ret && s.ust_spec[0] && ust_start(&s, s.ust_spec))
-		say("Not tracing processes: no registration socket");
+		say("Not tracing processes: no registration socket, or a bad policy from the host");
 	if (!ret) {
 		if (verbose)
 			say("Tracing %d events on %d CPUs", s.nr_events, s.ncpus);

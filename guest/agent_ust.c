@@ -49,6 +49,7 @@ static struct {
 	int listen_fd;
 	char sock_path[108];
 	uint32_t clock;
+	struct tv_ust_policy policy;	/* START's: what CONFIG asks */
 	char *globs[64];
 	int nr_globs;
 	struct ust_proc *procs[TV_PROTO_MAX_UST];
@@ -57,11 +58,6 @@ static struct {
 	int started;
 	int stop;			/* atomic: release by main, acquire here */
 } U = { .listen_fd = -1 };
-
-static const char *mode_name(uint32_t m)
-{
-	return m == TV_UST_MODE_BLOCKING ? "blocking" : m == TV_UST_MODE_OVERWRITE ? "overwrite" : "discard";
-}
 
 /* New whole metadata entries to the host. */
 static void send_ust_meta(struct ust_proc *p)
@@ -93,7 +89,7 @@ static int proc_map(struct ust_proc *p)
 	snprintf(text, sizeof(text),
 		 "pid=%d\ncomm=%s\nnr_bufs=%u\nsubbuf_size=%u\nnr_subbufs=%u\nclock=%s\nmode=%s\nper_thread=%u\n",
 		 p->conn.pid, p->conn.comm, p->c.hdr.nr_bufs, p->c.hdr.subbuf_size, p->c.hdr.nr_subbufs,
-		 p->c.hdr.clock == TV_UST_CLOCK_X86_TSC ? "x86-tsc" : "mono", mode_name(p->c.hdr.mode),
+		 p->c.hdr.clock == TV_UST_CLOCK_X86_TSC ? "x86-tsc" : "mono", tv_ust_mode_name(p->c.hdr.mode),
 		 p->c.hdr.per_thread);
 	if (send_frame(U.s, TV_MSG_UST_PROC, p->idx, text, strlen(text)))
 		return -EPIPE;
@@ -206,6 +202,7 @@ static void accept_new(void)
 			continue;
 		}
 		p->conn = conn;
+		tv_ust_conn_set_policy(&p->conn, &U.policy);
 		p->idx = U.nr_procs;
 		U.procs[U.nr_procs++] = p;
 	}
@@ -281,10 +278,16 @@ static int ust_listen(void)
 
 int ust_start(struct session *s, const char *globs)
 {
-	char *copy, *save = NULL;
+	char *copy, *save = NULL, why[160];
 	int ret;
 
 	U.s = s;
+	/* a policy this agent cannot honour is said, not silently replaced */
+	if (tv_ust_policy_parse(s->ust_mode, s->ust_subbuf_size, s->ust_nr_subbufs, &U.policy, why,
+				sizeof(why))) {
+		say("Bad traced processes' policy in START: %s", why);
+		return -EINVAL;
+	}
 	U.clock = !strcmp(s->clock, "x86-tsc") ? TV_UST_CLOCK_X86_TSC : TV_UST_CLOCK_MONO;
 	if (strcmp(s->clock, "x86-tsc") && strcmp(s->clock, "mono"))
 		say("Traced processes use mono: the guest clock %s cannot be read from user space",

@@ -433,9 +433,31 @@ static const struct tv_guest_session_ops guest_session_ops = {
 /* The guest's session is over: @... give its status (unless set). */
 #define guest_end(g, ...) tv_guest_session_end(&(g)->sess, __VA_ARGS__)
 
+/*
+ * START's keys for the processes' buffer policy (record --ust-mode,
+ * --ust-buffer; checked by the recorder), "" when none is asked.  An agent
+ * that does not know them ignores them: its processes keep their defaults,
+ * which the summary then says (ust-guest-*'s meta has what was in force).
+ */
+static void guest_ust_policy_keys(const struct tv_guest *g, char *out, size_t size)
+{
+	int n = 0;
+
+	out[0] = '\0';
+	if (!g->opts.ust)
+		return;
+	if (g->opts.ust_mode && *g->opts.ust_mode)
+		n = snprintf(out, size, "ust_mode=%s\n", g->opts.ust_mode);
+	if (g->opts.ust_subbuf_size && n >= 0 && (size_t)n < size)
+		n += snprintf(out + n, size - (size_t)n, "ust_subbuf_size=%u\n", g->opts.ust_subbuf_size);
+	if (g->opts.ust_nr_subbufs && n >= 0 && (size_t)n < size)
+		snprintf(out + n, size - (size_t)n, "ust_nr_subbufs=%u\n", g->opts.ust_nr_subbufs);
+}
+
 static int guest_connect(struct tv_guest *g)
 {
 	double give_up = now_s() + CONNECT_TIMEOUT_S;
+	char ust_policy[96];
 	uint64_t nonce;
 	char *start;
 	int fd, ret, n;
@@ -478,12 +500,14 @@ static int guest_connect(struct tv_guest *g)
 		nonce = (uint64_t)now_s() * 1000003u ^ (uint64_t)getpid() << 32;
 	nonce |= 1;	/* 0 would mean none */
 	tv_guest_stream_expect_hello(&g->gs, nonce);
-	if (asprintf(&start, "guest=%u\nnonce=%016llx\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s",
+	guest_ust_policy_keys(g, ust_policy, sizeof(ust_policy));
+	if (asprintf(&start, "guest=%u\nnonce=%016llx\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s%s",
 		     g->opts.index, (unsigned long long)nonce,
 		     g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
 		     g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "",
 		     g->filters_start ? g->filters_start : "",
-		     g->opts.ust ? "ust=" : "", g->opts.ust ? g->opts.ust : "", g->opts.ust ? "\n" : "") < 0) {
+		     g->opts.ust ? "ust=" : "", g->opts.ust ? g->opts.ust : "", g->opts.ust ? "\n" : "",
+		     ust_policy) < 0) {
 		guest_end(g, "failed: out of memory");
 		return -ENOMEM;
 	}

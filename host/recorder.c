@@ -37,6 +37,7 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "probe_sched.h"
+#include "ust_listen.h"
 #include "ust_record.h"
 #include "guest_stop.h"
 #include "../kvm/recorder_session.h"
@@ -147,6 +148,9 @@ static int start_ust(struct tv_session_record *s)
 		.nr_patterns = s->opts.nr_ust_patterns ? s->opts.nr_ust_patterns : 1,
 		.socket = s->opts.ust_socket,
 		.flight_bytes = s->opts.ust_flight_bytes,
+		.mode = s->opts.ust_mode,
+		.subbuf_size = s->opts.ust_subbuf_size,
+		.nr_subbufs = s->opts.ust_nr_subbufs,
 	};
 
 	if (!s->host) {
@@ -284,7 +288,28 @@ static int ust_join(struct tv_session_record *s)
 		len += (size_t)n;
 	}
 	s->opts.guest_opts.ust = s->ust_list;
+	s->opts.guest_opts.ust_mode = s->opts.ust_mode;
+	s->opts.guest_opts.ust_subbuf_size = s->opts.ust_subbuf_size;
+	s->opts.guest_opts.ust_nr_subbufs = s->opts.ust_nr_subbufs;
 	return 0;
+}
+
+/* The processes' policy (--ust-mode, --ust-buffer), checked before anything is created. */
+static int ust_policy_check(const struct tv_session_record *s)
+{
+	struct tv_ust_record_opts uo = {
+		.flight_bytes = s->opts.ust_flight_bytes,
+		.mode = s->opts.ust_mode,
+		.subbuf_size = s->opts.ust_subbuf_size,
+		.nr_subbufs = s->opts.ust_nr_subbufs,
+	};
+	struct tv_ust_policy pol;
+
+	if (!s->opts.ust && (uo.mode || uo.subbuf_size || uo.nr_subbufs)) {
+		tv_err("--ust-mode and --ust-buffer need --ust (the traced processes they configure)");
+		return -EINVAL;
+	}
+	return tv_ust_recorder_policy(&uo, &pol);
 }
 
 /*
@@ -328,7 +353,7 @@ static int session_record_start(struct tv_session_record *s,
 	if (s->opts.ust && !s->opts.host.clock)
 		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
-	if (s->opts.ust && s->opts.nr_guests && ust_join(s))
+	if (ust_policy_check(s) || (s->opts.ust && s->opts.nr_guests && ust_join(s)))
 		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
 	if (!s->guests || tv_session_writer_new(s->opts.host.outdir, 0, &s->session))

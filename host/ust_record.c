@@ -86,6 +86,7 @@ struct tv_ust_recorder {
 	int started;
 	int stop;			/* atomic: the caller asks the thread to end */
 	uint64_t flight_bytes;		/* > 0: flight recorder */
+	struct tv_ust_policy policy;	/* what CONFIG asks (else the flight recorder's) */
 	/* a snapshot request: the caller fills it and waits; the thread takes it */
 	pthread_mutex_t snap_lock;
 	pthread_cond_t snap_cond;
@@ -406,6 +407,8 @@ static void accept_new(struct tv_ust_recorder *u)
 		p->conn = conn;
 		if (u->flight_bytes)
 			flight_config(u, &p->conn);
+		else
+			tv_ust_conn_set_policy(&p->conn, &u->policy);
 		u->procs[u->nr_procs++] = p;
 	}
 }
@@ -499,6 +502,21 @@ static void *ust_thread(void *arg)
 	return NULL;
 }
 
+int tv_ust_recorder_policy(const struct tv_ust_record_opts *opts, struct tv_ust_policy *out)
+{
+	char why[160];
+
+	if (opts->flight_bytes && (opts->mode || opts->subbuf_size || opts->nr_subbufs)) {
+		tv_err("--ust-mode and --ust-buffer do not go with --flight-recorder (overwrite mode, its own sizes)");
+		return -EINVAL;
+	}
+	if (tv_ust_policy_parse(opts->mode, opts->subbuf_size, opts->nr_subbufs, out, why, sizeof(why))) {
+		tv_err("Invalid traced processes' policy: %s", why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int listen_socket(struct tv_ust_recorder *u)
 {
 	int ret = tv_ust_listen_open(u->sock_path, &u->listen_fd);
@@ -544,6 +562,9 @@ int tv_ust_recorder_start(const struct tv_ust_record_opts *opts, struct tv_ust_r
 		return -EINVAL;
 	}
 	u->flight_bytes = opts->flight_bytes;
+	ret = tv_ust_recorder_policy(opts, &u->policy);
+	if (ret)
+		return ret;
 	u->patterns = opts->patterns;
 	u->nr_patterns = opts->nr_patterns;
 	ret = listen_socket(u);

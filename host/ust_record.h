@@ -11,6 +11,7 @@
 
 struct tv_session_writer;
 struct tv_ust_recorder;
+struct tv_ust_policy;
 
 struct tv_ust_record_opts {
 	struct tv_session_writer *session;	/* the session (borrowed): processes' folders in its DIR */
@@ -19,8 +20,15 @@ struct tv_ust_record_opts {
 	size_t nr_patterns;
 	const char *socket;		/* NULL: $TRACEVISOR_UST_SOCK, else TV_UST_SOCK_DEFAULT */
 	uint64_t flight_bytes;		/* > 0: flight recorder, the last this many bytes per process */
+	const char *mode;		/* the processes' policy (tv_session_record_opts.ust_mode) */
+	uint32_t subbuf_size, nr_subbufs;
 };
 
+/*
+ * The policy @opts asks of the processes, checked (before anything is
+ * created).  Return: 0, or -EINVAL (logged).
+ */
+int tv_ust_recorder_policy(const struct tv_ust_record_opts *opts, struct tv_ust_policy *out);
 /*
  * Listen and consume from now on (a thread).  Return: 0, or -errno (logged)
  * with *@out to destroy.

@@ -275,6 +275,16 @@ int tv_reader_open_on_line(const char *dir, const struct tv_sync_result *res,
  */
 int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
 			  struct tv_reader **out);
+/*
+ * tv_reader_open_on_line() (@no_ust: without the ust-* domains, as
+ * tv_reader_open_probes()) that does not read the xen/ domain's records:
+ * the line moves only the pvclock domains, so Xen's records are what a
+ * raw reader of the same session gave, and sync's second scan keeps those
+ * of its first instead of decoding them again (sync/sync_session.c).  The
+ * xen/ domain stays in the reader (its index, meta and line), eventless.
+ */
+int tv_reader_open_moved(const char *dir, const struct tv_sync_result *line, int no_ust,
+			 struct tv_reader **out);
 
 /* ------------------------------------------- beyond the public header
  *

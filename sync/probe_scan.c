@@ -356,7 +356,7 @@ int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_res
 	struct tv_event ev;
 	int ret;
 
-	ret = line ? tv_reader_open_on_line(dir, line, &sc->rd) : tv_reader_open_raw(dir, &sc->rd);
+	ret = line ? tv_reader_open_moved(dir, line, 0, &sc->rd) : tv_reader_open_raw(dir, &sc->rd);
 	if (ret)
 		return ret;
 	if (tv_reader_nr_domains(sc->rd) > MAX_DOMAINS) {
@@ -365,7 +365,7 @@ int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_res
 			MAX_DOMAINS, dir);
 		tv_reader_close(sc->rd);
 		sc->rd = NULL;
-		ret = tv_reader_open_probes(dir, line, &sc->rd);
+		ret = line ? tv_reader_open_moved(dir, line, 1, &sc->rd) : tv_reader_open_probes(dir, NULL, &sc->rd);
 		if (ret)
 			return ret;
 	}

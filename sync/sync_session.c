@@ -161,26 +161,89 @@ static void scan_release(struct scan *sc)
 }
 
 /*
+ * What Xen's records gave the first scan, which its second (the pvclock
+ * domains on the line) does not read again: they are stamped on the line
+ * in both.  Its probes, its first and last times, and the counts its
+ * records add to any domain (none of these depends on a pvclock domain's
+ * time: untimed probe records, records forged for another guest).
+ */
+struct xen_part {
+	struct probe *probes;
+	size_t nr_probes;
+	int64_t first, last;
+	size_t untimed[MAX_DOMAINS], hcall_untimed[MAX_DOMAINS], foreign[MAX_DOMAINS];
+};
+
+static int xen_part_save(const struct scan *sc, struct xen_part *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->probes = malloc((sc->nr_probes + 1) * sizeof(*x->probes));
+	if (!x->probes)
+		return -ENOMEM;
+	for (size_t i = 0; i < sc->nr_probes; i++)
+		if (sc->probes[i].type == TV_PROBE_XEN_RECORD || sc->probes[i].type == TV_PROBE_XEN_HCALL)
+			x->probes[x->nr_probes++] = sc->probes[i];
+	x->first = sc->xen_dom >= 0 ? sc->dom[sc->xen_dom].first : -1;
+	x->last = sc->xen_dom >= 0 ? sc->dom[sc->xen_dom].last : -1;
+	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
+		x->untimed[d] = sc->dom[d].xen_untimed;
+		x->hcall_untimed[d] = sc->dom[d].xen_hcall_untimed;
+		x->foreign[d] = sc->dom[d].foreign;
+	}
+	return 0;
+}
+
+/* The second scan's state completed with @x (its counts are the first scan's, whole). */
+static int xen_part_restore(struct scan *sc, const struct xen_part *x)
+{
+	for (size_t i = 0; i < x->nr_probes; i++) {
+		if (tv_array_grow(&sc->probes, &sc->cap_probes, sc->nr_probes, sizeof(*sc->probes), 1024))
+			return -ENOMEM;
+		sc->probes[sc->nr_probes++] = x->probes[i];
+	}
+	if (sc->xen_dom >= 0) {
+		sc->dom[sc->xen_dom].first = x->first;
+		sc->dom[sc->xen_dom].last = x->last;
+	}
+	for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++) {
+		sc->dom[d].xen_untimed = x->untimed[d];
+		sc->dom[d].xen_hcall_untimed = x->hcall_untimed[d];
+		sc->dom[d].foreign = x->foreign[d];
+	}
+	return 0;
+}
+
+/*
  * Xen's pCPUs differ (lib/reader/xen_line.c): the pvclock domains' constants
  * from a first scan, then the probes scanned again with those domains on
  * Xen's line; the estimates are made on that scan.  @line: what was moved.
+ * The second scan reads the pvclock domains only (Xen's records, most of a
+ * Xen session, are kept from the first: struct xen_part): it was as long
+ * as the first (issue 28: sync 2x slower with the line than without).
  */
 static int sync_scan_on_line(struct scan *sc, const char *dir, struct tv_sync_result *line)
 {
 	int64_t tol[MAX_DOMAINS] = { 0 };
+	struct xen_part x = { 0 };
 	int ret = sync_scan_session(sc, dir, NULL);
 
 	if (!ret)
 		ret = sync_xen_line_constants(sc, line, tol);
 	if (ret || !line->nr)
 		return ret;
+	ret = xen_part_save(sc, &x);
 	scan_release(sc);
-	for (size_t d = 0; d < line->nr && d < MAX_DOMAINS; d++) {
+	for (size_t d = 0; !ret && d < line->nr && d < MAX_DOMAINS; d++) {
 		sc->on_line[d] = line->domains[d].xen_line;
 		sc->line_pvclock_ns[d] = line->domains[d].pvclock_ns;
 		sc->line_tol_ns[d] = tol[d];
 	}
-	return sync_scan_session(sc, dir, line);
+	if (!ret)
+		ret = sync_scan_session(sc, dir, line);
+	if (!ret)
+		ret = xen_part_restore(sc, &x);
+	free(x.probes);
+	return ret;
 }
 
 int tv_sync_session(const char *dir, struct tv_sync_result *out)

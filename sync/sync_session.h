@@ -117,7 +117,11 @@ struct causality {
 };
 
 /* probe_scan.c */
-/* @line: NULL, or the pvclock domains to move to Xen's line (xen_offset.c) */
+/*
+ * @line: NULL, or the pvclock domains to move to Xen's line (xen_offset.c);
+ * then the xen/ domain's records are not read (tv_reader_open_moved): the
+ * caller adds what they gave a scan without @line (sync_session.c).
+ */
 int sync_scan_session(struct scan *sc, const char *dir, const struct tv_sync_result *line);
 int sync_cmp_probe(const void *a, const void *b);
 

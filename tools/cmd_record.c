@@ -9,6 +9,7 @@
  * one cuts the guests' end short.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -46,6 +47,8 @@ enum {
 	OPT_UST,
 	OPT_UST_SOCKET,
 	OPT_FLIGHT,
+	OPT_UST_MODE,
+	OPT_UST_BUFFER,
 };
 
 struct record_cli {
@@ -86,6 +89,7 @@ static void record_usage(FILE *out)
 		"                         [--guest SPEC]... [--guest-events LIST [-f FILTER]]...\n"
 		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
 		"                         [--ust [PATTERN]...] [--ust-socket PATH]\n"
+		"                         [--ust-mode MODE] [--ust-buffer SIZE[xN]]\n"
 		"                         [--flight-recorder SIZE] [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
@@ -123,6 +127,15 @@ static void record_usage(FILE *out)
 		"                          and global cannot be read from user space)\n"
 		"      --ust-socket PATH   registration socket (default $TRACEVISOR_UST_SOCK or\n"
 		"                          /run/tracevisor/ust.sock)\n"
+		"      --ust-mode MODE     with --ust: what a traced process does when its buffer\n"
+		"                          is full: discard (the default; counted as lost),\n"
+		"                          blocking (waits for the recorder) or overwrite; asked\n"
+		"                          of the host's processes and the guests' (their agents)\n"
+		"      --ust-buffer SIZE[xN]  with --ust: N sub-buffers (a power of two, 2..4096;\n"
+		"                          default 8) of SIZE bytes (a power of two, 4K..1M; K, M\n"
+		"                          suffixes; default 64K) per CPU of each traced process.\n"
+		"                          A process's own TRACEVISOR_UST_MODE, _SUBBUF_SIZE and\n"
+		"                          _NR_SUBBUFS override both; the summary says each one's\n"
 		"      --flight-recorder SIZE  with --ust: keep only the last SIZE bytes (K, M, G\n"
 		"                          suffixes) of each traced process, in memory; SIGUSR1 or\n"
 		"                          `tracevisor snapshot DIR` writes them to DIR/snapshot-N/\n"
@@ -220,24 +233,58 @@ static int add_ust_pattern(struct record_cli *cli, const char *pattern)
 }
 
 /* SIZE: bytes with an optional K, M or G (powers of 1024), 64K..64G. */
+/* A number of bytes with an optional K, M or G suffix at the start of @arg; *@end after it. */
+static int parse_bytes(const char *arg, unsigned long long *v, char **end)
+{
+	int shift = 0;
+
+	errno = 0;
+	*v = strtoull(arg, end, 10);
+	if (errno || *end == arg)
+		return -1;
+	if (**end == 'K' || **end == 'k')
+		shift = 10;
+	else if (**end == 'M' || **end == 'm')
+		shift = 20;
+	else if (**end == 'G' || **end == 'g')
+		shift = 30;
+	if (*v > (~0ull >> shift))
+		return -1;	/* would overflow */
+	*v <<= shift;
+	*end += shift > 0;
+	return 0;
+}
+
 static int parse_size(const char *arg, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (*end || v < (64ull << 10) || v > (64ull << 30))
+	if (parse_bytes(arg, &v, &end) || *end || v < (64ull << 10) || v > (64ull << 30))
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/* --ust-buffer SIZE[xN]: the syntax; the library checks the values (powers of two, ranges). */
+static int parse_ust_buffer(const char *arg, uint32_t *subbuf_size, uint32_t *nr_subbufs)
+{
+	char *end;
+	unsigned long long v, n = 0;
+
+	if (parse_bytes(arg, &v, &end))
+		return -1;
+	if (*end == 'x' || *end == 'X') {
+		const char *num = end + 1;
+
+		n = strtoull(num, &end, 10);
+		if (errno || end == num || !n)
+			return -1;
+	}
+	if (*end || !v || v > UINT32_MAX || n > UINT32_MAX)
+		return -1;
+	*subbuf_size = (uint32_t)v;
+	*nr_subbufs = (uint32_t)n;
 	return 0;
 }
 
@@ -262,6 +309,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "ust", optional_argument, NULL, OPT_UST },
 		{ "ust-socket", required_argument, NULL, OPT_UST_SOCKET },
 		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
+		{ "ust-mode", required_argument, NULL, OPT_UST_MODE },
+		{ "ust-buffer", required_argument, NULL, OPT_UST_BUFFER },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -384,6 +433,16 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 			break;
 		case OPT_UST_SOCKET:
 			cli->so.ust_socket = optarg;
+			break;
+		case OPT_UST_MODE:
+			cli->so.ust_mode = optarg;	/* checked by the library, before anything starts */
+			break;
+		case OPT_UST_BUFFER:
+			if (parse_ust_buffer(optarg, &cli->so.ust_subbuf_size, &cli->so.ust_nr_subbufs)) {
+				tv_cli_error("record", "invalid --ust-buffer: '%s' (SIZE[xN]: SIZE bytes with K or M, N sub-buffers, e.g. 256Kx16)",
+					     optarg);
+				return -1;
+			}
 			break;
 		case 'X':
 			cli->so.xen = true;
@@ -886,6 +945,48 @@ static void print_guest_summary(const struct record_cli *cli, const struct tv_se
 	}
 }
 
+/* One traced process's domain (DIR/NAME/meta): the policy it ran with and what it recorded. */
+static void print_ust_process(const struct record_cli *cli, const char *name)
+{
+	char path[4400];
+	struct tv_meta *m = NULL;
+	const char *mode, *asked = cli->so.ust_mode;
+	unsigned long long sb, nr;
+	int own;
+
+	snprintf(path, sizeof(path), "%s/%s/meta", cli->so.host.outdir, name);
+	if (tv_meta_read(path, &m) || !tv_meta_get(m, "kind") || strcmp(tv_meta_get(m, "kind"), "ust")) {
+		tv_meta_free(m);
+		return;
+	}
+	mode = tv_meta_get(m, "mode") ? tv_meta_get(m, "mode") : "?";
+	sb = (unsigned long long)tv_meta_get_ll(m, "subbuf_size", 0);
+	nr = (unsigned long long)tv_meta_get_ll(m, "nr_subbufs", 0);
+	/* asked something else: its environment won, or it traced before registering */
+	own = (asked && strcmp(asked, mode)) || (cli->so.ust_subbuf_size && cli->so.ust_subbuf_size != sb) ||
+	      (cli->so.ust_nr_subbufs && cli->so.ust_nr_subbufs != nr);
+	fprintf(stderr, "tracevisor record: ust: %s pid %lld (%s): %s, %llu x %llu KiB per CPU, %lld events, %lld lost%s\n",
+		tv_meta_get(m, "parent") ? tv_cli_text(tv_meta_get(m, "parent")) : "?",
+		tv_meta_get_ll(m, "pid", 0), tv_cli_text(tv_meta_get(m, "comm") ? tv_meta_get(m, "comm") : "?"),
+		mode, nr, sb >> 10, tv_meta_get_ll(m, "events_total", 0), tv_meta_get_ll(m, "lost_total", 0),
+		own ? " (its own setting, not the --ust-mode/--ust-buffer asked)" : "");
+	tv_meta_free(m);
+}
+
+/* Every traced process of the session, host's and guests', in name order. */
+static void print_ust_processes(const struct record_cli *cli)
+{
+	struct dirent **names = NULL;
+	int n = scandir(cli->so.host.outdir, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		if (!strncmp(names[i]->d_name, "ust-", 4))
+			print_ust_process(cli, names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+}
+
 static void print_ust_summary(const struct record_cli *cli, const struct tv_session_record *srec)
 {
 	uint64_t events, lost;
@@ -898,6 +999,8 @@ static void print_ust_summary(const struct record_cli *cli, const struct tv_sess
 	if (!cli->quiet)
 		fprintf(stderr, "tracevisor record: ust: %zu processes, %llu events, %llu lost -> %s/ust-host-*\n",
 			procs, (unsigned long long)events, (unsigned long long)lost, cli->so.host.outdir);
+	if (!cli->quiet)
+		print_ust_processes(cli);
 }
 
 /*

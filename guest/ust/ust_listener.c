@@ -82,6 +82,13 @@ static int ust_recv(int fd, struct tv_ust_msg *m)
 	return 0;
 }
 
+static bool ust_env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v;
+}
+
 static int ust_handshake(int fd)
 {
 	struct tv_ust_config cfg = { -1, -1, 0, 0, 0, 0 };
@@ -98,10 +105,18 @@ static int ust_handshake(int fd)
 	}
 	if (m.clock)
 		cfg.clock = (int)m.clock - 1;
-	if (m.mode)
+	/*
+	 * The consumer's policy (record --ust-mode, --ust-buffer), unless this
+	 * process's environment sets its own: TRACEVISOR_UST_MODE and the sizes
+	 * are per-process overrides (ust_defaults reads them).  The clock is
+	 * the session's, never overridden: its events must line up.
+	 */
+	if (m.mode && !ust_env_set(TV_UST_MODE_ENV))
 		cfg.mode = (int)m.mode - 1;
-	cfg.subbuf_size = m.subbuf_size;
-	cfg.nr_subbufs = m.nr_subbufs;
+	if (!ust_env_set(TV_UST_SUBBUF_ENV))
+		cfg.subbuf_size = m.subbuf_size;
+	if (!ust_env_set(TV_UST_NSUBBUF_ENV))
+		cfg.nr_subbufs = m.nr_subbufs;
 	ret = tv_ust_start(&cfg);
 	if (ret < 0) {
 		ust_msg_init(&m, TV_UST_MSG_REPLY);

@@ -87,6 +87,11 @@ struct tv_guest_opts {
 	/* record --guest ... --ust: comma list of globs on PROVIDER:EVENT the
 	 * agent enables in the guest's traced processes; NULL: none traced */
 	const char *ust;
+	/* with @ust: the processes' buffer policy (START's ust_mode,
+	 * ust_subbuf_size, ust_nr_subbufs; as tv_session_record_opts's
+	 * fields of the same names); NULL / 0: the process's default */
+	const char *ust_mode;
+	uint32_t ust_subbuf_size, ust_nr_subbufs;
 };
 
 struct tv_guest_stats {

@@ -157,6 +157,21 @@ struct tv_session_record_opts {
 	 * into the session at the end.
 	 */
 	uint64_t ust_flight_bytes;
+	/*
+	 * The traced processes' buffer policy (record --ust-mode,
+	 * --ust-buffer), asked of every process that registers: the host's,
+	 * and the guests' through their agents.  @ust_mode "discard",
+	 * "blocking" or "overwrite" (NULL: the process's default, discard);
+	 * @ust_subbuf_size bytes (a power of two, 4 KiB ... 1 MiB) and
+	 * @ust_nr_subbufs (a power of two, 2 ... 4096) per CPU (0: the
+	 * process's default, 64 KiB and 8).  A process's own
+	 * TRACEVISOR_UST_MODE, TRACEVISOR_UST_SUBBUF_SIZE and
+	 * TRACEVISOR_UST_NR_SUBBUFS override them for that process; one that
+	 * traced before it registered keeps the buffers it has.  Not with
+	 * ust_flight_bytes (which sets its own).
+	 */
+	const char *ust_mode;
+	uint32_t ust_subbuf_size, ust_nr_subbufs;
 };
 
 struct tv_session_record;

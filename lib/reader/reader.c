@@ -569,6 +569,8 @@ static int reader_open_streams(struct tv_reader *rd)
 	for (size_t d = 0; d < rd->nr_domains && !ret; d++) {
 		size_t cursors = stream_cursors(&rd->domains[d]);
 
+		if (rd->domains[d].no_streams)
+			continue;
 		for (size_t i = 0; i < (size_t)rd->domains[d].nr_cpus * cursors && !ret; i++) {
 			struct tv_cpu_stream *st = &rd->streams[rd->nr_streams++];
 
@@ -657,6 +659,7 @@ struct open_how {
 	const char *only;		/* this domain alone; NULL: all */
 	const struct tv_sync_result *line;	/* raw, pvclock domains moved to Xen's line */
 	int no_ust;			/* without the traced processes' domains */
+	int no_xen_records;		/* the xen/ domain's records not read (with line) */
 };
 
 static int reader_open(const char *dir, const struct open_how *how, struct tv_reader **out)
@@ -679,6 +682,8 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 		ret = reader_set_follow(rd, dir);
 	if (!ret)
 		ret = reader_load_line(rd);
+	for (size_t d = 0; !ret && how->no_xen_records && d < rd->nr_domains; d++)
+		rd->domains[d].no_streams = !strcmp(rd->domains[d].source->kind, "xen-trace");
 	if (!ret && how->line)
 		reader_use_line(rd, how->line);
 	else if (!ret && how->res)
@@ -720,6 +725,13 @@ int tv_reader_open_probes(const char *dir, const struct tv_sync_result *line,
 			  struct tv_reader **out)
 {
 	return reader_open(dir, &(struct open_how){ .raw = 1, .line = line, .no_ust = 1 }, out);
+}
+
+int tv_reader_open_moved(const char *dir, const struct tv_sync_result *line, int no_ust,
+			 struct tv_reader **out)
+{
+	return reader_open(dir, &(struct open_how){ .raw = 1, .line = line, .no_ust = no_ust,
+						    .no_xen_records = 1 }, out);
 }
 
 int tv_reader_open_follow(const char *dir, struct tv_reader **out)

@@ -39,6 +39,7 @@ struct tv_xen_stream {
 	uint32_t mul;
 	int8_t shift;
 	const struct tv_xen_line *line;	/* Xen's common line, or NULL */
+	size_t line_hint;		/* its scale used last (tv_xen_line_common) */
 	struct tv_xen_rec last;		/* behind the current event */
 };
 
@@ -257,10 +258,10 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 	return (long)xs->len;
 }
 
-static uint64_t xen_stream_ns(const struct tv_xen_stream *xs, uint64_t tsc)
+static uint64_t xen_stream_ns(struct tv_xen_stream *xs, uint64_t tsc)
 {
 	if (xs->line)
-		return tv_xen_line_common(xs->line, tsc);
+		return tv_xen_line_common(xs->line, tsc, &xs->line_hint);
 	if (xs->system_time)
 		return tv_xen_tsc_to_stime(tsc, xs->tsc0, xs->stime0, xs->mul, xs->shift);
 	return tv_xen_tsc_to_ns(tsc, xs->khz);
@@ -312,6 +313,36 @@ static void xen_stream_first_tsc(struct tv_xen_stream *xs)
 		}
 		pos += size;
 	}
+}
+
+int tv_xen_stream_next_record(struct tv_cpu_stream *st)
+{
+	struct tv_xen_stream *xs = st->xen;
+	struct tv_xen_rec rec;
+	int ret;
+
+	if (st->done)
+		return 0;
+	do {
+		ret = xen_stream_parse(st, &rec);
+		if (ret <= 0) {
+			st->done = 1;
+			return ret;
+		}
+	} while (rec.event == XT_CPU_CHANGE);	/* no event: tv_xen_rec_to_event() skips it too */
+	if (!rec.has_tsc && !xs->cs.have_tsc)
+		xen_stream_first_tsc(xs);
+	/* tv_xen_rec_to_event()'s time: a record without a TSC is at the previous one's */
+	if (rec.has_tsc) {
+		xs->cs.last_tsc = rec.tsc;
+		xs->cs.have_tsc = true;
+	}
+	st->rec.ts = xen_stream_ns(xs, xs->cs.last_tsc);
+	xs->last = rec;
+	xs->last.tsc = xs->cs.last_tsc;
+	if (rec.event == XT_TSCALE)
+		xen_stream_rescale(xs, &rec);
+	return 1;
 }
 
 int tv_xen_stream_next(struct tv_cpu_stream *st)

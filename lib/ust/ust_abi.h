@@ -68,7 +68,10 @@
  *   consumer -> process  CONFIG    clock, mode, sizes (0: the process's
  *                                  default); applies only when the process
  *                                  has no buffers yet (they are created
- *                                  once and kept for the process's life)
+ *                                  once and kept for the process's life);
+ *                                  the process's TRACEVISOR_UST_MODE,
+ *                                  _SUBBUF_SIZE and _NR_SUBBUFS, when set,
+ *                                  win over CONFIG's mode and sizes
  *   process -> consumer  REGISTER  the memfd as SCM_RIGHTS; the header in
  *                                  it says the settings really in force
  *   consumer -> process  ENABLE / DISABLE  arg = a glob on

@@ -724,3 +724,14 @@ int tv_ust_consumer_snapshot(struct tv_ust_consumer *c, unsigned int b, unsigned
 	*whole = reserve / sb * sb + (reserve % sb ? sb : 0) <= (uint64_t)k * sb;
 	return 0;
 }
+
+static const char *const ust_mode_names[] = {
+	[TV_UST_MODE_DISCARD] = "discard",
+	[TV_UST_MODE_BLOCKING] = "blocking",
+	[TV_UST_MODE_OVERWRITE] = "overwrite",
+};
+
+const char *tv_ust_mode_name(uint32_t mode)
+{
+	return mode <= TV_UST_MODE_OVERWRITE ? ust_mode_names[mode] : ust_mode_names[0];
+}

@@ -193,4 +193,10 @@ int tv_ust_subbuf_walk(const unsigned char *sb, size_t size, const struct tv_ust
  */
 int tv_ust_format_scan(const char *text, size_t len, struct tv_ust_event *ev, const char **why);
 
+/**
+ * tv_ust_mode_name() - "discard", "blocking" or "overwrite"
+ * @mode: enum tv_ust_mode (anything else reads as discard, the default)
+ */
+const char *tv_ust_mode_name(uint32_t mode);
+
 #endif

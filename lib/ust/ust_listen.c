@@ -13,10 +13,47 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "ust_consumer.h"
 #include "ust_listen.h"
 
 #define UST_MAX_SHM (1ull << 32)
 #define UST_MAX_FDS 4
+
+static int ust_pow2_in(uint32_t n, uint32_t lo, uint32_t hi)
+{
+	return !n || (!(n & (n - 1)) && n >= lo && n <= hi);
+}
+
+int tv_ust_policy_parse(const char *mode, uint32_t subbuf_size, uint32_t nr_subbufs,
+			struct tv_ust_policy *out, char *why, size_t why_size)
+{
+	memset(out, 0, sizeof(*out));
+	for (uint32_t m = 0; mode && *mode && m <= TV_UST_MODE_OVERWRITE; m++)
+		if (!strcmp(mode, tv_ust_mode_name(m)))
+			out->mode = m + 1;
+	if (mode && *mode && !out->mode) {
+		snprintf(why, why_size, "mode \"%.64s\" (discard, blocking or overwrite)", mode);
+		return -EINVAL;
+	}
+	/* the ranges guest/ust/ust_core.c accepts: a process refuses the rest */
+	if (!ust_pow2_in(subbuf_size, 4096, 1u << 20) || !ust_pow2_in(nr_subbufs, 2, 4096)) {
+		snprintf(why, why_size,
+			 "sub-buffers of %u bytes, %u of them (0: the default; a power of two 4K..1M bytes, a power of two 2..4096 of them)",
+			 subbuf_size, nr_subbufs);
+		out->mode = 0;
+		return -EINVAL;
+	}
+	out->subbuf_size = subbuf_size;
+	out->nr_subbufs = nr_subbufs;
+	return 0;
+}
+
+void tv_ust_conn_set_policy(struct tv_ust_conn *conn, const struct tv_ust_policy *pol)
+{
+	conn->cfg_mode = pol->mode;
+	conn->cfg_subbuf_size = pol->subbuf_size;
+	conn->cfg_nr_subbufs = pol->nr_subbufs;
+}
 
 int tv_ust_listen_open(const char *path, int *out)
 {

@@ -36,6 +36,31 @@ struct tv_ust_conn {
 	uint32_t cfg_nr_subbufs;
 };
 
+/*
+ * The buffer policy a consumer asks of the processes (record --ust-mode,
+ * --ust-buffer; START's ust_mode, ust_subbuf_size, ust_nr_subbufs).
+ */
+struct tv_ust_policy {
+	uint32_t mode;		/* enum tv_ust_mode + 1, 0: the process's own default */
+	uint32_t subbuf_size;	/* 0, or a power of two, 4 KiB ... 1 MiB */
+	uint32_t nr_subbufs;	/* 0, or a power of two, 2 ... 4096 */
+};
+
+/**
+ * tv_ust_policy_parse() - a policy from its words, checked
+ * @mode: "discard", "blocking" or "overwrite"; NULL or "": the default
+ * @subbuf_size, @nr_subbufs: 0 (the default) or in the ranges of
+ *	struct tv_ust_policy (what a process accepts: guest/ust/ust_core.c)
+ * @out: filled; all zero on failure
+ *
+ * Return: 0, or -EINVAL with @why (NUL-terminated) saying which.
+ */
+int tv_ust_policy_parse(const char *mode, uint32_t subbuf_size, uint32_t nr_subbufs,
+			struct tv_ust_policy *out, char *why, size_t why_size);
+
+/* CONFIG of @conn asks for @pol (after accept, before HELLO is answered). */
+void tv_ust_conn_set_policy(struct tv_ust_conn *conn, const struct tv_ust_policy *pol);
+
 /**
  * tv_ust_listen_open() - listen for traced processes on @path
  * @path: the socket's path; its parent directory is created if missing

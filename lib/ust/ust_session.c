@@ -241,12 +241,6 @@ void tv_ust_domain_close_files(struct tv_ust_domain *d)
 	d->nr_open = 0;
 }
 
-static const char *mode_name(uint32_t mode)
-{
-	return mode == TV_UST_MODE_BLOCKING ? "blocking" : mode == TV_UST_MODE_OVERWRITE ? "overwrite"
-											  : "discard";
-}
-
 /* tid -> comm (from /proc when the thread is still there, else the process's) and tid -> pid. */
 static int write_task_maps(struct tv_ust_domain *d, const char *comm, int local)
 {
@@ -306,7 +300,7 @@ int tv_ust_domain_finish(struct tv_ust_domain *d, const struct tv_ust_consumer *
 	tv_meta_set(m, "clock", "%s", d->hdr.clock == TV_UST_CLOCK_X86_TSC ? "x86-tsc" : "mono");
 	tv_meta_set(m, "ncpus", "%u", d->hdr.nr_bufs);
 	tv_meta_set(m, "per_thread", "%u", d->hdr.per_thread);
-	tv_meta_set(m, "mode", "%s", mode_name(d->hdr.mode));
+	tv_meta_set(m, "mode", "%s", tv_ust_mode_name(d->hdr.mode));
 	tv_meta_set(m, "subbuf_size", "%u", d->hdr.subbuf_size);
 	tv_meta_set(m, "nr_subbufs", "%u", d->hdr.nr_subbufs);
 	tv_meta_set(m, "long_size", "8");

@@ -17,7 +17,9 @@
 # (and what it sent before is kept), Xen and dom0 recorded on after d2
 # died; guest-NAME/meta has the xenstore facts; Xen's trace has both
 # domids running and d1's own HVMOP_xentrace records;
-# `tracevisor sync` has a line per domain.
+# `tracevisor sync` has a line per domain.  d1's agent runs with no
+# channel option (issue 28: `-s auto` finds the PV console channel named
+# org.tracevisor.0 in the domU's xenstore), d2's with `-p 0 -s /dev/hvc1`.
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
@@ -29,7 +31,7 @@ for g in nosuch Domain-0; do
 	$TV record --xen --guest xen:$g -o /tmp/bad-$g -- true >/dev/null 2>/out/bad-$g.err
 	echo $? >/out/bad-$g.rc; [ -e /tmp/bad-$g ] && echo left >/out/bad-$g.left
 done
-xen_domus_start 1
+xen_domus_start 1 1
 $TV record --xen --guest xen:d1 --guest xen:d2 -o /tmp/tv >/out/record.out 2>/out/record.err & P=$!
 sleep 20
 xl destroy d2; echo "$(date +%s)" > /out/d2-destroyed
@@ -62,6 +64,8 @@ grep -q 'Xen domain has no agent channel: name="Domain-0", domid=0' "$OUT/bad-Do
 # d2 destroyed mid-recording: recorded, a guest incomplete: 3
 [ "$(cat "$OUT/record-rc")" = 3 ] || fail "record exited $(cat "$OUT/record-rc"), want 3: $(tail -n 5 "$OUT/record.err")"
 [ "$(cat "$OUT/d1-rc")" = 0 ] || fail "domU d1 ended with $(cat "$OUT/d1-rc") (agent: $(tail -n 3 "$OUT/d1/agent.err" 2>/dev/null))"
+grep -q "Listening on Xen console channel /dev/hvc1" "$OUT/d1/agent.err" ||
+	fail "d1's agent without options did not find its channel: $(cat "$OUT/d1/agent.err")"
 grep -q "^domains=.*host" "$S/session.meta" && grep -q "^domains=.*xen" "$S/session.meta" &&
 	grep -q "^domains=.*guest-d1" "$S/session.meta" && grep -q "^domains=.*guest-d2" "$S/session.meta" ||
 	fail "session lacks a domain: $(grep ^domains= "$S/session.meta")"

@@ -181,3 +181,13 @@ fuzz_run() {
 	runs=$(grep -o 'Done [0-9]* runs' "$TV_TMP/fuzz.log" | grep -o '[0-9]*')
 	echo "PASS: ${runs:-?} $what" >&2
 }
+
+# pty_relay: a relayed pty pair (tests/host/ptyrelay.py) standing for a
+# guest's serial channel: the agent's end in GPTY, the recorder's in HPTY,
+# the relay's pid in RELAY (the caller kills it).
+pty_relay() {
+	python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
+	RELAY=$!
+	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
+	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
+}

@@ -191,7 +191,9 @@ l1_start_l2() {
 # `lab-domu --background` (files in /out/d1, /out/d2), each running
 # tracevisor-agent on its org.tracevisor.0 channel (/dev/hvc1, one session)
 # under a fork/exec workload until the agent exits; MARK=1: d1 also writes
-# a record into Xen's trace every second (`tracevisor xen-mark`).  It waits
+# a record into Xen's trace every second (`tracevisor xen-mark`); AUTO=1
+# (xen_domus_start MARK AUTO): d1's agent has no channel option at all
+# (`-s auto` finds org.tracevisor.0 in the domU's xenstore).  It waits
 # for both agents (/out/dN/agent-up), writes /out/domus-up-seconds and
 # /out/xl-list.txt, and exits the dom0 script with 20-22 when a domU does
 # not start, 25 when one triple-faulted in the emulator while booting.  TV
@@ -202,14 +204,14 @@ TV=/opt/tracevisor/tracevisor
 # a domU that triple-faulted in the emulator (tests/lab/README.md) never
 # comes up: say so at once (exit 25), and the e2e side runs the lab again
 xen_domu_crashed() { xl dmesg 2>/dev/null | grep -q "Triple fault"; }
-printf "%s\n" "tracevisor-agent -p 0 -s /dev/hvc1 -1 -v 2>/out/agent.err & A=\$!" \
+printf "%s\n" "tracevisor-agent \${AGENT_OPTS--p 0 -s /dev/hvc1} -1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
 	"M=; [ \"\$MARK\" = 1 ] && { ( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!; }" \
 	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
 xen_domus_start() {
 	t0=$(date +%s)
-	{ echo "MARK=${1:-0}"; cat /tmp/domu.sh; } >/tmp/domu-d1.sh
+	{ echo "MARK=${1:-0}"; [ "${2:-0}" = 1 ] && echo "AGENT_OPTS="; cat /tmp/domu.sh; } >/tmp/domu-d1.sh
 	lab-domu --name d1 --type pv --timeout 600 --background /tmp/domu-d1.sh /out/d1 || exit 20
 	lab-domu --name d2 --timeout 600 --background /tmp/domu.sh /out/d2 || exit 21
 	n=0
