@@ -45,8 +45,10 @@ endif
 # built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
 # layer; loaded by libbpf).
 BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
+# export --format html's page (export/html/page.html), built in as bytes
+HTML_GEN := $(BUILD)/gen/export/html_template.c
 LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
+            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN) $(HTML_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
@@ -105,6 +107,15 @@ $(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
 	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; \
 	  echo "const size_t tv_$*_bpf_len = $$(stat -c %s $<);"; } >$@
+
+$(HTML_GEN): export/html/page.html
+	@mkdir -p $(dir $@)
+	{ echo '/* Generated from export/html/page.html by the Makefile: do not edit. */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const unsigned char tv_html_template[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo "const size_t tv_html_template_len = $$(stat -c %s $<);"; } >$@
 
 # Rebuilt from scratch: a renamed source must not leave its old member.
 $(LIBTV): $(LIB_OBJS)
