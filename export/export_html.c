@@ -472,6 +472,8 @@ static int hx_event(struct hx_pass *p, const struct tv_event *ev)
 		s->loss[ev->domain_index].lost += (uint64_t)ev->missed_before;
 	else if (ev->missed_before < 0)
 		s->loss[ev->domain_index].lost_flags++;
+	if (s->loss[ev->domain_index].snapshot)
+		s->snapshot_ts = ev->ts;
 	switch (p->dom_kind[ev->domain_index]) {
 	case HX_DOM_UST:
 		l = hx_ust_lane(p, ev);
@@ -504,8 +506,7 @@ static int hx_domains_classify(struct hx_pass *p)
 		if (p->dom_kind[d] == HX_DOM_XEN && isa)
 			s->xen_isa = !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
 				     : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
-		if (status && !strcmp(status, "snapshot"))
-			s->snapshot_ts = 1;	/* set to the last record at the end */
+		s->loss[d].snapshot = status && !strcmp(status, "snapshot");
 	}
 	return 0;
 }
@@ -521,8 +522,6 @@ static int hx_collect(struct hx_session *s)
 	ret = hx_domains_classify(&p);
 	while (!ret && (ret = tv_reader_next(s->rd, &ev)) > 0)
 		ret = ev.format ? hx_event(&p, &ev) : 0;
-	if (s->snapshot_ts)
-		s->snapshot_ts = s->t_last;
 	free(p.dom_kind);
 	free(p.fmts);
 	return ret < 0 ? ret : 0;

@@ -7,6 +7,7 @@
 #ifndef TV_EXPORT_HTML_H
 #define TV_EXPORT_HTML_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -47,6 +48,7 @@ struct hx_lane {
 
 struct hx_domain_loss {
 	uint64_t events, lost, lost_flags;
+	bool snapshot;		/* a flight recorder's snapshot (meta status=snapshot) */
 };
 
 struct hx_session {

@@ -3,7 +3,7 @@
 """Load an `export --format html` page in headless Chromium and check it.
 
 usage: html_check.py PAGE.html STAT.json SHOTDIR [--expect-lanes KIND,...]
-                     [--max-load-ms N] [--no-interact]
+                     [--max-load-ms N] [--no-interact] [--doc-shot PNG]
 
 Drives Debian's chromium through the DevTools protocol over a pipe
 (--remote-debugging-pipe: no port, no websocket library), from file://:
@@ -130,10 +130,10 @@ class Chromium:
             fail("evaluating %s: %s" % (expr[:60], r["exceptionDetails"].get("text")))
         return r["result"].get("value")
 
-    def screenshot(self, path):
+    def screenshot(self, path, height=6000):
         size = self.eval("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
         r = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                      "clip": {"x": 0, "y": 0, "width": size[0], "height": min(size[1], 6000),
+                      "clip": {"x": 0, "y": 0, "width": size[0], "height": min(size[1], height),
                                "scale": 1}})
         with open(path, "wb") as f:
             f.write(base64.b64decode(r["data"]))
@@ -259,7 +259,7 @@ def interact(cr, name, shots):
 
 def main():
     args = sys.argv[1:]
-    opts = {"--expect-lanes": "", "--max-load-ms": "0"}
+    opts = {"--expect-lanes": "", "--max-load-ms": "0", "--doc-shot": ""}
     flags = set()
     pos = []
     while args:
@@ -300,6 +300,8 @@ def main():
                 fail("no lane of kind %s (lanes: %s)" % (k, sorted(set(kinds))))
         print("html-check: lanes %s" % ", ".join("%s x%d" % (k, kinds.count(k)) for k in sorted(set(kinds))))
         cr.screenshot(os.path.join(shots, name + "-whole.png"))
+        if opts["--doc-shot"]:	# the README's picture: the first screen
+            cr.screenshot(opts["--doc-shot"], height=900)
         if "--no-interact" not in flags:
             interact(cr, name, shots)
         errs = cr.errors()
