@@ -99,23 +99,20 @@ $(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
 
-$(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
-	@mkdir -p $(dir $@)
-	{ echo '/* Generated from kvm/bpf/$*.bpf.c by the Makefile: do not edit. */'; \
-	  echo '#include <stddef.h>'; \
-	  echo 'const unsigned char tv_$*_bpf[] = {'; \
+# A file as a C array NAME[] and NAME_len: $(call bytes_c,NAME,SOURCE-SAID)
+bytes_c = @mkdir -p $(dir $@); \
+	{ echo '/* Generated from $(2) by the Makefile: do not edit. */'; \
+	  echo '\#include <stddef.h>'; \
+	  echo 'const unsigned char $(1)[] = {'; \
 	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; \
-	  echo "const size_t tv_$*_bpf_len = $$(stat -c %s $<);"; } >$@
+	  echo "const size_t $(1)_len = $$(stat -c %s $<);"; } >$@
+
+$(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
+	$(call bytes_c,tv_$*_bpf,kvm/bpf/$*.bpf.c)
 
 $(HTML_GEN): export/html/page.html
-	@mkdir -p $(dir $@)
-	{ echo '/* Generated from export/html/page.html by the Makefile: do not edit. */'; \
-	  echo '#include <stddef.h>'; \
-	  echo 'const unsigned char tv_html_template[] = {'; \
-	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  echo '};'; \
-	  echo "const size_t tv_html_template_len = $$(stat -c %s $<);"; } >$@
+	$(call bytes_c,tv_html_template,export/html/page.html)
 
 # Rebuilt from scratch: a renamed source must not leave its old member.
 $(LIBTV): $(LIB_OBJS)

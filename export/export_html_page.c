@@ -78,30 +78,36 @@ static uint64_t hx_step_low(int k)
 	return m >= 61 ? UINT64_MAX : (((uint64_t)(8 + f) << m) + 7) / 8;
 }
 
-void hx_json_str(FILE *f, const char *s)
+/*
+ * @s with the bytes that could end or change the place it goes escaped:
+ * controls, quotes, backslash, <, > and & as \u00XX in a JSON string (inside
+ * <script>, so "</script" cannot appear) or as &#N; in an HTML attribute or
+ * text.  Other bytes, UTF-8 included, are copied.
+ */
+static void hx_escape(FILE *f, const char *s, bool json)
 {
-	putc('"', f);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
-		if (c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
+		if (c >= 0x20 && c != 0x7f && !strchr("\"'\\<>&", c))
 			putc(c, f);
+		else if (json && c == '\'')
+			putc(c, f);
+		else
+			fprintf(f, json ? "\\u%04x" : "&#%u;", c);
 	}
+}
+
+void hx_json_str(FILE *f, const char *s)
+{
+	putc('"', f);
+	hx_escape(f, s, true);
 	putc('"', f);
 }
 
 static void hx_attr(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c < 0x20 || c == '"' || c == '\'' || c == '<' || c == '>' || c == '&' || c == 0x7f)
-			fprintf(f, "&#%u;", c);
-		else
-			putc(c, f);
-	}
+	hx_escape(f, s, false);
 }
 
 /* The smallest step whose intervals and up fit the budget (all: 0). */
