@@ -8,8 +8,8 @@
  * Level of detail: a page holds at most HX_BUDGET items one by one.  When
  * a session has more, the intervals of at least a threshold duration (the
  * smallest of 8 log-spaced steps per octave that keeps them under the
- * budget) stay one by one, and the others, with every instant, are
- * summed per lane, bucket of span/HX_AGG_BUCKETS and label into a count
+ * budget) stay one by one, and the instants when they fit beside them; the
+ * others are summed per lane, bucket of span/HX_AGG_BUCKETS and label into a count
  * and a total duration: the page draws those as the share of each label.
  * Every text a guest controls (comm, VM and domain names) is escaped for
  * the place it goes: JSON inside <script>, or an HTML attribute.
@@ -44,7 +44,8 @@ struct hx_agg {
 struct hx_lod {
 	uint32_t *kept;		/* indexes of the items kept one by one, by lane then time */
 	size_t nr_kept;
-	uint64_t threshold_ns;	/* 0: everything kept */
+	uint64_t threshold_ns;	/* intervals at least this long kept (0: all) */
+	bool keep_instants;
 	struct hx_agg *agg;	/* open addressing, then sorted by key */
 	size_t agg_cap, nr_agg;
 	uint64_t bucket_ns;
@@ -110,20 +111,30 @@ static void hx_attr(FILE *f, const char *s)
 	hx_escape(f, s, false);
 }
 
-/* The smallest step whose intervals and up fit the budget (all: 0). */
-static uint64_t hx_threshold(const struct hx_session *s)
+/*
+ * What stays one by one: the intervals from the smallest step whose
+ * intervals and longer ones fit the budget (@threshold_ns, 0: all), and
+ * the instants when they fit beside them.
+ */
+static void hx_threshold(const struct hx_session *s, struct hx_lod *lod)
 {
-	uint64_t hist[64 * HX_STEPS + 2] = { 0 }, above = 0;
+	uint64_t hist[64 * HX_STEPS + 2] = { 0 }, above = 0, instants = 0;
 	int k;
 
+	lod->threshold_ns = 0;
+	lod->keep_instants = true;
 	if (s->nr_items <= HX_BUDGET)
-		return 0;
-	for (size_t i = 0; i < s->nr_items; i++)
-		if (!hx_instant(&s->items[i]))
+		return;
+	for (size_t i = 0; i < s->nr_items; i++) {
+		if (hx_instant(&s->items[i]))
+			instants++;
+		else
 			hist[hx_step(hx_dur_ns(&s->items[i]))]++;
-	for (k = 64 * HX_STEPS + 1; k > 0 && above + hist[k] <= HX_BUDGET; k--)
+	}
+	for (k = 64 * HX_STEPS + 1; k >= 0 && above + hist[k] <= HX_BUDGET; k--)
 		above += hist[k];
-	return hx_step_low(k + 1);	/* step k + 1 and up */
+	lod->threshold_ns = k < 0 ? 0 : hx_step_low(k + 1);	/* step k + 1 and up */
+	lod->keep_instants = above + instants <= HX_BUDGET;
 }
 
 static int hx_agg_add(struct hx_lod *lod, uint64_t key, uint64_t dur)
@@ -224,7 +235,7 @@ static int hx_lod_build(struct hx_session *s, struct hx_lod *lod)
 	uint64_t span = s->t_last - s->t_first + 1;
 	size_t w = 0;
 
-	lod->threshold_ns = hx_threshold(s);
+	hx_threshold(s, lod);
 	lod->bucket_ns = span / HX_AGG_BUCKETS + 1;
 	lod->kept = malloc((s->nr_items < HX_BUDGET ? s->nr_items : HX_BUDGET) * sizeof(uint32_t) + 4);
 	if (!lod->kept)
@@ -233,7 +244,7 @@ static int hx_lod_build(struct hx_session *s, struct hx_lod *lod)
 		const struct hx_item *it = &s->items[i];
 		uint64_t lane = it->lane & 0x7fff, dur = hx_dur_ns(it);
 
-		if (!lod->threshold_ns || (!hx_instant(it) && dur >= lod->threshold_ns)) {
+		if (hx_instant(it) ? lod->keep_instants : dur >= lod->threshold_ns) {
 			lod->kept[w++] = (uint32_t)i;
 			s->lanes[lane].items++;
 			continue;
@@ -324,8 +335,9 @@ static void hx_write_items(FILE *f, const struct hx_session *s, const struct hx_
 /* Aggregates, flat: lane (page order), bucket, label, count, total ns. */
 static void hx_write_agg(FILE *f, const struct hx_lod *lod)
 {
-	fprintf(f, ",\n\"lod\":{\"threshold_ns\":%llu,\"bucket_ns\":%llu,\"budget\":%d,\"agg\":[",
-		(unsigned long long)lod->threshold_ns, (unsigned long long)lod->bucket_ns, HX_BUDGET);
+	fprintf(f, ",\n\"lod\":{\"threshold_ns\":%llu,\"instants_kept\":%s,\"bucket_ns\":%llu,"
+		"\"budget\":%d,\"agg\":[", (unsigned long long)lod->threshold_ns,
+		lod->keep_instants ? "true" : "false", (unsigned long long)lod->bucket_ns, HX_BUDGET);
 	for (size_t i = 0; i < lod->nr_agg; i++) {
 		uint64_t key = lod->agg[i].key - 1;
 
@@ -359,6 +371,8 @@ static void hx_write_losses(FILE *f, const struct hx_session *s)
 
 		fprintf(f, "%s{\"domain\":", d ? "," : "");
 		hx_json_str(f, di->name);
+		fputs(",\"dir\":", f);
+		hx_json_str(f, di->subdir);
 		fprintf(f, ",\"events\":%llu,\"lost\":%llu,\"lost_flags\":%llu,\"discarded\":%s,"
 			"\"status\":", (unsigned long long)s->loss[d].events,
 			(unsigned long long)s->loss[d].lost, (unsigned long long)s->loss[d].lost_flags,

@@ -3,7 +3,7 @@
 """Load an `export --format html` page in headless Chromium and check it.
 
 usage: html_check.py PAGE.html STAT.json SHOTDIR [--expect-lanes KIND,...]
-                     [--max-load-ms N] [--no-interact] [--doc-shot PNG]
+                     [--max-load-ms N] [--no-interact]
 
 Drives Debian's chromium through the DevTools protocol over a pipe
 (--remote-debugging-pipe: no port, no websocket library), from file://:
@@ -15,7 +15,9 @@ Drives Debian's chromium through the DevTools protocol over a pipe
   - a wheel zoom at an exit's place shrinks the view by the page's factor
     around that time, a drag pans it by the dragged pixels, and a click on
     the exit shows its details (reason, and for KVM the guest task line);
-  - screenshots SHOTDIR/NAME-whole.png and NAME-zoomed.png.
+  - screenshots SHOTDIR/NAME-whole.png (the page), NAME-screen.png (its
+    first 900 pixels), NAME-zoomed.png and NAME-zoomed-screen.png (after
+    the zoom and the click).
 Prints `html-check: ...` lines with the figures (load time) and exits 1
 on the first failed check.
 """
@@ -255,11 +257,12 @@ def interact(cr, name, shots):
           if ex["kind"] == "vcpu" else "html-check: click on the exit: " + details.split("\n")[1])
     cr.eval("window.scrollTo(0, 0)")
     cr.screenshot(os.path.join(shots, name + "-zoomed.png"))
+    cr.screenshot(os.path.join(shots, name + "-zoomed-screen.png"), height=900)
 
 
 def main():
     args = sys.argv[1:]
-    opts = {"--expect-lanes": "", "--max-load-ms": "0", "--doc-shot": ""}
+    opts = {"--expect-lanes": "", "--max-load-ms": "0"}
     flags = set()
     pos = []
     while args:
@@ -300,8 +303,7 @@ def main():
                 fail("no lane of kind %s (lanes: %s)" % (k, sorted(set(kinds))))
         print("html-check: lanes %s" % ", ".join("%s x%d" % (k, kinds.count(k)) for k in sorted(set(kinds))))
         cr.screenshot(os.path.join(shots, name + "-whole.png"))
-        if opts["--doc-shot"]:	# the README's picture: the first screen
-            cr.screenshot(opts["--doc-shot"], height=900)
+        cr.screenshot(os.path.join(shots, name + "-screen.png"), height=900)	# the first screen
         if "--no-interact" not in flags:
             interact(cr, name, shots)
         errs = cr.errors()

@@ -9,7 +9,8 @@
 # build/html-check/.  Samples: svm-exits (one VM, two vCPUs), synced-multi
 # (host, guests with sched_switch, sync result), xen-domu (Xen pCPUs, domain
 # vCPUs, hypercall rows), and svm-exits whose VM name is hostile markup (it
-# must be shown, never run).  Also: the file holds no reference to the
+# must be shown, never run), and a synthetic session of 600,000 events,
+# more than a page holds (level of detail).  Also: the file holds no reference to the
 # network, and a bad output path fails with the path said.  Needs no root.
 . "$(dirname "$0")/../host/lib.bash"
 command -v python3 >/dev/null || skip "needs python3"
@@ -54,9 +55,33 @@ grep -qF '</script><img' "$T/hostile.html" && fail "hostile name inlined unescap
 grep -qF 'data-vm="&#60;/script&#62;&#60;img/src=x/onerror=alert(1)&#62;&#34;&#38;amp;&#39;[1000]"' "$T/hostile.html" ||
 	fail "hostile name not escaped as an attribute"
 
+# More items than a page holds (600,000 events: 300,000 exits and the guest
+# runs between them): the long intervals one by one within the budget, every
+# other item in an aggregate, none lost; the browser check as above.
+python3 "$TV_ROOT/bench/gen-kvm-session.py" "$T/big" 600000 4 1 > /dev/null || fail "gen-kvm-session"
+page_ok "$T/big" big vcpu
+python3 - "$T/big.html" <<'PY' || fail "level of detail of the big page"
+import json, re, sys
+page = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="tv-data">(.*?)</script>', page, re.S).group(1))
+kept = sum(len(x["t"]) for x in d["items"])
+agg = d["lod"]["agg"]
+aggregated = sum(agg[i + 3] for i in range(0, len(agg), 5))
+lanes_kept = sum(l["items"] for l in d["lanes"])
+lanes_agg = sum(l["aggregated"] for l in d["lanes"])
+thr = d["lod"]["threshold_ns"]
+assert thr > 0 and kept <= d["lod"]["budget"], (thr, kept)
+assert kept == lanes_kept and aggregated == lanes_agg, (kept, lanes_kept, aggregated, lanes_agg)
+assert kept + aggregated >= 599990, (kept, aggregated)	# every exit and guest run, one way or the other
+durs = [v for x in d["items"] for v in x["d"]]
+assert min(durs) >= thr, (min(durs), thr)
+print("export-html: big page: %d items one by one (>= %d ns), %d aggregated in %d buckets" %
+      (kept, thr, aggregated, len(agg) // 5))
+PY
+
 # A bad output path: non-zero, the path said.
 out=$("$TV" export --format html -o "$T/no/such/dir/x.html" "$TV_ROOT/tests/samples/svm-exits" 2>&1) &&
 	fail "export to a missing directory succeeded"
 echo "$out" | grep -q "Cannot create output file: path=\"$T/no/such/dir/x.html\", errno=2" ||
 	fail "bad path message: $out"
-echo "export-html: 4 pages checked in chromium; screenshots in $SHOTS"
+echo "export-html: 5 pages checked in chromium; screenshots in $SHOTS"
