@@ -360,23 +360,42 @@ static void hx_write_strs(FILE *f, const struct hx_session *s)
 	fputs("]", f);
 }
 
-/* Losses per domain: events read, events lost (counted), loss flags without a count. */
+/* @m's @key as a JSON number, "null" when absent or not a number (meta is untrusted). */
+static void hx_meta_u64(FILE *f, const struct tv_meta *m, const char *key)
+{
+	const char *v = tv_meta_get(m, key);
+	char *end = NULL;
+	unsigned long long n;
+
+	errno = 0;
+	n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+	if (!end || *end || errno)
+		fputs("null", f);
+	else
+		fprintf(f, "%llu", n);
+}
+
+/*
+ * Losses per domain: events read, events lost (the ring buffer's counts
+ * before an event), loss marks without a count, and the recorder's own
+ * count (meta lost_total: a traced process's discarded events).
+ */
 static void hx_write_losses(FILE *f, const struct hx_session *s)
 {
 	fputs(",\n\"losses\":[", f);
 	for (size_t d = 0; d < tv_reader_nr_domains(s->rd); d++) {
 		const struct tv_domain_info *di = tv_reader_domain(s->rd, d);
 		const char *status = tv_meta_get(di->meta, "status");
-		const char *ust_lost = tv_meta_get(di->meta, "lost_total");
 
 		fprintf(f, "%s{\"domain\":", d ? "," : "");
 		hx_json_str(f, di->name);
 		fputs(",\"dir\":", f);
 		hx_json_str(f, di->subdir);
-		fprintf(f, ",\"events\":%llu,\"lost\":%llu,\"lost_flags\":%llu,\"discarded\":%s,"
-			"\"status\":", (unsigned long long)s->loss[d].events,
-			(unsigned long long)s->loss[d].lost, (unsigned long long)s->loss[d].lost_flags,
-			ust_lost ? ust_lost : "null");
+		fprintf(f, ",\"events\":%llu,\"lost\":%llu,\"lost_flags\":%llu,\"meta_lost\":",
+			(unsigned long long)s->loss[d].events, (unsigned long long)s->loss[d].lost,
+			(unsigned long long)s->loss[d].lost_flags);
+		hx_meta_u64(f, di->meta, "lost_total");
+		fputs(",\"status\":", f);
 		hx_json_str(f, status ? status : "");
 		putc('}', f);
 	}
