@@ -214,6 +214,15 @@ static struct hx_lane *hx_cpu_lane(struct hx_pass *p, const struct tv_event *ev)
 	return l;
 }
 
+static void hx_vcpu_name(struct hx_lane *l, int vcpu, int tid)
+{
+	l->id = vcpu;
+	if (vcpu >= 0)
+		snprintf(l->name, sizeof(l->name), "vCPU %d (tid %d)", vcpu, tid);
+	else
+		snprintf(l->name, sizeof(l->name), "vCPU thread %d", tid);
+}
+
 /* A vCPU thread's lane, in its VM's group. */
 static struct hx_lane *hx_vcpu_lane(struct hx_pass *p, const struct tv_event *ev)
 {
@@ -234,10 +243,7 @@ static struct hx_lane *hx_vcpu_lane(struct hx_pass *p, const struct tv_event *ev
 	comm = tep_data_comm_from_pid(dom->tep, vm_pid);
 	snprintf(l->vm, sizeof(l->vm), "%s", t && t->vm_name[0] ? t->vm_name : comm ? comm : "?");
 	snprintf(l->group, sizeof(l->group), "VM %s (pid %d)", l->vm, vm_pid);
-	if (l->id >= 0)
-		snprintf(l->name, sizeof(l->name), "vCPU %d (tid %d)", l->id, ev->pid);
-	else
-		snprintf(l->name, sizeof(l->name), "vCPU thread %d", ev->pid);
+	hx_vcpu_name(l, l->id, ev->pid);
 	return l;
 }
 
@@ -314,12 +320,14 @@ static int hx_switch(struct hx_pass *p, const struct tv_event *ev, struct hx_lan
 static int hx_kvm(struct hx_pass *p, const struct tv_event *ev, enum hx_cls cls)
 {
 	struct hx_lane *l = hx_vcpu_lane(p, ev);
-	uint64_t reason = 0, isa = 0;
+	uint64_t reason = 0, isa = 0, vcpu = 0;
 	char buf[32];
 	int ret;
 
 	if (!l)
 		return 0;
+	if (l->id < 0 && !tv_event_field_u64(ev, "vcpu_id", &vcpu) && vcpu < 4096)
+		hx_vcpu_name(l, (int)vcpu, ev->pid);	/* not in the vcpus file: KVM says */
 	if (cls == HX_EV_KVM_ENTRY) {
 		ret = l->open_state == 2 ? hx_lane_close(p->s, l, ev->ts) : (l->open_state = 0);
 		hx_lane_open(l, ev->ts, 1, hx_intern(p->s, "in guest"));
