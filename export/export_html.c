@@ -367,6 +367,25 @@ static uint64_t hx_field(const struct tv_event *ev, const char *name)
 	return v;
 }
 
+/*
+ * The guest domain recorded for Xen domain @domid (its meta xen_domid,
+ * written by record --guest xen:NAME): its NAME, so that the page finds
+ * the guest CPU lanes of an exit's vCPU; "dN" when none was recorded.
+ */
+static void hx_xen_guest(struct hx_session *s, unsigned int domid, char *buf, size_t size)
+{
+	for (size_t d = 0; domid && d < tv_reader_nr_domains(s->rd); d++) {
+		const struct tv_domain_info *di = tv_reader_domain(s->rd, d);
+		const char *id = tv_meta_get(di->meta, "xen_domid");
+
+		if (id && strtoul(id, NULL, 10) == domid && !strncmp(di->name, "guest:", 6)) {
+			snprintf(buf, size, "%s", di->name + 6);
+			return;
+		}
+	}
+	snprintf(buf, size, "d%u", domid);
+}
+
 /* A Xen lane: a physical CPU, or a domain vCPU's runstates or HVM exits. */
 static struct hx_lane *hx_xen_lane(struct hx_pass *p, const struct tv_event *ev,
 				   enum hx_lane_kind kind, unsigned int domid, unsigned int vcpu)
@@ -386,7 +405,7 @@ static struct hx_lane *hx_xen_lane(struct hx_pass *p, const struct tv_event *ev,
 	snprintf(l->group, sizeof(l->group), "Xen d%u vCPUs", domid);
 	snprintf(l->name, sizeof(l->name), "d%uv%u %s", domid, vcpu,
 		 kind == HX_XVCPU ? "runstate" : "exits");
-	snprintf(l->vm, sizeof(l->vm), "d%u", domid);
+	hx_xen_guest(p->s, domid, l->vm, sizeof(l->vm));
 	return l;
 }
 

@@ -252,9 +252,8 @@ def interact(cr, name, shots):
         fail("click on the %s exit: details say %r" % (ex["label"], details[:200]))
     if ex["kind"] == "vcpu" and "guest task interrupted" not in details:
         fail("click on a KVM exit: no guest task line in %r" % details[:300])
-    print("html-check: click on the exit: " + details.split("\n")[1] + "; " +
-          [l for l in details.split("\n") if l.startswith("guest task")][0]
-          if ex["kind"] == "vcpu" else "html-check: click on the exit: " + details.split("\n")[1])
+    print("html-check: click on the exit: " + "; ".join(
+        [details.split("\n")[1]] + [l for l in details.split("\n") if l.startswith("guest task")]))
     cr.eval("window.scrollTo(0, 0)")
     cr.screenshot(os.path.join(shots, name + "-zoomed.png"))
     cr.screenshot(os.path.join(shots, name + "-zoomed-screen.png"), height=900)

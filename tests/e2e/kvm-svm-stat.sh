@@ -64,8 +64,11 @@ assert any(r["vm"].startswith("qemu") and r["vcpu"] == "0" for r in rows), rows[
 PY
 for s in vmm l2; do
 	"$TV" export --format html -o "$T/lab-$s.html" "$OUT/$s" || fail "export --format html of the $s session"
+	mkdir -p "$REPO/build/html-check/lab"
 	python3 "$REPO/tests/html_check.py" "$T/lab-$s.html" "$OUT/$s-stat.json" "$REPO/build/html-check/lab" \
-		--expect-lanes vcpu >&2 || fail "browser check of the $s session's page"
+		--expect-lanes vcpu > "$REPO/build/html-check/lab/lab-$s.txt" 2>&1 ||
+		{ cat "$REPO/build/html-check/lab/lab-$s.txt" >&2; fail "browser check of the $s session's page"; }
+	cat "$REPO/build/html-check/lab/lab-$s.txt" >&2
 done
 cat "$OUT/vmm-stat.txt" "$OUT/l2-stat.txt" >&2
 echo "PASS: SVM exits io/cpuid/hlt exact with latencies; L2 boot: $n exits; both HTML pages checked in chromium" >&2
