@@ -462,23 +462,28 @@ static int hx_stat_compute(const char *dir, struct hx_stat *t)
 	return ret == -ENOENT ? 0 : ret;
 }
 
+/* A row's vm, vcpu and reason, escaped, each after its text in @before. */
+static void hx_row_names(FILE *f, const struct tv_exit_stat_row *r, const char *const before[3])
+{
+	const char *const v[3] = { r->vm, r->vcpu, r->reason };
+
+	for (int i = 0; i < 3; i++) {
+		fputs(before[i], f);
+		hx_attr(f, v[i]);
+	}
+}
+
 static void hx_row_html(FILE *f, const struct tv_exit_stat_row *r, const char *mode)
 {
-	fputs("<tr class=\"stat-row\" data-vm=\"", f);
-	hx_attr(f, r->vm);
-	fputs("\" data-vcpu=\"", f);
-	hx_attr(f, r->vcpu);
-	fputs("\" data-reason=\"", f);
-	hx_attr(f, r->reason);
+	static const char *const attrs[3] = { "<tr class=\"stat-row\" data-vm=\"", "\" data-vcpu=\"",
+					      "\" data-reason=\"" };
+	static const char *const cells[3] = { "><td>", "</td><td>", "</td><td>" };
+
+	hx_row_names(f, r, attrs);
 	fprintf(f, "\" data-mode=\"%s\" data-count=\"%llu\"", mode, (unsigned long long)r->count);
 	if (r->has_latency)
 		fprintf(f, " data-p99-ns=\"%llu\"", (unsigned long long)r->p99_ns);
-	fputs("><td>", f);
-	hx_attr(f, r->vm);
-	fputs("</td><td>", f);
-	hx_attr(f, r->vcpu);
-	fputs("</td><td>", f);
-	hx_attr(f, r->reason);
+	hx_row_names(f, r, cells);
 	fprintf(f, "</td><td>%llu</td>", (unsigned long long)r->count);
 	if (r->has_latency)
 		fprintf(f, "<td class=\"ns\">%llu</td><td class=\"ns\">%llu</td><td class=\"ns\">%llu</td>"
