@@ -171,8 +171,6 @@ static int hx_agg_add(struct hx_lod *lod, uint64_t key, uint64_t dur)
 }
 
 
-static const struct hx_lane *sort_lanes;
-
 static int hx_lane_rank(const struct hx_lane *l)
 {
 	static const int rank[] = { [HX_CPU] = 0, [HX_VCPU] = 1, [HX_GCPU] = 2, [HX_PCPU] = 3,
@@ -181,10 +179,11 @@ static int hx_lane_rank(const struct hx_lane *l)
 	return rank[l->kind];
 }
 
-static int hx_lane_cmp(const void *a, const void *b)
+/* qsort_r() comparators: no static state, exports may run in parallel. */
+static int hx_lane_cmp(const void *a, const void *b, void *lanes)
 {
-	const struct hx_lane *x = &sort_lanes[*(const uint16_t *)a];
-	const struct hx_lane *y = &sort_lanes[*(const uint16_t *)b];
+	const struct hx_lane *x = &((const struct hx_lane *)lanes)[*(const uint16_t *)a];
+	const struct hx_lane *y = &((const struct hx_lane *)lanes)[*(const uint16_t *)b];
 	int c = hx_lane_rank(x) - hx_lane_rank(y);
 
 	c = c ?: strcmp(x->group, y->group);
@@ -201,21 +200,23 @@ static int hx_lanes_order(struct hx_session *s, struct hx_lod *lod)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->nr_lanes; i++)
 		lod->order[i] = (uint16_t)i;
-	sort_lanes = s->lanes;
-	qsort(lod->order, s->nr_lanes, sizeof(*lod->order), hx_lane_cmp);
+	qsort_r(lod->order, s->nr_lanes, sizeof(*lod->order), hx_lane_cmp, s->lanes);
 	for (size_t o = 0; o < s->nr_lanes; o++)
 		lod->place[lod->order[o]] = (uint16_t)o;
 	return 0;
 }
 
-static const struct hx_item *sort_items;
-static const uint16_t *sort_place;
+struct hx_items_order {
+	const struct hx_item *items;
+	const uint16_t *place;
+};
 
-static int hx_kept_cmp(const void *a, const void *b)
+static int hx_kept_cmp(const void *a, const void *b, void *order)
 {
-	const struct hx_item *x = &sort_items[*(const uint32_t *)a];
-	const struct hx_item *y = &sort_items[*(const uint32_t *)b];
-	uint16_t px = sort_place[x->lane & 0x7fff], py = sort_place[y->lane & 0x7fff];
+	const struct hx_items_order *o = order;
+	const struct hx_item *x = &o->items[*(const uint32_t *)a];
+	const struct hx_item *y = &o->items[*(const uint32_t *)b];
+	uint16_t px = o->place[x->lane & 0x7fff], py = o->place[y->lane & 0x7fff];
 
 	if (px != py)
 		return px < py ? -1 : 1;
@@ -256,9 +257,8 @@ static int hx_lod_build(struct hx_session *s, struct hx_lod *lod)
 			return -ENOMEM;
 	}
 	lod->nr_kept = w;
-	sort_items = s->items;
-	sort_place = lod->place;
-	qsort(lod->kept, w, sizeof(*lod->kept), hx_kept_cmp);
+	qsort_r(lod->kept, w, sizeof(*lod->kept), hx_kept_cmp,
+		&(struct hx_items_order){ .items = s->items, .place = lod->place });
 	for (size_t i = 0, j = 0; i < lod->agg_cap; i++)
 		if (lod->agg[i].key)
 			lod->agg[j++] = lod->agg[i];
