@@ -8,8 +8,9 @@
  * Level of detail: a page holds at most HX_BUDGET items one by one.  When
  * a session has more, the intervals of at least a threshold duration (the
  * smallest of 8 log-spaced steps per octave that keeps them under the
- * budget) stay one by one, and the instants when they fit beside them; the
- * others are summed per lane, bucket of span/HX_AGG_BUCKETS and label into a count
+ * budget) stay one by one, and the instants when they fit beside them, else
+ * those of the sparsest buckets (hx_instant_buckets()); the others are
+ * summed per lane, bucket of span/HX_AGG_BUCKETS and label into a count
  * and a total duration: the page draws those as the share of each label.
  * Every text a guest controls (comm, VM and domain names) is escaped for
  * the place it goes: JSON inside <script>, or an HTML attribute.
@@ -45,7 +46,10 @@ struct hx_lod {
 	uint32_t *kept;		/* indexes of the items kept one by one, by lane then time */
 	size_t nr_kept;
 	uint64_t threshold_ns;	/* intervals at least this long kept (0: all) */
-	bool keep_instants;
+	bool keep_instants;	/* every instant kept (else: those of sparse buckets) */
+	uint32_t *inst_cnt;	/* [lane * (HX_AGG_BUCKETS + 1) + bucket]: its instants */
+	uint32_t inst_max;	/* a bucket of at most this many instants keeps them */
+	uint64_t inst_room;	/* the budget left beside the intervals */
 	struct hx_agg *agg;	/* open addressing, then sorted by key */
 	size_t agg_cap, nr_agg;
 	uint64_t bucket_ns;
@@ -135,6 +139,68 @@ static void hx_threshold(const struct hx_session *s, struct hx_lod *lod)
 		above += hist[k];
 	lod->threshold_ns = k < 0 ? 0 : hx_step_low(k + 1);	/* step k + 1 and up */
 	lod->keep_instants = above + instants <= HX_BUDGET;
+	lod->inst_room = HX_BUDGET - above;
+}
+
+static int hx_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static size_t hx_bucket(const struct hx_session *s, const struct hx_lod *lod, const struct hx_item *it)
+{
+	return (size_t)(it->lane & 0x7fff) * (HX_AGG_BUCKETS + 1) + (it->t0 - s->t_first) / lod->bucket_ns;
+}
+
+/*
+ * When the instants do not all fit: those of the sparsest buckets (per lane
+ * and bucket, at most @inst_max instants, the largest such bound that fits
+ * the room left) stay one by one, so that quiet stretches keep every event
+ * and busy ones are summed.
+ */
+static int hx_instant_buckets(const struct hx_session *s, struct hx_lod *lod)
+{
+	size_t n = s->nr_lanes * (HX_AGG_BUCKETS + 1), nz = 0;
+	uint32_t *counts = NULL;
+	uint64_t sum = 0;
+
+	if (lod->keep_instants)
+		return 0;
+	lod->inst_cnt = calloc(n, sizeof(*lod->inst_cnt));
+	counts = malloc(n * sizeof(*counts));
+	if (!lod->inst_cnt || !counts) {
+		free(counts);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->nr_items; i++)
+		if (hx_instant(&s->items[i]) && lod->inst_cnt[hx_bucket(s, lod, &s->items[i])]++ == 0)
+			nz++;
+	for (size_t i = 0, j = 0; i < n; i++)
+		if (lod->inst_cnt[i])
+			counts[j++] = lod->inst_cnt[i];
+	qsort(counts, nz, sizeof(*counts), hx_u32_cmp);
+	for (size_t i = 0; i < nz; i++) {	/* all the buckets of one count, or none */
+		size_t j = i;
+
+		while (j + 1 < nz && counts[j + 1] == counts[i])
+			j++;
+		if (sum + (uint64_t)counts[i] * (j - i + 1) > lod->inst_room)
+			break;
+		sum += (uint64_t)counts[i] * (j - i + 1);
+		lod->inst_max = counts[i];
+		i = j;
+	}
+	free(counts);
+	return 0;
+}
+
+static bool hx_kept(const struct hx_session *s, const struct hx_lod *lod, const struct hx_item *it)
+{
+	if (!hx_instant(it))
+		return hx_dur_ns(it) >= lod->threshold_ns;
+	return lod->keep_instants || lod->inst_cnt[hx_bucket(s, lod, it)] <= lod->inst_max;
 }
 
 static int hx_agg_add(struct hx_lod *lod, uint64_t key, uint64_t dur)
@@ -236,16 +302,16 @@ static int hx_lod_build(struct hx_session *s, struct hx_lod *lod)
 	uint64_t span = s->t_last - s->t_first + 1;
 	size_t w = 0;
 
-	hx_threshold(s, lod);
 	lod->bucket_ns = span / HX_AGG_BUCKETS + 1;
+	hx_threshold(s, lod);
 	lod->kept = malloc((s->nr_items < HX_BUDGET ? s->nr_items : HX_BUDGET) * sizeof(uint32_t) + 4);
-	if (!lod->kept)
+	if (!lod->kept || hx_instant_buckets(s, lod))
 		return -ENOMEM;
 	for (size_t i = 0; i < s->nr_items; i++) {
 		const struct hx_item *it = &s->items[i];
 		uint64_t lane = it->lane & 0x7fff, dur = hx_dur_ns(it);
 
-		if (hx_instant(it) ? lod->keep_instants : dur >= lod->threshold_ns) {
+		if (hx_kept(s, lod, it)) {
 			lod->kept[w++] = (uint32_t)i;
 			s->lanes[lane].items++;
 			continue;
@@ -335,9 +401,10 @@ static void hx_write_items(FILE *f, const struct hx_session *s, const struct hx_
 /* Aggregates, flat: lane (page order), bucket, label, count, total ns. */
 static void hx_write_agg(FILE *f, const struct hx_lod *lod)
 {
-	fprintf(f, ",\n\"lod\":{\"threshold_ns\":%llu,\"instants_kept\":%s,\"bucket_ns\":%llu,"
-		"\"budget\":%d,\"agg\":[", (unsigned long long)lod->threshold_ns,
-		lod->keep_instants ? "true" : "false", (unsigned long long)lod->bucket_ns, HX_BUDGET);
+	fprintf(f, ",\n\"lod\":{\"threshold_ns\":%llu,\"instants_kept\":%s,\"instant_bucket_max\":%u,"
+		"\"bucket_ns\":%llu,\"budget\":%d,\"agg\":[", (unsigned long long)lod->threshold_ns,
+		lod->keep_instants ? "true" : "false", lod->inst_max, (unsigned long long)lod->bucket_ns,
+		HX_BUDGET);
 	for (size_t i = 0; i < lod->nr_agg; i++) {
 		uint64_t key = lod->agg[i].key - 1;
 
@@ -649,6 +716,7 @@ static void hx_lod_free(struct hx_lod *lod)
 	free(lod->agg);
 	free(lod->order);
 	free(lod->place);
+	free(lod->inst_cnt);
 }
 
 int hx_page_write(struct hx_session *s, const char *out, struct tv_export_stats *st)

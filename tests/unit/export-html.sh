@@ -56,11 +56,14 @@ grep -qF 'data-vm="&#60;/script&#62;&#60;img/src=x/onerror=alert(1)&#62;&#34;&#3
 	fail "hostile name not escaped as an attribute"
 
 # More items than a page holds (600,000 events: 300,000 exits and the guest
-# runs between them): the long intervals one by one within the budget, every
-# other item in an aggregate, none lost; the browser check as above.
-python3 "$TV_ROOT/bench/gen-kvm-session.py" "$T/big" 600000 4 1 > /dev/null || fail "gen-kvm-session"
+# runs between them, and a kvm_pio instant in each io exit): the long
+# intervals one by one within the budget, the instants of the sparsest
+# buckets in the room left, every other item in an aggregate, none lost;
+# the browser check as above.
+python3 "$TV_ROOT/bench/gen-kvm-session.py" "$T/big" 600000 4 1 --pio > /dev/null || fail "gen-kvm-session"
 page_ok "$T/big" big vcpu
-python3 - "$T/big.html" <<'PY' || fail "level of detail of the big page"
+n_pio=$("$TV" report "$T/big" | grep -c 'kvm:kvm_pio')
+python3 - "$T/big.html" "$n_pio" <<'PY' || fail "level of detail of the big page"
 import json, re, sys
 page = open(sys.argv[1]).read()
 d = json.loads(re.search(r'<script type="application/json" id="tv-data">(.*?)</script>', page, re.S).group(1))
@@ -73,10 +76,23 @@ thr = d["lod"]["threshold_ns"]
 assert thr > 0 and kept <= d["lod"]["budget"], (thr, kept)
 assert kept == lanes_kept and aggregated == lanes_agg, (kept, lanes_kept, aggregated, lanes_agg)
 assert kept + aggregated >= 599990, (kept, aggregated)	# every exit and guest run, one way or the other
-durs = [v for x in d["items"] for v in x["d"]]
+durs = [v for x in d["items"] for v in x["d"] if v >= 0]
 assert min(durs) >= thr, (min(durs), thr)
-print("export-html: big page: %d items one by one (>= %d ns), %d aggregated in %d buckets" %
-      (kept, thr, aggregated, len(agg) // 5))
+instants = sum(1 for x in d["items"] for v in x["d"] if v < 0)
+pio = d["strs"].index("kvm:kvm_pio")
+agg_instants = sum(agg[i + 3] for i in range(0, len(agg), 5) if agg[i + 2] == pio)
+n_pio = int(sys.argv[2])
+assert instants + agg_instants == n_pio, (instants, agg_instants, n_pio)
+lod = d["lod"]
+assert not lod["instants_kept"] and instants <= d["lod"]["budget"] - len(durs), lod
+# the instants kept are those of buckets of at most instant_bucket_max of them
+per = {}
+for i in range(0, len(agg), 5):
+    if agg[i + 2] == pio:
+        per[(agg[i], agg[i + 1])] = agg[i + 3]
+assert all(c > lod["instant_bucket_max"] for c in per.values()), lod["instant_bucket_max"]
+print("export-html: big page: %d items one by one (intervals >= %d ns, %d instants of buckets of <= %d), "
+      "%d aggregated in %d buckets" % (kept, thr, instants, lod["instant_bucket_max"], aggregated, len(agg) // 5))
 PY
 
 # A bad output path: non-zero, the path said.
