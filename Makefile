@@ -45,8 +45,10 @@ endif
 # built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
 # layer; loaded by libbpf).
 BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
+# export --format html's page (export/html/page.html), built in as bytes
+HTML_GEN := $(BUILD)/gen/export/html_template.c
 LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
-            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
+            $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN) $(HTML_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
 CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
@@ -97,14 +99,20 @@ $(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
 
-$(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
-	@mkdir -p $(dir $@)
-	{ echo '/* Generated from kvm/bpf/$*.bpf.c by the Makefile: do not edit. */'; \
-	  echo '#include <stddef.h>'; \
-	  echo 'const unsigned char tv_$*_bpf[] = {'; \
+# A file as a C array NAME[] and NAME_len: $(call bytes_c,NAME,SOURCE-SAID)
+bytes_c = @mkdir -p $(dir $@); \
+	{ echo '/* Generated from $(2) by the Makefile: do not edit. */'; \
+	  echo '\#include <stddef.h>'; \
+	  echo 'const unsigned char $(1)[] = {'; \
 	  od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; \
-	  echo "const size_t tv_$*_bpf_len = $$(stat -c %s $<);"; } >$@
+	  echo "const size_t $(1)_len = $$(stat -c %s $<);"; } >$@
+
+$(BUILD)/gen/kvm/%_bpf.c: $(BUILD)/bpf/%.bpf.o
+	$(call bytes_c,tv_$*_bpf,kvm/bpf/$*.bpf.c)
+
+$(HTML_GEN): export/html/page.html
+	$(call bytes_c,tv_html_template,export/html/page.html)
 
 # Rebuilt from scratch: a renamed source must not leave its old member.
 $(LIBTV): $(LIB_OBJS)

@@ -12,7 +12,7 @@
 static void export_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor export --format ctf|perfetto -o OUT [-q] [--domain NAME]... DIR\n\n"
+		"usage: tracevisor export --format ctf|perfetto|html -o OUT [-q] [--domain NAME]... DIR\n\n"
 		"Writes every domain of the session DIR, in the reference clock when the\n"
 		"session was synchronised (tracevisor sync), as one trace:\n"
 		"  ctf       a CTF 1.8 directory OUT (babeltrace2, Trace Compass): one stream\n"
@@ -20,9 +20,12 @@ static void export_usage(FILE *out)
 		"  perfetto  a trace-event JSON file OUT (ui.perfetto.dev, chrome://tracing):\n"
 		"            a track per host CPU, guest CPU and vCPU, VM exits as slices;\n"
 		"            a Xen session's dom0 and domUs a process each, with per vCPU\n"
-		"            a track of HVM exits (slices by reason) and one of runstates\n\n"
-		"  -f, --format FORMAT  ctf or perfetto\n"
-		"  -o, --output OUT     output directory (ctf) or file (perfetto)\n"
+		"            a track of HVM exits (slices by reason) and one of runstates\n"
+		"  html      one self-contained HTML file OUT (open it from file://): lanes\n"
+		"            per host CPU, vCPU, guest CPU, Xen pCPU/vCPU and traced thread,\n"
+		"            zoom/pan, stat's rows, latency histograms, sync and losses\n\n"
+		"  -f, --format FORMAT  ctf, perfetto or html\n"
+		"  -o, --output OUT     output directory (ctf) or file (perfetto, html)\n"
 		"  -q, --quiet          no summary\n"
 		"  --domain NAME        write this domain only (repeatable): host, xen,\n"
 		"                       guest:NAME, ust-PARENT-PID (its traced processes too)\n"
@@ -58,7 +61,7 @@ int cmd_export(int argc, char **argv)
 		}
 	}
 	if (optind + 1 != argc || !format || !out ||
-	    (strcmp(format, "ctf") && strcmp(format, "perfetto"))) {
+	    (strcmp(format, "ctf") && strcmp(format, "perfetto") && strcmp(format, "html"))) {
 		export_usage(stderr);
 		return 2;
 	}
@@ -67,12 +70,18 @@ int cmd_export(int argc, char **argv)
 		return tv_cli_status(ret);
 	if (!strcmp(format, "ctf"))
 		ret = tv_export_ctf(rd, argv[optind], out, &st);
+	else if (!strcmp(format, "html"))
+		ret = tv_export_html(rd, argv[optind], out, &st);
 	else
 		ret = tv_export_perfetto(rd, out, &st);
 	tv_reader_close(rd);
 	if (!ret && !quiet && !strcmp(format, "ctf"))
 		fprintf(stderr, "%s: %llu events, %llu streams\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams);
+	else if (!ret && !quiet && !strcmp(format, "html"))
+		fprintf(stderr, "%s: %llu events, %llu lanes, %llu items drawn one by one\n", out,
+			(unsigned long long)st.events, (unsigned long long)st.streams,
+			(unsigned long long)st.slices);
 	else if (!ret && !quiet)
 		fprintf(stderr, "%s: %llu events, %llu tracks, %llu VM exit slices\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams,

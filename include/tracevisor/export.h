@@ -50,6 +50,24 @@ int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out
  */
 int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
 
+/**
+ * tv_export_html - write one self-contained HTML page of the session
+ * @rd: the session, open for reading (consumed to its end; still the caller's)
+ * @session_dir: its directory (stat's rows, the sync result)
+ * @out: the HTML file to create
+ * @st: @events read, @streams lanes, @slices items drawn one by one (caller's storage)
+ *
+ * A timeline with a lane per host CPU, vCPU, guest CPU, Xen pCPU and vCPU
+ * and traced thread, stat's rows (elements with data-vm, data-reason,
+ * data-count, data-p99-ns), latency histograms, the sync result and the
+ * losses per domain; scripts, styles and data inline (doc/man/
+ * tracevisor-export.1 says what is aggregated).  Reads the session three
+ * times: the timeline, stat's analysis, the traced processes'.
+ * Return: 0 or -errno (logged).
+ */
+int tv_export_html(struct tv_reader *rd, const char *session_dir, const char *out,
+		   struct tv_export_stats *st);
+
 #pragma GCC visibility pop
 
 #endif /* TRACEVISOR_EXPORT_H */

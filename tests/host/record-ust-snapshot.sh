@@ -55,6 +55,14 @@ run() {	# NAME THREADS STEPS
 		echo "ok: $name: snapshot $k: $n events, $bytes bytes, gap-free up to seq $((k * N - 1))"
 		"$TV" stat --json "$snap" > "$TV_TMP/$name.s$k" || fail "$name: stat of snapshot $k"
 		expect_eq "$name: stat count of snapshot $k" "$(python3 -c "import json,sys; print(sum(r['count'] for r in json.load(open(sys.argv[1])) if r.get('mode')=='ust' and r['reason']=='demo:tick'))" "$TV_TMP/$name.s$k")" "$n"
+		# the HTML page marks the trigger at the snapshot's last record (issue 27)
+		"$TV" export --format html -q -o "$TV_TMP/$name.$k.html" "$snap" || fail "$name: html export of snapshot $k"
+		python3 - "$TV_TMP/$name.$k.html" <<'PY' || fail "$name: snapshot $k's trigger not marked in the page"
+import json, re, sys
+d = json.loads(re.search(r'<script type="application/json" id="tv-data">(.*?)</script>', open(sys.argv[1]).read(), re.S).group(1))
+assert d["snapshot_ns"] is not None and d["snapshot_ns"] == d["span_ns"] > 0, (d["snapshot_ns"], d["span_ns"])
+assert any(l["status"] == "snapshot" for l in d["losses"]), d["losses"]
+PY
 		if command -v babeltrace2 >/dev/null; then
 			"$TV" export --format ctf -q -o "$TV_TMP/$name.ctf$k" "$snap" || fail "$name: export of snapshot $k"
 			expect_eq "$name: babeltrace2 = report, snapshot $k" "$(babeltrace2 "$TV_TMP/$name.ctf$k" | grep -c 'demo:tick')" "$n"

@@ -12,6 +12,8 @@
 #   sync.txt, transforms  tracevisor sync's table and sync/transforms
 #   report.txt, report.json, stat.txt
 #   perfetto.json         export --format perfetto
+#   html.data             export --format html: stat's rows and the page's
+#                         data (lanes, items, aggregates, sync, losses)
 #   ctf.metadata          export --format ctf's TSDL, uuid masked
 #   ctf.txt               babeltrace2 --clock-gmt on the CTF export (the
 #                         stream files decoded; skipped without babeltrace2),
@@ -53,6 +55,17 @@ run() {	# sample
 	check "$1" stat.txt "$o/stat.txt"
 	"$TV" export --format perfetto -o "$o/perfetto.json" "$s" >/dev/null || fail "$1: perfetto export failed"
 	check "$1" perfetto.json "$o/perfetto.json"
+	# the HTML page's own parts: its data (the session's path masked) and stat's rows
+	"$TV" export --format html -o "$o/page.html" "$s" 2>/dev/null || fail "$1: html export failed"
+	python3 - "$o/page.html" >"$o/html.data" <<'PY' || fail "$1: no data in the html page"
+import json, re, sys
+page = open(sys.argv[1]).read()
+d = json.loads(re.search(r'<script type="application/json" id="tv-data">(.*?)</script>', page, re.S).group(1))
+d["title"] = "SESSION"
+print("\n".join(re.findall(r'^<tr class="stat-row".*$', page, re.M)))
+print(json.dumps(d, indent=0))
+PY
+	check "$1" html.data "$o/html.data"
 	"$TV" export --format ctf -o "$o/ctf" "$s" >/dev/null || fail "$1: CTF export failed"
 	sed -E 's/uuid = "[0-9a-f-]+"/uuid = "UUID"/' "$o/ctf/metadata" >"$o/ctf.metadata"
 	check "$1" ctf.metadata "$o/ctf.metadata"
