@@ -219,7 +219,7 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	int ret;
 
 	for (size_t i = 0; i < m->nr_vms; i++)
-		vms += m->vms[i].tgid != 0;
+		vms += m->vms[i].tgid != 0 && !m->vms[i].folded;
 	ret = counter(sb, om, "tracevisor_events_lost", "VM exits the kernel programs could not aggregate, by cause.",
 		      "cause", causes, h->lost, 3);
 	ret = ret ?: gauge(sb, om, "tracevisor_bpf_programs_attached", "BPF programs attached by this exporter.",
