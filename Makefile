@@ -265,6 +265,10 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_S
 	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
+	for m in doc/man/*.8; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man8/$$(basename $$m); done
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/local/bin/|$(PREFIX)/bin/|' contrib/systemd/tracevisor-serve.service \
+		>$(DESTDIR)$(PREFIX)/lib/systemd/system/tracevisor-serve.service
 	install -D -m 0755 $(LIBUST_SO) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so.0
 	ln -sf libtracevisor-ust.so.0 $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so
 	install -D -m 0644 $(LIBUST) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.a
