@@ -33,6 +33,7 @@ struct serve {
 	const struct tv_serve_opts *opts;
 	struct tv_top_bpf *bpf;
 	struct serve_http *http;
+	struct serve_web *web;
 	struct serve_metrics m;		/* vms: every VMM seen (cache); series: per scrape */
 	unsigned int other;		/* index of the "_other" VM, if have_other */
 	bool have_other, said_limit;
@@ -206,6 +207,7 @@ static int scrape(struct serve *s)
 	s->m.health.vms_over_limit = over;
 	s->m.health.max_vms = vms_max(s);
 	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
+	s->m.health.refused = serve_http_refused(s->http);
 	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
 	return 0;
 }
@@ -260,18 +262,21 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	s.val = malloc(sizeof(*s.val));
 	if (!s.val)
 		return -ENOMEM;
-	ret = serve_http_open(listen, &s.http);
+	ret = opts->web_config ? serve_web_load(opts->web_config, &s.web) : 0;
+	if (!ret)
+		ret = serve_http_open(listen, s.web, &s.http);
 	if (!ret)
 		ret = tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
 	if (!ret) {
-		tv_info("%u BPF programs attached; /metrics on http://%s", tv_top_bpf_nr_programs(s.bpf),
-			listen);
+		tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
+			serve_web_tls(s.web) ? "https" : "http", listen);
 		ret = serve_loop(&s);
 		if (ret)
 			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
 	}
 	tv_top_bpf_close(s.bpf);
 	serve_http_close(s.http);
+	serve_web_free(s.web);
 	serve_metrics_free(&s.m);
 	free(s.forget);
 	free(s.gone);

@@ -62,6 +62,7 @@ struct serve_health {
 	unsigned int vms_over_limit;	/* VMs folded into vm="_other" by --max-vms */
 	uint64_t unknown_reasons;	/* rows of codes no table names (reason="unknown") */
 	unsigned int max_vms;
+	uint64_t refused;		/* HTTP requests refused (401, 429) */
 };
 
 struct serve_metrics {
@@ -100,9 +101,27 @@ void serve_metrics_free(struct serve_metrics *m);
 void serve_vm_identify(const char *proc, pid_t tgid, const char *comm, char *name, size_t size,
 		       char *uuid, size_t usize);
 
+struct serve_web;
+/*
+ * Read the exporter-toolkit web config at @path (host/serve_web.c: TLS,
+ * basic_auth_users, bearer_token_file) into *@out (serve_web_free()).
+ * Return: 0 or -errno, logged in one line naming the file and the key.
+ */
+int serve_web_load(const char *path, struct serve_web **out);
+void serve_web_free(struct serve_web *w);
+/* The TLS context (OpenSSL's SSL_CTX *), or NULL: plain HTTP. */
+struct ssl_ctx_st *serve_web_tls(const struct serve_web *w);
+/* Does the request head @head carry valid credentials (true without any configured)? */
+bool serve_web_authorized(const struct serve_web *w, const char *head);
+/* The WWW-Authenticate value of a 401. */
+const char *serve_web_challenge(const struct serve_web *w);
+
 struct serve_http;
-/* Listen on @addr ("HOST:PORT", "[V6]:PORT"): 0 or -errno (logged). */
-int serve_http_open(const char *addr, struct serve_http **out);
+/* Listen on @addr ("HOST:PORT", "[V6]:PORT"), with @web (or NULL; it must
+ * outlive the server): 0 or -errno (logged). */
+int serve_http_open(const char *addr, const struct serve_web *web, struct serve_http **out);
+/* Requests refused so far: without credentials (401) or over the rate (429). */
+uint64_t serve_http_refused(const struct serve_http *h);
 /* The listening socket, for poll(). */
 int serve_http_fd(const struct serve_http *h);
 /*

@@ -6,8 +6,11 @@
  * one thread, Prometheus scrapes every few seconds, and a small server
  * whose every path is here is easier to bound than a general one (no
  * threads, no keep-alive, no request body).  Bounds: a request is read
- * whole within 5 s and 8 KiB or dropped; a client that does not read its
- * answer within 5 s is dropped too.
+ * whole within 5 s and 8 KiB or dropped (TLS handshake included); a
+ * client that does not read its answer within 5 s is dropped too; more
+ * than RATE_BURST requests beyond RATE_PER_S a second get 429.  With a
+ * web config (host/serve_web.c), TLS through OpenSSL, and a request
+ * without valid credentials gets 401 and nothing else.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,15 +23,28 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <openssl/ssl.h>
 
 #include "tv_internal.h"
 #include "serve.h"
 
 #define REQ_MAX 8192
 #define IO_TIMEOUT_MS 5000
+#define RATE_PER_S 20
+#define RATE_BURST 40
 
 struct serve_http {
 	int fd;
+	const struct serve_web *web;	/* NULL: plain, open */
+	double tokens;			/* the rate bound's bucket */
+	uint64_t tokens_ms;		/* when it was last filled */
+	uint64_t refused;		/* requests refused: 401 or 429 */
+};
+
+/* One client: its socket, and its TLS session when there is TLS. */
+struct conn {
+	int fd;
+	SSL *ssl;
 };
 
 /* "HOST:PORT" or "[V6]:PORT" split into @host (size @hsize) and @port. */
@@ -52,7 +68,7 @@ static int split_addr(const char *addr, char *host, size_t hsize, const char **p
 	return 0;
 }
 
-int serve_http_open(const char *addr, struct serve_http **out)
+int serve_http_open(const char *addr, const struct serve_web *web, struct serve_http **out)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
@@ -85,6 +101,8 @@ int serve_http_open(const char *addr, struct serve_http **out)
 		goto out;
 	}
 	h->fd = fd;
+	h->web = web;
+	h->tokens = RATE_BURST;
 	fd = -1;
 	*out = h;
 	ret = 0;
@@ -98,6 +116,11 @@ out:
 int serve_http_fd(const struct serve_http *h)
 {
 	return h->fd;
+}
+
+uint64_t serve_http_refused(const struct serve_http *h)
+{
+	return h->refused;
 }
 
 static uint64_t now_ms(void)
@@ -119,20 +142,64 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 	return 0;
 }
 
+/*
+ * Wait for what an SSL call that returned @r wants, or for @events on a
+ * plain socket: 0 to try again, -1 to give up (an error, the deadline).
+ */
+static int conn_wait(struct conn *c, int r, short events, uint64_t deadline)
+{
+	if (c->ssl) {
+		int e = SSL_get_error(c->ssl, r);
+
+		if (e == SSL_ERROR_WANT_READ)
+			events = POLLIN;
+		else if (e == SSL_ERROR_WANT_WRITE)
+			events = POLLOUT;
+		else
+			return -1;
+	} else if (r < 0 && errno != EAGAIN && errno != EINTR) {
+		return -1;
+	}
+	return wait_fd(c->fd, events, deadline) ? -1 : 0;
+}
+
+/* The TLS handshake, within the deadline: 0 or -1. */
+static int conn_handshake(struct conn *c, SSL_CTX *tls, uint64_t deadline)
+{
+	int r;
+
+	c->ssl = SSL_new(tls);
+	if (!c->ssl || !SSL_set_fd(c->ssl, c->fd))
+		return -1;
+	while ((r = SSL_accept(c->ssl)) != 1)
+		if (conn_wait(c, r, POLLIN, deadline))
+			return -1;
+	return 0;
+}
+
+static ssize_t conn_read(struct conn *c, char *buf, size_t n, uint64_t deadline)
+{
+	for (;;) {
+		ssize_t r = c->ssl ? SSL_read(c->ssl, buf, (int)n) : recv(c->fd, buf, n, MSG_DONTWAIT);
+
+		if (r > 0)
+			return r;
+		if (r == 0 && !c->ssl)
+			return -1;	/* closed before the head ended */
+		if (conn_wait(c, (int)r, POLLIN, deadline))
+			return -1;
+	}
+}
+
 /* The request's head (through the blank line) into @buf: its length, or -1. */
-static ssize_t read_head(int fd, char *buf, size_t size, uint64_t deadline)
+static ssize_t read_head(struct conn *c, char *buf, size_t size, uint64_t deadline)
 {
 	size_t len = 0;
 
 	while (len < size - 1) {
-		ssize_t n;
+		ssize_t n = conn_read(c, buf + len, size - 1 - len, deadline);
 
-		if (wait_fd(fd, POLLIN, deadline))
-			return -1;
-		n = recv(fd, buf + len, size - 1 - len, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n <= 0)
+		if (n < 0)
 			return -1;
 		len += (size_t)n;
 		buf[len] = '\0';
@@ -142,33 +209,46 @@ static ssize_t read_head(int fd, char *buf, size_t size, uint64_t deadline)
 	return -1;
 }
 
-static void send_all(int fd, const char *p, size_t n, uint64_t deadline)
+static void send_all(struct conn *c, const char *p, size_t n, uint64_t deadline)
 {
 	while (n) {
-		ssize_t w;
+		ssize_t w = c->ssl ? SSL_write(c->ssl, p, (int)(n > 1 << 30 ? 1 << 30 : n)) :
+				     send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (wait_fd(fd, POLLOUT, deadline))
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		} else if (conn_wait(c, (int)w, POLLOUT, deadline)) {
 			return;
-		w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
+		}
 	}
 }
 
-static void respond(int fd, const char *status, const char *type, const char *body, size_t len,
-		    uint64_t deadline)
+static void respond(struct conn *c, const char *status, const char *extra, const char *type, const char *body,
+		    size_t len, uint64_t deadline)
 {
 	char head[512];
 	int n = snprintf(head, sizeof(head),
-			 "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-			 status, type, len);
+			 "HTTP/1.1 %s\r\n%sContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			 status, extra, type, len);
 
-	send_all(fd, head, (size_t)n, deadline);
-	send_all(fd, body, len, deadline);
+	send_all(c, head, (size_t)n, deadline);
+	send_all(c, body, len, deadline);
+}
+
+/* The rate bound: a token per request, RATE_PER_S a second, RATE_BURST at most. */
+static bool rate_ok(struct serve_http *h)
+{
+	uint64_t now = now_ms();
+
+	h->tokens += (double)(now - h->tokens_ms) * RATE_PER_S / 1000.0;
+	if (h->tokens > RATE_BURST)
+		h->tokens = RATE_BURST;
+	h->tokens_ms = now;
+	if (h->tokens < 1)
+		return false;
+	h->tokens -= 1;
+	return true;
 }
 
 /* Does the head's Accept header ask for OpenMetrics? */
@@ -192,42 +272,62 @@ int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openme
 	static const char index_page[] =
 		"tracevisor serve: VM exit metrics on /metrics (tracevisor-serve(8))\n";
 	struct tv_strbuf body = { 0 };
-	char head[REQ_MAX], method[16], path[256];
+	char head[REQ_MAX], method[16], path[256], challenge[128];
 	uint64_t deadline = now_ms() + IO_TIMEOUT_MS;
-	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC), ret = 0;
+	struct conn c = { .fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) };
+	SSL_CTX *tls = serve_web_tls(h->web);
+	int ret = 0;
 	bool om;
 
-	if (fd < 0)
+	if (c.fd < 0)
 		return 0;	/* the client went away meanwhile */
-	if (read_head(fd, head, sizeof(head), deadline) <= 0 ||
+	if (tls && conn_handshake(&c, tls, deadline))
+		goto out;	/* no TLS, or no valid client certificate: nothing said */
+	if (read_head(&c, head, sizeof(head), deadline) <= 0 ||
 	    sscanf(head, "%15s %255s HTTP/", method, path) != 2) {
-		respond(fd, "400 Bad Request", "text/plain", "bad request\n", 12, deadline);
+		respond(&c, "400 Bad Request", "", "text/plain", "bad request\n", 12, deadline);
+		goto out;
+	}
+	if (!rate_ok(h)) {
+		h->refused++;
+		respond(&c, "429 Too Many Requests", "Retry-After: 1\r\n", "text/plain", "too many requests\n", 18,
+			deadline);
+		goto out;
+	}
+	if (!serve_web_authorized(h->web, head)) {
+		h->refused++;
+		snprintf(challenge, sizeof(challenge), "WWW-Authenticate: %s\r\n", serve_web_challenge(h->web));
+		respond(&c, "401 Unauthorized", challenge, "text/plain", "Unauthorized\n", 13, deadline);
 		goto out;
 	}
 	if (strcmp(method, "GET")) {
-		respond(fd, "405 Method Not Allowed", "text/plain", "GET only\n", 9, deadline);
+		respond(&c, "405 Method Not Allowed", "", "text/plain", "GET only\n", 9, deadline);
 		goto out;
 	}
 	path[strcspn(path, "?")] = '\0';
 	if (!strcmp(path, "/")) {
-		respond(fd, "200 OK", "text/plain; charset=utf-8", index_page, sizeof(index_page) - 1, deadline);
+		respond(&c, "200 OK", "", "text/plain; charset=utf-8", index_page, sizeof(index_page) - 1, deadline);
 		goto out;
 	}
 	if (strcmp(path, "/metrics")) {
-		respond(fd, "404 Not Found", "text/plain", "not found\n", 10, deadline);
+		respond(&c, "404 Not Found", "", "text/plain", "not found\n", 10, deadline);
 		goto out;
 	}
 	om = wants_openmetrics(head);
 	ret = render(ctx, om, &body);
 	if (ret) {
-		respond(fd, "500 Internal Server Error", "text/plain", "out of memory\n", 14, deadline);
+		respond(&c, "500 Internal Server Error", "", "text/plain", "out of memory\n", 14, deadline);
 		goto out;
 	}
-	respond(fd, "200 OK", om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
+	respond(&c, "200 OK", "", om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" :
 		"text/plain; version=0.0.4; charset=utf-8", body.data ? body.data : "", body.len, deadline);
 out:
 	tv_strbuf_free(&body);
-	close(fd);
+	if (c.ssl) {
+		SSL_shutdown(c.ssl);
+		SSL_free(c.ssl);
+	}
+	close(c.fd);
 	return ret;
 }
 

@@ -227,6 +227,9 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	ret = ret ?: gauge(sb, om, "tracevisor_scrape_duration_seconds",
 			   "Time the previous scrape took to read the kernel's rows and render.", h->last_scrape_s);
 	ret = ret ?: counter(sb, om, "tracevisor_scrapes", "Scrapes answered.", NULL, NULL, &h->scrapes, 1);
+	ret = ret ?: counter(sb, om, "tracevisor_http_requests_refused",
+			     "HTTP requests refused: without valid credentials (401) or over the rate bound (429).",
+			     NULL, NULL, &h->refused, 1);
 	ret = ret ?: gauge(sb, om, "tracevisor_vms_tracked", "VMs (VMM processes) with exit series of their own.",
 			   (double)vms);
 	ret = ret ?: gauge(sb, om, "tracevisor_vms_max", "The --max-vms bound.", h->max_vms);

@@ -19,7 +19,8 @@
 static void serve_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n\n"
+		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
+		"                        [--web.config.file FILE]\n\n"
 		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
 		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
 		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
@@ -31,6 +32,10 @@ static void serve_usage(FILE *out)
 		"  --max-vms N         VMs with series of their own (default %d); the\n"
 		"                      others' exits are counted under vm=\"_other\"\n"
 		"  --forget SECONDS    a gone VMM's series stay this long (default %d)\n"
+		"  --web.config.file FILE  TLS (tls_server_config, client certificates) and\n"
+		"                      authentication (basic_auth_users, bcrypt; bearer_token_file)\n"
+		"                      as Prometheus exporters' web config; without valid\n"
+		"                      credentials a request gets 401 and nothing else\n"
 		"  -h, --help          this help\n",
 		TV_SERVE_DEFAULT_MAX_VMS, TV_SERVE_DEFAULT_FORGET_S);
 }
@@ -53,12 +58,13 @@ static int parse_count(const char *opt, const char *arg, unsigned long max, unsi
 
 static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 {
-	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET };
+	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "per-vcpu", no_argument, NULL, OPT_PER_VCPU },
 		{ "max-vms", required_argument, NULL, OPT_MAX_VMS },
 		{ "forget", required_argument, NULL, OPT_FORGET },
+		{ "web.config.file", required_argument, NULL, OPT_WEB_CONFIG },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -79,6 +85,9 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 		case OPT_FORGET:
 			if (parse_count("--forget", optarg, 86400 * 7, &o->forget_s))
 				return -1;
+			break;
+		case OPT_WEB_CONFIG:
+			o->web_config = optarg;
 			break;
 		case 'h':
 			serve_usage(stdout);

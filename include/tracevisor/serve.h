@@ -31,6 +31,10 @@ struct tv_serve_opts {
 	unsigned int forget_s;		/* a gone VMM's series stay this long
 					 * (its last exits get scraped); 0: the
 					 * default */
+	const char *web_config;		/* the Prometheus exporter-toolkit web
+					 * config (TLS, basic_auth_users) and
+					 * bearer_token_file; NULL: plain HTTP,
+					 * no authentication */
 	int stop_fd;			/* readable: stop (a signalfd of SIGTERM
 					 * and SIGINT); required */
 };

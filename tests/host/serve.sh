@@ -61,6 +61,13 @@ ready() {	# FILE: until serve answers, its first scrape in FILE
 		sleep 0.2
 	done
 }
+stop() {	# SIGNAL NAME: stop serve ($S) with SIGNAL, its status in NAME.rc
+	kill -$1 $S
+	rc=0
+	wait $S || rc=$?
+	echo $rc > $OUT/$2.rc
+	ls /sys/kernel/tracing/instances > $OUT/$2.instances
+}
 $TV serve > $OUT/serve.out 2> $OUT/serve.err &
 S=$!
 echo $S > $OUT/serve.pid
@@ -80,11 +87,7 @@ while [ $j -lt 100 ]; do
 done
 wget -q -O $OUT/m100.txt $URL
 wget -q -O $OUT/m100b.txt $URL
-kill -TERM $S
-rc=0
-wait $S || rc=$?
-echo $rc > $OUT/serve.rc
-ls /sys/kernel/tracing/instances > $OUT/instances
+stop TERM serve
 # the port at once free; the tracepoint programs, per vCPU, 2 VMs at most
 TV_BPF_TRACEPOINT=1 $TV serve --per-vcpu --max-vms 2 > $OUT/serve2.out 2> $OUT/serve2.err &
 S=$!
@@ -97,11 +100,7 @@ for j in 1 2 3; do
 	wait $!
 done
 wget -q -O $OUT/m2.txt $URL
-kill -INT $S
-rc=0
-wait $S || rc=$?
-echo $rc > $OUT/serve2.rc
-ls /sys/kernel/tracing/instances > $OUT/instances2
+stop INT serve2
 ' N=$N M=$M K=$K
 O=$KVM_OUT
 
@@ -112,7 +111,7 @@ echo "ok: promtool check metrics passes on 5 scrapes"
 expect_eq "serve's status after SIGTERM" "$(cat "$O/serve.rc")" 0
 expect_eq "serve's status after SIGINT" "$(cat "$O/serve2.rc")" 0
 # serve makes no tracefs instance (BPF on the tracepoints): none named after either
-! grep -qE "^tracevisor-($(cat "$O/serve.pid")|$(cat "$O/serve2.pid"))\$" "$O/instances" "$O/instances2" ||
+! grep -qE "^tracevisor-($(cat "$O/serve.pid")|$(cat "$O/serve2.pid"))\$" "$O/serve.instances" "$O/serve2.instances" ||
 	fail "a tracefs instance of serve was left"
 [ "$(grep -vc "BPF programs attached; /metrics on http://127.0.0.1:9477" "$O/serve.err")" = 0 ] ||
 	fail "serve said more than its start: $(cat "$O/serve.err")"
