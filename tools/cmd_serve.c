@@ -112,6 +112,8 @@ int cmd_serve(int argc, char **argv)
 
 	if (parse_serve_args(argc, argv, &opts))
 		return 2;
+	/* a TLS client that goes away mid-answer: OpenSSL's write must fail, not kill us */
+	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);

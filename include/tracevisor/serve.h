@@ -48,7 +48,8 @@ struct tv_serve_opts {
  * Prometheus text format, or OpenMetrics when the request's Accept asks
  * for application/openmetrics-text.  One request at a time, on the
  * calling thread.  Everything it attached and opened is released before
- * it returns, whatever the outcome.
+ * it returns, whatever the outcome.  The caller ignores SIGPIPE (TLS
+ * writes to a client that went away go through write(2)).
  * Return: 0 after a stop, or -errno (logged in one line: the address in
  * use, no BPF, no kvm events...).
  */
