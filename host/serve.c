@@ -42,7 +42,9 @@ struct serve {
 	size_t nr_forget, cap_forget;
 	pid_t *gone;			/* VMMs whose rows this scrape deletes */
 	size_t nr_gone, cap_gone;
-	size_t last_vm;			/* the last VM a row found (rows of a VMM come together) */
+	unsigned int *idx;		/* open addressing by tgid: VM index + 1, 0 free */
+	size_t idx_size;		/* a power of two, at least twice nr_vms */
+	unsigned int nr_own;		/* VMs with series of their own */
 	uint64_t now_ns;
 };
 
@@ -57,6 +59,35 @@ static uint64_t mono_ns(void)
 static bool vmm_alive(pid_t tgid)
 {
 	return !kill(tgid, 0) || errno != ESRCH;
+}
+
+static size_t idx_slot(const struct serve *s, pid_t tgid)
+{
+	size_t i = ((size_t)tgid * 2654435761u) & (s->idx_size - 1);
+
+	while (s->idx[i] && s->m.vms[s->idx[i] - 1].tgid != tgid)
+		i = (i + 1) & (s->idx_size - 1);
+	return i;
+}
+
+/* The index of the cache by tgid, sized for one more VM: 0 or -ENOMEM. */
+static int idx_fit(struct serve *s)
+{
+	size_t size = s->idx_size ? s->idx_size : 64;
+
+	if (s->idx && (s->m.nr_vms + 1) * 2 <= s->idx_size)
+		return 0;
+	while ((s->m.nr_vms + 1) * 2 > size)
+		size *= 2;
+	free(s->idx);
+	s->idx = calloc(size, sizeof(*s->idx));
+	s->idx_size = s->idx ? size : 0;
+	if (!s->idx)
+		return -ENOMEM;
+	for (size_t v = 0; v < s->m.nr_vms; v++)
+		if (s->m.vms[v].tgid)
+			s->idx[idx_slot(s, s->m.vms[v].tgid)] = (unsigned int)v + 1;
+	return 0;
 }
 
 /*
@@ -85,12 +116,19 @@ static int vms_expire(struct serve *s)
 	}
 	s->m.nr_vms = out;
 	s->have_other = false;
-	for (size_t i = 0; i < out; i++)
+	s->nr_own = 0;
+	for (size_t i = 0; i < out; i++) {
 		if (!s->m.vms[i].tgid) {
 			s->have_other = true;
 			s->other = (unsigned int)i;
 		}
-	return 0;
+		s->nr_own += s->m.vms[i].tgid > 0 && !s->m.vms[i].folded;
+	}
+	/* entries moved: index them again */
+	free(s->idx);
+	s->idx = NULL;
+	s->idx_size = 0;
+	return idx_fit(s);
 }
 
 static unsigned int vms_max(const struct serve *s)
@@ -99,25 +137,23 @@ static unsigned int vms_max(const struct serve *s)
 }
 
 /* The cache's entry of @tgid (new if needed), or -1 (no memory). */
+/* The cache's entry of @k's VMM (new if needed), or -1 (no memory). */
 static long vm_of(struct serve *s, const struct top_key *k, const struct top_val *v)
 {
 	struct serve_metrics *m = &s->m;
 	struct serve_vm *vm;
-	unsigned int own = 0;
+	size_t slot;
 
-	if (s->last_vm < m->nr_vms && m->vms[s->last_vm].tgid == (pid_t)k->tgid)
-		return (long)s->last_vm;
-	for (size_t i = 0; i < m->nr_vms; i++) {
-		if (m->vms[i].tgid == (pid_t)k->tgid)
-			return (long)(s->last_vm = i);
-		own += m->vms[i].tgid > 0 && !m->vms[i].folded;
-	}
-	if (tv_array_grow(&m->vms, &m->cap_vms, m->nr_vms, sizeof(*m->vms), 64))
+	if (idx_fit(s) || tv_array_grow(&m->vms, &m->cap_vms, m->nr_vms, sizeof(*m->vms), 64))
 		return -1;
+	slot = idx_slot(s, (pid_t)k->tgid);
+	if (s->idx[slot])
+		return (long)s->idx[slot] - 1;
 	vm = &m->vms[m->nr_vms];
 	memset(vm, 0, sizeof(*vm));
 	vm->tgid = (pid_t)k->tgid;
-	vm->folded = own >= vms_max(s);
+	vm->folded = s->nr_own >= vms_max(s);
+	s->nr_own += !vm->folded;
 	if (vm->folded && !s->said_limit) {
 		tv_warn("--max-vms %u reached: the exits of pid %u and of the VMs after it are counted under vm=\"_other\"",
 			vms_max(s), k->tgid);
@@ -126,7 +162,8 @@ static long vm_of(struct serve *s, const struct top_key *k, const struct top_val
 	if (!vm->folded)
 		serve_vm_identify("/proc", vm->tgid, v->comm, vm->name, sizeof(vm->name), vm->uuid,
 				  sizeof(vm->uuid));
-	return (long)(s->last_vm = m->nr_vms++);
+	s->idx[slot] = (unsigned int)++m->nr_vms;
+	return (long)m->nr_vms - 1;
 }
 
 /* The index of vm="_other", made at its first use; -1: no memory. */
@@ -280,6 +317,7 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	serve_metrics_free(&s.m);
 	free(s.forget);
 	free(s.gone);
+	free(s.idx);
 	free(s.val);
 	return ret;
 }
