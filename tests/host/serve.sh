@@ -94,10 +94,11 @@ S=$!
 echo $S > $OUT/serve2.pid
 ready $OUT/m2-0.txt
 : > $OUT/limit.pids
-for j in 1 2 3; do
+for j in 1 2 3; do	# a scrape after each: serve sees them in this order
 	$VMM --outs 10 --cpuids 5 --quiet &
 	echo $! >> $OUT/limit.pids
 	wait $!
+	wget -q -O $OUT/m2-$j.txt $URL
 done
 wget -q -O $OUT/m2.txt $URL
 stop INT serve2
