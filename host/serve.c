@@ -92,7 +92,8 @@ static int idx_fit(struct serve *s)
 
 /*
  * VMMs gone for --forget seconds leave the cache, their pids into
- * s->gone (the walk deletes their rows).  0 or -ENOMEM.
+ * s->gone (the walk deletes their rows); the index is rebuilt.  0 or
+ * -ENOMEM (the index).
  */
 static int vms_expire(struct serve *s)
 {
@@ -106,9 +107,9 @@ static int vms_expire(struct serve *s)
 
 		/* a pid reused meanwhile: the new VMM continues its series */
 		vm->gone_ns = alive ? 0 : vm->gone_ns ? vm->gone_ns : s->now_ns;
-		if (vm->gone_ns && s->now_ns - vm->gone_ns >= keep) {
-			if (tv_array_grow(&s->gone, &s->cap_gone, s->nr_gone, sizeof(*s->gone), 16))
-				return -ENOMEM;
+		/* (no memory to list it: forgotten at a later scrape) */
+		if (vm->gone_ns && s->now_ns - vm->gone_ns >= keep &&
+		    !tv_array_grow(&s->gone, &s->cap_gone, s->nr_gone, sizeof(*s->gone), 16)) {
 			s->gone[s->nr_gone++] = vm->tgid;
 			continue;
 		}
@@ -136,7 +137,6 @@ static unsigned int vms_max(const struct serve *s)
 	return s->opts->max_vms ? s->opts->max_vms : TV_SERVE_DEFAULT_MAX_VMS;
 }
 
-/* The cache's entry of @tgid (new if needed), or -1 (no memory). */
 /* The cache's entry of @k's VMM (new if needed), or -1 (no memory). */
 static long vm_of(struct serve *s, const struct top_key *k, const struct top_val *v)
 {

@@ -16,6 +16,7 @@
 #    second serve (tracepoint programs, --per-vcpu, --max-vms 2): vcpu
 #    labels, the third VMM under vm="_other", the limit said in one line;
 #    SIGINT ends that one with 0;
+#  - --forget 1: a VMM gone longer loses its series, the next one counts;
 #  - bad options: one line, exit 2; an address in use: one line, exit 1.
 . "$(dirname "$0")/lib.bash"
 require_root
@@ -102,15 +103,31 @@ for j in 1 2 3; do	# a scrape after each: serve sees them in this order
 done
 wget -q -O $OUT/m2.txt $URL
 stop INT serve2
+# --forget 1: a VMM gone for a second loses its series and its kernel rows
+$TV serve --forget 1 > $OUT/serve3.out 2> $OUT/serve3.err &
+S=$!
+ready $OUT/m3-0.txt
+$VMM --outs 7 --quiet &
+echo $! > $OUT/forget1.pid
+wait $!
+wget -q -O $OUT/m3-a.txt $URL
+sleep 1.5
+wget -q -O $OUT/m3-b.txt $URL
+$VMM --outs 9 --quiet &
+echo $! > $OUT/forget2.pid
+wait $!
+wget -q -O $OUT/m3-c.txt $URL
+stop TERM serve3
 ' N=$N M=$M K=$K
 O=$KVM_OUT
 
-for f in m0.txt m1.txt m100.txt m100b.txt m2.txt; do
+for f in m0.txt m1.txt m100.txt m100b.txt m2.txt m3-a.txt m3-b.txt m3-c.txt; do
 	promtool check metrics <"$O/$f" >"$T/promtool.out" 2>&1 || fail "promtool check metrics $f: $(cat "$T/promtool.out")"
 done
-echo "ok: promtool check metrics passes on 5 scrapes"
+echo "ok: promtool check metrics passes on 8 scrapes"
 expect_eq "serve's status after SIGTERM" "$(cat "$O/serve.rc")" 0
 expect_eq "serve's status after SIGINT" "$(cat "$O/serve2.rc")" 0
+expect_eq "serve --forget 1's status after SIGTERM" "$(cat "$O/serve3.rc")" 0
 # serve makes no tracefs instance (BPF on the tracepoints): none named after either
 ! grep -qE "^tracevisor-($(cat "$O/serve.pid")|$(cat "$O/serve2.pid"))\$" "$O/serve.instances" "$O/serve2.instances" ||
 	fail "a tracefs instance of serve was left"
@@ -176,5 +193,13 @@ assert value(s2, "tracevisor_vms_over_limit") >= 1 and value(s2, "tracevisor_vms
 assert all("vcpu" in s.labels for s in s2 if s.name == "tracevisor_vm_exits_total"), "no vcpu label with --per-vcpu"
 assert value(s2, "tracevisor_vm_exits_total", vm="tv-testvmm[%s]" % pids[0], reason="io", vcpu="0") == 10
 print("--max-vms 2: the third VMM under _other; --per-vcpu labels; tracepoint programs")
+
+a, b, c = (samples(o + "/m3-%s.txt" % x) for x in "abc")
+v1 = "tv-testvmm[%s]" % open(o + "/forget1.pid").read().strip()
+v2 = "tv-testvmm[%s]" % open(o + "/forget2.pid").read().strip()
+assert value(a, "tracevisor_vm_exits_total", vm=v1, reason="io") == 7, "before --forget"
+assert value(b, "tracevisor_vm_exits_total", vm=v1) is None and value(b, "tracevisor_vms_tracked") == 0, "not forgotten"
+assert value(c, "tracevisor_vm_exits_total", vm=v2, reason="io") == 9 and value(c, "tracevisor_vm_exits_total", vm=v1) is None
+print("--forget 1: a VMM gone 1.5 s lost its series (and rows); the next VMM counted exactly")
 PY
 echo "PASS: serve: exact counts of the mix, promtool, OpenMetrics, 100 VMs, SIGTERM/SIGINT clean, --max-vms, errors" >&2
