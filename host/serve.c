@@ -152,6 +152,8 @@ static long vm_of(struct serve *s, const struct top_key *k, const struct top_val
 	vm = &m->vms[m->nr_vms];
 	memset(vm, 0, sizeof(*vm));
 	vm->tgid = (pid_t)k->tgid;
+	/* gone before its first scrape: its --forget time runs from now */
+	vm->gone_ns = vmm_alive(vm->tgid) ? 0 : s->now_ns;
 	vm->folded = s->nr_own >= vms_max(s);
 	s->nr_own += !vm->folded;
 	if (vm->folded && !s->said_limit) {
