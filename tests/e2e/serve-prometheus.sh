@@ -22,7 +22,7 @@ q() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]
 SEL='{vm=~"tv-testvmm.*"}'
 QCOUNT=$(q "sum by (vm, reason) (tracevisor_vm_exits_total$SEL)")
 QP99=$(q "histogram_quantile(0.99, sum by (vm, reason, le) (tracevisor_vm_exit_latency_seconds_bucket$SEL))")
-QINC=$(q "sum by (vm, reason) (increase(tracevisor_vm_exits_total$SEL[2m]))")
+QINC=$(q "sum by (vm, reason) (increase(tracevisor_vm_exits_total${SEL}[2m]))")
 QUP=$(q 'up{job="tracevisor"}')
 QRULE=$(q 'vm_reason:tracevisor_vm_exits:rate1m')
 mkdir -p "$T/extra"

@@ -27,7 +27,7 @@ start() {	# CONFIG: serve on a free port (PORT) with it, until it answers
 	PORT=$(port)
 	"$TV" serve --listen 127.0.0.1:$PORT --web.config.file "$1" >"$T/serve.out" 2>"$T/serve.err" &
 	SP=$!
-	SERVES+=($SP)
+	SERVES+=("$SP")
 	for _ in $(seq 100); do
 		grep -q "BPF programs attached" "$T/serve.err" && return 0
 		kill -0 $SP 2>/dev/null || fail "serve with $1 did not start: $(cat "$T/serve.err")"
@@ -41,7 +41,8 @@ stop() {
 	expect_eq "serve's status after SIGTERM" $? 0
 }
 code() { rm -f "$T/body" "$T/head"; curl -s -o "$T/body" -D "$T/head" -w '%{http_code}' "$@"; }
-trap 'for p in "${SERVES[@]}" ${PROMP:-}; do kill $p 2>/dev/null; done' EXIT
+# shellcheck disable=SC2154 # p: the trap's own loop variable
+trap 'for p in "${SERVES[@]}" ${PROMP:-}; do kill "$p" 2>/dev/null; done' EXIT
 
 # 1. A bearer token over plain HTTP.
 echo "s3cret-token-$$" >"$T/token"
@@ -146,7 +147,7 @@ printf 'bearer_token_file: /nonexistent/token\n' >"$T/bad4.yml"
 for b in "bad1|Cannot load cert_file: path=\"/nonexistent.crt\"" "bad2|Unsupported web config key in $T/bad2.yml: http_server_config" \
 	"bad3|Invalid web config $T/bad3.yml: YAML error" "bad4|Cannot open bearer_token_file: path=\"/nonexistent/token\"" \
 	"missing|Cannot open web config file: path=\"$T/missing.yml\""; do
-	timeout 10 "$TV" serve --listen 127.0.0.1:$(port) --web.config.file "$T/${b%%|*}.yml" >"$T/bad.out" 2>"$T/bad.err"
+	timeout 10 "$TV" serve --listen "127.0.0.1:$(port)" --web.config.file "$T/${b%%|*}.yml" >"$T/bad.out" 2>"$T/bad.err"
 	rc=$?
 	[ $rc = 1 ] && [ "$(wc -l <"$T/bad.err")" = 1 ] && grep -qF "${b#*|}" "$T/bad.err" ||
 		fail "${b%%|*}: status $rc: $(cat "$T/bad.err")"
