@@ -17,7 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall xenstore
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
-PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf
+PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf yaml-0.1 openssl libcrypt
 ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN
@@ -252,7 +252,7 @@ BENCH_LOGS := $(BUILD)/bench/logs
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(BENCH_LOGS); mkdir -p $(BENCH_LOGS); \
-	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench; do \
+	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench serve-bench; do \
 		echo "== bench/$$b"; t0=$$(date +%s); \
 		{ PYTHONUNBUFFERED=1 bench/$$b; echo $$? >$(BENCH_LOGS)/$$b.status; } 2>&1 | tee $(BENCH_LOGS)/$$b.log; \
 		rc=$$(cat $(BENCH_LOGS)/$$b.status); echo $$(( $$(date +%s) - t0 )) >$(BENCH_LOGS)/$$b.seconds; \
@@ -273,6 +273,10 @@ install: $(TRACEVISOR) $(LIBTV_SO) $(BUILD)/libtracevisor.pc $(AGENT) $(LIBUST_S
 	$(call write_pc,$(DESTDIR)$(LIBDIR)/pkgconfig/libtracevisor.pc)
 	install -D -m 0755 $(AGENT) $(DESTDIR)$(PREFIX)/bin/tracevisor-agent
 	for m in doc/man/*.1; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$m); done
+	for m in doc/man/*.8; do install -D -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man8/$$(basename $$m); done
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/local/bin/|$(PREFIX)/bin/|' contrib/systemd/tracevisor-serve.service \
+		>$(DESTDIR)$(PREFIX)/lib/systemd/system/tracevisor-serve.service
 	install -D -m 0755 $(LIBUST_SO) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so.0
 	ln -sf libtracevisor-ust.so.0 $(DESTDIR)$(LIBDIR)/libtracevisor-ust.so
 	install -D -m 0644 $(LIBUST) $(DESTDIR)$(LIBDIR)/libtracevisor-ust.a

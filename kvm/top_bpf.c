@@ -699,3 +699,39 @@ int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t
 		tv_exit_stat_free(out);
 	return ret;
 }
+
+int tv_top_bpf_rows(struct tv_top_bpf *b, struct top_val *val,
+		    int (*fn)(void *ctx, const struct top_key *k, const struct top_val *v), void *ctx)
+{
+	struct top_key key, next, *cursor = NULL;
+	int ret = 0;
+
+	while (!ret && b->rows_fd >= 0 && !bpf_map_get_next_key(b->rows_fd, cursor, &next)) {
+		key = next;
+		cursor = &key;
+		if (!bpf_map_lookup_elem(b->rows_fd, &key, val))
+			ret = fn(ctx, &key, val);
+	}
+	return ret;
+}
+
+int tv_top_bpf_forget(struct tv_top_bpf *b, const struct top_key *k)
+{
+	return bpf_map_delete_elem(b->rows_fd, k) ? -errno : 0;
+}
+
+void tv_top_bpf_lost_by_cause(struct tv_top_bpf *b, uint64_t *lost)
+{
+	for (unsigned int s = 0; s < TOP_NSTATS; s++) {
+		unsigned long long n = 0;
+
+		if (b->stats_fd >= 0)
+			bpf_map_lookup_elem(b->stats_fd, &s, &n);
+		lost[s] = n;
+	}
+}
+
+unsigned int tv_top_bpf_nr_programs(const struct tv_top_bpf *b)
+{
+	return (b->links[0] != NULL) + (b->links[1] != NULL) + (unsigned int)b->nr_flinks;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tracevisor/tracevisor.h"
+#include "bpf/top_exits.h"
 
 struct tv_top_bpf;
 
@@ -28,6 +29,20 @@ int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_func
 /* The rows since the last call into @out (tv_exit_stat_free()); @lost: exits not aggregated. */
 int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t *lost);
 void tv_top_bpf_close(struct tv_top_bpf *b);
+/*
+ * The exit rows as the kernel holds them, cumulative since the programs
+ * were attached (tracevisor serve): @fn(@ctx, key, value) per row, in the
+ * map's order; a non-zero return stops the walk and is returned.  @val
+ * is scratch the caller gives (a struct top_val is ~8 KiB).
+ */
+int tv_top_bpf_rows(struct tv_top_bpf *b, struct top_val *val,
+		    int (*fn)(void *ctx, const struct top_key *k, const struct top_val *v), void *ctx);
+/* Forget @k's row (its VMM is gone): 0 or -errno. */
+int tv_top_bpf_forget(struct tv_top_bpf *b, const struct top_key *k);
+/* The kernel's counters of exits not aggregated, cumulative: @lost[TOP_NSTATS]. */
+void tv_top_bpf_lost_by_cause(struct tv_top_bpf *b, uint64_t *lost);
+/* How many BPF programs are attached now. */
+unsigned int tv_top_bpf_nr_programs(const struct tv_top_bpf *b);
 /* Bucket @i's values: [*lo, *hi) (kvm/bpf/top_exits.h's top_bucket()). */
 void tv_top_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi);
 /* Nearest-rank percentile @pct of histogram @h of @n values: its bucket's middle. */

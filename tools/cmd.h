@@ -20,6 +20,7 @@ int cmd_compress(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Compress session @dir's stream files and say how much (tracevisor compress). */
 int tv_cli_compress(const char *dir);

@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{ "xen-mark", cmd_xen_mark, "(Xen dom0) write a sync point into Xen's trace buffers" },
 	{ "stat", cmd_stat, "VM exit analysis: counts and exit->entry latency per VM, vCPU, reason" },
 	{ "top", cmd_top, "live VM exit table per VM, vCPU, reason: rate, p50, p99, max (or a replay)" },
+	{ "serve", cmd_serve, "VM exit metrics for Prometheus: counts and latency histograms on /metrics" },
 	{ "sync", cmd_sync, "estimate each domain's clock against the host's (offset, drift, bound)" },
 	{ "export", cmd_export, "write the combined trace as CTF (babeltrace2, Trace Compass) or Perfetto JSON, or one HTML page" },
 	{ "compress", cmd_compress, "compress a session's stream files (zstd); every command reads them" },

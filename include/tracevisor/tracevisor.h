@@ -54,6 +54,7 @@
 #include <tracevisor/record.h>		/* recording a session */
 #include <tracevisor/top.h>		/* the live view */
 #include <tracevisor/export.h>		/* CTF and Perfetto */
+#include <tracevisor/serve.h>		/* the metrics exporter (Prometheus) */
 
 #undef TV_INSIDE_TRACEVISOR_H
 

@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: LGPL-2.1
+/*
+ * tracevisor serve: the exit programs of top --bpf attached for the
+ * daemon's life (kvm/top_bpf.c), their rows read at each scrape, never
+ * in between: the kernel keeps every count cumulative, so a scrape costs
+ * one walk of the rows map and nothing runs while nobody scrapes.
+ *
+ * Each scrape: VMMs seen gone for --forget seconds lose their rows (the
+ * map stays bounded as VMs come and go, after their last exits had the
+ * time to be scraped); every row is folded into its (vm, reason[, vcpu])
+ * series; the series are rendered (host/serve_metrics.c).
+ * Cardinality: --max-vms VMs have series of their own, the others' exits
+ * go to vm="_other" (said once in the log, and by tracevisor_vms_over_limit);
+ * reasons are those the architecture's table names, others "unknown".
+ * A VMM's pid reused by another VMM within --forget seconds continues the
+ * first one's series (the kernel's rows are keyed by pid).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tv_internal.h"
+#include "../kvm/bpf/top_exits.h"
+#include "../kvm/top_bpf.h"
+#include "serve.h"
+
+struct serve {
+	const struct tv_serve_opts *opts;
+	struct tv_top_bpf *bpf;
+	struct serve_http *http;
+	struct serve_web *web;
+	struct serve_metrics m;		/* vms: every VMM seen (cache); series: per scrape */
+	unsigned int other;		/* index of the "_other" VM, if have_other */
+	bool have_other, said_limit;
+	struct top_val *val;		/* scratch of a row (~8 KiB) */
+	struct top_key *forget;		/* rows to delete after the walk */
+	size_t nr_forget, cap_forget;
+	pid_t *gone;			/* VMMs whose rows this scrape deletes */
+	size_t nr_gone, cap_gone;
+	unsigned int *idx;		/* open addressing by tgid: VM index + 1, 0 free */
+	size_t idx_size;		/* a power of two, at least twice nr_vms */
+	unsigned int nr_own;		/* VMs with series of their own */
+	uint64_t now_ns;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static bool vmm_alive(pid_t tgid)
+{
+	return !kill(tgid, 0) || errno != ESRCH;
+}
+
+static size_t idx_slot(const struct serve *s, pid_t tgid)
+{
+	size_t i = ((size_t)tgid * 2654435761u) & (s->idx_size - 1);
+
+	while (s->idx[i] && s->m.vms[s->idx[i] - 1].tgid != tgid)
+		i = (i + 1) & (s->idx_size - 1);
+	return i;
+}
+
+/* The index of the cache by tgid, sized for one more VM: 0 or -ENOMEM. */
+static int idx_fit(struct serve *s)
+{
+	size_t size = s->idx_size ? s->idx_size : 64;
+
+	if (s->idx && (s->m.nr_vms + 1) * 2 <= s->idx_size)
+		return 0;
+	while ((s->m.nr_vms + 1) * 2 > size)
+		size *= 2;
+	free(s->idx);
+	s->idx = calloc(size, sizeof(*s->idx));
+	s->idx_size = s->idx ? size : 0;
+	if (!s->idx)
+		return -ENOMEM;
+	for (size_t v = 0; v < s->m.nr_vms; v++)
+		if (s->m.vms[v].tgid)
+			s->idx[idx_slot(s, s->m.vms[v].tgid)] = (unsigned int)v + 1;
+	return 0;
+}
+
+/*
+ * VMMs gone for --forget seconds leave the cache, their pids into
+ * s->gone (the walk deletes their rows); the index is rebuilt.  0 or
+ * -ENOMEM (the index).
+ */
+static int vms_expire(struct serve *s)
+{
+	uint64_t keep = (uint64_t)(s->opts->forget_s ? s->opts->forget_s : TV_SERVE_DEFAULT_FORGET_S) * 1000000000ULL;
+	size_t out = 0;
+
+	s->nr_gone = 0;
+	for (size_t i = 0; i < s->m.nr_vms; i++) {
+		struct serve_vm *vm = &s->m.vms[i];
+		bool alive = !vm->tgid || vmm_alive(vm->tgid);
+
+		/* a pid reused meanwhile: the new VMM continues its series */
+		vm->gone_ns = alive ? 0 : vm->gone_ns ? vm->gone_ns : s->now_ns;
+		/* (no memory to list it: forgotten at a later scrape) */
+		if (vm->gone_ns && s->now_ns - vm->gone_ns >= keep &&
+		    !tv_array_grow(&s->gone, &s->cap_gone, s->nr_gone, sizeof(*s->gone), 16)) {
+			s->gone[s->nr_gone++] = vm->tgid;
+			continue;
+		}
+		s->m.vms[out++] = *vm;
+	}
+	s->m.nr_vms = out;
+	s->have_other = false;
+	s->nr_own = 0;
+	for (size_t i = 0; i < out; i++) {
+		if (!s->m.vms[i].tgid) {
+			s->have_other = true;
+			s->other = (unsigned int)i;
+		}
+		s->nr_own += s->m.vms[i].tgid > 0 && !s->m.vms[i].folded;
+	}
+	/* entries moved: index them again */
+	free(s->idx);
+	s->idx = NULL;
+	s->idx_size = 0;
+	return idx_fit(s);
+}
+
+static unsigned int vms_max(const struct serve *s)
+{
+	return s->opts->max_vms ? s->opts->max_vms : TV_SERVE_DEFAULT_MAX_VMS;
+}
+
+/* The cache's entry of @k's VMM (new if needed), or -1 (no memory). */
+static long vm_of(struct serve *s, const struct top_key *k, const struct top_val *v)
+{
+	struct serve_metrics *m = &s->m;
+	struct serve_vm *vm;
+	size_t slot;
+
+	if (idx_fit(s) || tv_array_grow(&m->vms, &m->cap_vms, m->nr_vms, sizeof(*m->vms), 64))
+		return -1;
+	slot = idx_slot(s, (pid_t)k->tgid);
+	if (s->idx[slot])
+		return (long)s->idx[slot] - 1;
+	vm = &m->vms[m->nr_vms];
+	memset(vm, 0, sizeof(*vm));
+	vm->tgid = (pid_t)k->tgid;
+	/* gone before its first scrape: its --forget time runs from now */
+	vm->gone_ns = vmm_alive(vm->tgid) ? 0 : s->now_ns;
+	vm->folded = s->nr_own >= vms_max(s);
+	s->nr_own += !vm->folded;
+	if (vm->folded && !s->said_limit) {
+		tv_warn("--max-vms %u reached: the exits of pid %u and of the VMs after it are counted under vm=\"_other\"",
+			vms_max(s), k->tgid);
+		s->said_limit = true;
+	}
+	if (!vm->folded)
+		serve_vm_identify("/proc", vm->tgid, v->comm, vm->name, sizeof(vm->name), vm->uuid,
+				  sizeof(vm->uuid));
+	s->idx[slot] = (unsigned int)++m->nr_vms;
+	return (long)m->nr_vms - 1;
+}
+
+/* The index of vm="_other", made at its first use; -1: no memory. */
+static long vm_other(struct serve *s)
+{
+	struct serve_vm *vm;
+
+	if (s->have_other)
+		return s->other;
+	if (tv_array_grow(&s->m.vms, &s->m.cap_vms, s->m.nr_vms, sizeof(*s->m.vms), 64))
+		return -1;
+	vm = &s->m.vms[s->m.nr_vms];
+	memset(vm, 0, sizeof(*vm));
+	snprintf(vm->name, sizeof(vm->name), "_other");
+	s->have_other = true;
+	s->other = (unsigned int)s->m.nr_vms++;
+	return s->other;
+}
+
+static int forget_row(struct serve *s, const struct top_key *k)
+{
+	if (tv_array_grow(&s->forget, &s->cap_forget, s->nr_forget, sizeof(*s->forget), 64))
+		return -ENOMEM;
+	s->forget[s->nr_forget++] = *k;
+	return 0;
+}
+
+/* One kernel row into a series of its own (merged with its equals later). */
+static int row_add(void *ctx, const struct top_key *k, const struct top_val *v)
+{
+	struct serve *s = ctx;
+	struct serve_series *ser;
+	const char *reason;
+	long vm;
+
+	if (k->isa != TOP_ISA_VMX && k->isa != TOP_ISA_SVM)
+		return 0;	/* not an exit's row */
+	for (size_t i = 0; i < s->nr_gone; i++)
+		if (s->gone[i] == (pid_t)k->tgid)
+			return forget_row(s, k);
+	vm = vm_of(s, k, v);
+	if (vm >= 0 && s->m.vms[vm].folded)
+		vm = vm_other(s);
+	if (vm < 0)
+		return -ENOMEM;
+	reason = tv_kvm_exit_reason_name((enum tv_kvm_isa)k->isa, k->reason);
+	if (!reason) {
+		reason = SERVE_REASON_UNKNOWN;
+		s->m.health.unknown_reasons++;
+	}
+	ser = serve_series_new(&s->m, (unsigned int)vm, s->opts->per_vcpu ? (int)k->vcpu : -1, reason);
+	if (!ser)
+		return -ENOMEM;
+	ser->count = v->count;
+	ser->sum_ns = v->total_ns;
+	serve_series_add_hist(ser, v->hist);
+	return 0;
+}
+
+static int scrape(struct serve *s)
+{
+	unsigned int over = 0;
+	int ret;
+
+	s->now_ns = mono_ns();
+	s->m.nr_series = 0;
+	s->nr_forget = 0;
+	s->m.health.unknown_reasons = 0;
+	ret = vms_expire(s);
+	ret = ret ?: tv_top_bpf_rows(s->bpf, s->val, row_add, s);
+	for (size_t i = 0; i < s->nr_forget; i++)
+		tv_top_bpf_forget(s->bpf, &s->forget[i]);
+	if (ret)
+		return ret;
+	serve_series_sort(&s->m);
+	for (size_t i = 0; i < s->m.nr_vms; i++)
+		over += s->m.vms[i].tgid > 0 && s->m.vms[i].folded;
+	s->m.health.vms_over_limit = over;
+	s->m.health.max_vms = vms_max(s);
+	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
+	s->m.health.refused = serve_http_refused(s->http);
+	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
+	return 0;
+}
+
+static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
+{
+	struct serve *s = ctx;
+	uint64_t t0 = mono_ns();
+	int ret = scrape(s);
+
+	ret = ret ?: serve_metrics_render(&s->m, openmetrics, body);
+	s->m.health.scrapes++;
+	s->m.health.last_scrape_s = (double)(mono_ns() - t0) / 1e9;
+	return ret;
+}
+
+/* Answer scrapes until the stop fd is readable. */
+static int serve_loop(struct serve *s)
+{
+	struct pollfd p[2] = {
+		{ .fd = s->opts->stop_fd, .events = POLLIN },
+		{ .fd = serve_http_fd(s->http), .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents)
+			return 0;
+		if (p[1].revents & POLLIN) {
+			int ret = serve_http_answer(s->http, render, s);
+
+			if (ret)
+				return ret;
+		}
+	}
+}
+
+int tv_serve_run(const struct tv_serve_opts *opts)
+{
+	const char *listen = opts->listen ? opts->listen : TV_SERVE_DEFAULT_LISTEN;
+	struct serve s = { .opts = opts };
+	int ret;
+
+	if (opts->stop_fd < 0) {
+		tv_err("No stop fd given");
+		return -EINVAL;
+	}
+	s.val = malloc(sizeof(*s.val));
+	if (!s.val)
+		return -ENOMEM;
+	ret = opts->web_config ? serve_web_load(opts->web_config, &s.web) : 0;
+	if (!ret)
+		ret = serve_http_open(listen, s.web, &s.http);
+	if (!ret)
+		ret = tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+	if (!ret) {
+		tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
+			serve_web_tls(s.web) ? "https" : "http", listen);
+		ret = serve_loop(&s);
+		if (ret)
+			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
+	}
+	tv_top_bpf_close(s.bpf);
+	serve_http_close(s.http);
+	serve_web_free(s.web);
+	serve_metrics_free(&s.m);
+	free(s.forget);
+	free(s.gone);
+	free(s.idx);
+	free(s.val);
+	return ret;
+}

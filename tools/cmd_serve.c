@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tracevisor serve: VM exit metrics for Prometheus (host/serve.c).  The
+ * daemon runs in the foreground until SIGTERM or SIGINT, taken through a
+ * signalfd that the library polls beside its socket.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+
+#include "tracevisor/tracevisor.h"
+#include "cmd.h"
+
+static void serve_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
+		"                        [--web.config.file FILE]\n\n"
+		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
+		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
+		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
+		"the histogram tracevisor_vm_exit_latency_seconds{vm,reason}, plus the\n"
+		"exporter's health.  Runs in the foreground until SIGTERM or SIGINT, then\n"
+		"detaches its programs.  Needs root, and kvm_exit/kvm_entry (VMX/SVM hosts).\n\n"
+		"  --listen ADDR:PORT  where to listen (default " TV_SERVE_DEFAULT_LISTEN "; [V6]:PORT)\n"
+		"  --per-vcpu          a vcpu label on the exit metrics\n"
+		"  --max-vms N         VMs with series of their own (default %d); the\n"
+		"                      others' exits are counted under vm=\"_other\"\n"
+		"  --forget SECONDS    a gone VMM's series stay this long (default %d)\n"
+		"  --web.config.file FILE  TLS (tls_server_config, client certificates) and\n"
+		"                      authentication (basic_auth_users, bcrypt; bearer_token_file)\n"
+		"                      as Prometheus exporters' web config; without valid\n"
+		"                      credentials a request gets 401 and nothing else\n"
+		"  -h, --help          this help\n",
+		TV_SERVE_DEFAULT_MAX_VMS, TV_SERVE_DEFAULT_FORGET_S);
+}
+
+/* @arg as an unsigned in [1, @max] into *@v: 0, or -1 (said). */
+static int parse_count(const char *opt, const char *arg, unsigned long max, unsigned int *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || !n || n > max || arg[0] == '-') {
+		tv_cli_error("serve", "invalid %s: \"%s\" (a whole number from 1 to %lu)", opt, arg, max);
+		return -1;
+	}
+	*v = (unsigned int)n;
+	return 0;
+}
+
+static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
+{
+	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG };
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "per-vcpu", no_argument, NULL, OPT_PER_VCPU },
+		{ "max-vms", required_argument, NULL, OPT_MAX_VMS },
+		{ "forget", required_argument, NULL, OPT_FORGET },
+		{ "web.config.file", required_argument, NULL, OPT_WEB_CONFIG },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_LISTEN:
+			o->listen = optarg;
+			break;
+		case OPT_PER_VCPU:
+			o->per_vcpu = true;
+			break;
+		case OPT_MAX_VMS:
+			if (parse_count("--max-vms", optarg, 100000, &o->max_vms))
+				return -1;
+			break;
+		case OPT_FORGET:
+			if (parse_count("--forget", optarg, 86400 * 7, &o->forget_s))
+				return -1;
+			break;
+		case OPT_WEB_CONFIG:
+			o->web_config = optarg;
+			break;
+		case 'h':
+			serve_usage(stdout);
+			exit(0);
+		default:
+			serve_usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc) {
+		tv_cli_error("serve", "unexpected argument: \"%s\"", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct tv_serve_opts opts = { 0 };
+	sigset_t mask;
+	int ret;
+
+	if (parse_serve_args(argc, argv, &opts))
+		return 2;
+	/* a TLS client that goes away mid-answer: OpenSSL's write must fail, not kill us */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	opts.stop_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (opts.stop_fd < 0) {
+		tv_cli_error("serve", "Cannot create signalfd: errno=%d (%s)", errno, strerror(errno));
+		return 1;
+	}
+	ret = tv_serve_run(&opts);
+	close(opts.stop_fd);
+	return tv_cli_status(ret);
+}
