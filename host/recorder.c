@@ -62,6 +62,8 @@ struct tv_session_record {
 	struct tv_ust_recorder *ust;	/* record --ust */
 	char ust_list[600];		/* the --ust globs for the agents */
 	unsigned int snapshots;		/* the last snapshot-N tried */
+	bool host_flight;		/* the host kernel's ring kept (host.flight_bytes) */
+	uint64_t last_gap_ns, last_frozen_ns;	/* the last snapshot's host freeze */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -339,6 +341,7 @@ static int session_record_start(struct tv_session_record *s,
 	dom0_default_events(s);
 	add_sync_events(s);
 	ret = start_recorders(s);
+	s->host_flight = s->host && s->opts.host.flight_bytes;
 	if (!ret && s->opts.nr_guests && !s->host) {
 		tv_err("--guest needs the host recorder: give -e EVENT with --xen");
 		ret = -EINVAL;
@@ -510,38 +513,71 @@ static int snapshot_writer(struct tv_session_record *s, char *path, size_t size,
 	}
 }
 
-int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
+/* The host kernel's frozen ring into the snapshot @w, listed first (the reference). */
+static int snapshot_host(struct tv_session_record *s, struct tv_session_writer *w)
 {
-	struct tv_session_writer *w = NULL;
-	char domains[4096];
-	int ret;
+	char dir[4200];
+	struct tv_flight_shot shot = { 0 };
+	int ret = tv_session_writer_domain_dir(w, "host", dir, sizeof(dir));
 
-	if (!s->ust || !s->opts.ust_flight_bytes) {
-		tv_err("Not a flight recorder: the session records with --ust but without --flight-recorder, or without --ust");
-		return -EINVAL;
-	}
-	ret = snapshot_writer(s, path, size, &w);
-	if (ret)
-		return ret;
-	ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
+	if (!ret)
+		ret = tv_recorder_flight_snapshot(s->host, dir, &shot);
+	s->last_gap_ns = shot.gap_ns;
+	s->last_frozen_ns = shot.frozen_ns;
+	tv_flight_shot_free(&shot);
+	return ret ? ret : tv_session_writer_add_domain(w, "host");
+}
+
+/* The traced processes' tails into @path; none registered is no error when the kernel is there. */
+static int snapshot_ust(struct tv_session_record *s, struct tv_session_writer *w, const char *path)
+{
+	char domains[4096];
+	int ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
+
+	if (ret == -ENODATA && s->host_flight)
+		return 0;
 	if (ret == -ENODATA)
 		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
 	else if (ret == -ESHUTDOWN)
 		tv_err("Cannot snapshot: the recording is ending: path=\"%s\"", path);
 	else if (ret)
 		tv_err("Cannot write snapshot: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
-	if (ret) {
-		rmdir(path);	/* empty unless a write failed half-way (said above) */
-		tv_session_writer_free(w);
-		return ret;
-	}
-	/* the domains' reference: the first process (no kernel in a snapshot) */
-	for (char *save, *d = strtok_r(domains, ",", &save); d && !ret; d = strtok_r(NULL, ",", &save))
+	for (char *save, *d = strtok_r(ret ? NULL : domains, ",", &save); d && !ret;
+	     d = strtok_r(NULL, ",", &save))
 		ret = tv_session_writer_add_domain(w, d);
+	return ret;
+}
+
+static int session_snapshot(struct tv_session_record *s, const char *const *keys,
+			    char *path, size_t size)
+{
+	struct tv_session_writer *w = NULL;
+	int ret;
+
+	if (!s->host_flight && (!s->ust || !s->opts.ust_flight_bytes)) {
+		tv_err("Not a flight recorder: the session records without --flight-recorder");
+		return -EINVAL;
+	}
+	ret = snapshot_writer(s, path, size, &w);
+	if (ret)
+		return ret;
+	if (s->host_flight)
+		ret = snapshot_host(s, w);
+	if (!ret && s->ust && s->opts.ust_flight_bytes)
+		ret = snapshot_ust(s, w, path);
+	for (size_t i = 0; !ret && keys && keys[i]; i += 2)
+		ret = tv_session_writer_set(w, keys[i], keys[i + 1]);
 	if (!ret)
 		ret = tv_session_writer_commit(w, NULL);
+	if (ret && tv_session_remove_tree(path))	/* no half snapshot: it reads as none */
+		tv_warn("Cannot remove incomplete snapshot: path=\"%s\"", path);
 	tv_session_writer_free(w);
 	return ret;
+}
+
+int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
+{
+	return session_snapshot(s, NULL, path, size);
 }
 
 void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,

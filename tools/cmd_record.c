@@ -76,6 +76,7 @@ struct record_cli {
 	char flight_file[4200];		/* DIR/flight-recorder: pid and snapshots, for `tracevisor snapshot` */
 	char flight_link[64];		/* /run/tracevisor/flight-PID -> DIR */
 	unsigned int snapshots, snapshot_errors;
+	uint64_t flight_bytes;		/* --flight-recorder SIZE, 0: none */
 };
 
 static void record_usage(FILE *out)
@@ -123,10 +124,12 @@ static void record_usage(FILE *out)
 		"                          and global cannot be read from user space)\n"
 		"      --ust-socket PATH   registration socket (default $TRACEVISOR_UST_SOCK or\n"
 		"                          /run/tracevisor/ust.sock)\n"
-		"      --flight-recorder SIZE  with --ust: keep only the last SIZE bytes (K, M, G\n"
-		"                          suffixes) of each traced process, in memory; SIGUSR1 or\n"
-		"                          `tracevisor snapshot DIR` writes them to DIR/snapshot-N/\n"
-		"                          while the recording goes on, and the end into DIR\n"
+		"      --flight-recorder SIZE  keep only the last SIZE bytes (K, M, G suffixes), in\n"
+		"                          memory, of the host kernel's events (SIZE split over\n"
+		"                          the CPUs, shown at the start) and, with --ust, of each\n"
+		"                          traced process; SIGUSR1 or `tracevisor snapshot DIR`\n"
+		"                          writes them to DIR/snapshot-N/ while the recording\n"
+		"                          goes on, and the end into DIR\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -376,7 +379,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 					return -1;
 			break;
 		case OPT_FLIGHT:
-			if (parse_size(optarg, &cli->so.ust_flight_bytes)) {
+			if (parse_size(optarg, &cli->flight_bytes)) {
 				tv_cli_error("record", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
 					     optarg);
 				return -1;
@@ -428,10 +431,17 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
 		return -1;
 	}
-	if (cli->so.ust_flight_bytes && !cli->so.ust) {
-		tv_cli_error("record", "--flight-recorder needs --ust (the traced processes it keeps)");
+	if (cli->flight_bytes && cli->so.host.buffer_kb) {
+		tv_cli_error("record", "--flight-recorder SIZE sets the host's buffers (SIZE split over the CPUs): not with -b");
 		return -1;
 	}
+	if (cli->flight_bytes && cli->so.xen && !cli->so.host.nr_events) {
+		tv_cli_error("record", "--flight-recorder keeps the host kernel's events: with --xen, give -e EVENT (Xen's buffers are not kept in memory yet)");
+		return -1;
+	}
+	cli->so.host.flight_bytes = cli->flight_bytes;
+	if (cli->so.ust)
+		cli->so.ust_flight_bytes = cli->flight_bytes;
 	if (optind < argc)
 		cli->command = &argv[optind];
 	return 0;
@@ -514,7 +524,7 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	if (!m)
 		return -ENOMEM;
 	tv_meta_set(m, "pid", "%d", (int)getpid());
-	tv_meta_set(m, "size", "%llu", (unsigned long long)cli->so.ust_flight_bytes);
+	tv_meta_set(m, "size", "%llu", (unsigned long long)cli->flight_bytes);
 	tv_meta_set(m, "snapshots", "%u", cli->snapshots);
 	tv_meta_set(m, "errors", "%u", cli->snapshot_errors);
 	if (last)
@@ -526,11 +536,31 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	return ret;
 }
 
-static int flight_begin(struct record_cli *cli)
+/* The per-CPU sizes the library derived from SIZE, as DIR/host/meta has them. */
+static void flight_show(const struct record_cli *cli)
+{
+	char path[4200];
+	struct tv_meta *m;
+	long long kb, ncpus;
+
+	snprintf(path, sizeof(path), "%s/host/meta", cli->so.host.outdir);
+	if (tv_meta_read(path, &m))
+		return;
+	kb = tv_meta_get_ll(m, "buffer_kb", 0);
+	ncpus = tv_meta_get_ll(m, "ncpus", 0);
+	fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
+		(double)(kb * ncpus) / 1024.0, kb, ncpus,
+		tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
+	tv_meta_free(m);
+}
+
+static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 {
 	char abs[4096];
 	int ret;
 
+	if (rec && !cli->quiet)
+		flight_show(cli);
 	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
 	ret = flight_state(cli, NULL, NULL);
 	if (ret) {
@@ -563,7 +593,7 @@ static void flight_snapshot(struct record_cli *cli, struct tv_session_record *sr
 	char path[4200], error[64];
 	int ret;
 
-	if (!cli->so.ust_flight_bytes) {
+	if (!cli->flight_bytes) {
 		tv_cli_error("record", "SIGUSR1 ignored: not a flight recorder (no --flight-recorder)");
 		return;
 	}
@@ -1022,8 +1052,8 @@ int cmd_record(int argc, char **argv)
 	if (cli.so.ust && cli.so.ust_socket)
 		setenv("TRACEVISOR_UST_SOCK", cli.so.ust_socket, 1);
 	ret = run_command(&cli, &saved, &child);
-	if (!ret && cli.so.ust_flight_bytes)
-		ret = flight_begin(&cli);
+	if (!ret && cli.flight_bytes)
+		ret = flight_begin(&cli, rec);
 	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0 && !cli.why_signal)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
 			cli.so.host.outdir);

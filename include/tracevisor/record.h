@@ -43,6 +43,14 @@ struct tv_record_opts {
 	unsigned int buffer_kb;		/* per CPU; 0: default */
 	const char *clock;		/* trace clock, NULL: "local" */
 	unsigned int wakeup_percent;	/* buffer_percent; 0: default 50 */
+	/*
+	 * > 0: a flight recorder (record --flight-recorder SIZE): the
+	 * instance keeps the last @flight_bytes in overwrite mode (split
+	 * evenly over the CPUs: @buffer_kb is not used), nothing is written
+	 * until a snapshot (tv_session_record_snapshot()) or the stop, which
+	 * writes the last buffers into the session itself.
+	 */
+	uint64_t flight_bytes;
 };
 
 struct tv_record_cpu_stats {
