@@ -44,7 +44,8 @@ endif
 # top's in-kernel aggregation: kvm/bpf/*.bpf.c compiled for BPF, then
 # built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
 # layer; loaded by libbpf).
-BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
+BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c \
+            $(BUILD)/gen/kvm/flight_exits_bpf.c
 LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
             $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
@@ -93,7 +94,8 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog.h kvm/bpf/top_funcs.h
+$(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog.h kvm/bpf/top_funcs.h \
+                      kvm/bpf/flight_exits.h
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
 

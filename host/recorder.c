@@ -42,6 +42,7 @@
 #include "../kvm/recorder_session.h"
 #include "guest.h"
 #include "xen_probe.h"
+#include "flight.h"
 #include "../kvm/kvm_recorder.h"
 #include "../xen/xen_recorder.h"
 
@@ -64,6 +65,8 @@ struct tv_session_record {
 	unsigned int snapshots;		/* the last snapshot-N tried */
 	bool host_flight;		/* the host kernel's ring kept (host.flight_bytes) */
 	uint64_t last_gap_ns, last_frozen_ns;	/* the last snapshot's host freeze */
+	struct tv_flight_opts flight_opts;	/* --trigger, checked before anything starts */
+	struct tv_flight *flight;	/* armed once every recorder runs */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -308,6 +311,53 @@ static void nofile_raise(void)
 			(unsigned long long)r.rlim_max, errno, strerror(errno));
 }
 
+/* A --trigger's DURATION option, or @def without it. */
+static int flight_duration(const char *what, const char *arg, uint64_t def, uint64_t *ns)
+{
+	*ns = def;
+	if (arg && tv_flight_parse_duration(arg, ns)) {
+		tv_err("Invalid %s: '%s' (a duration with its unit: 100ms, 2s, 500us)", what, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The triggers and their options, before anything is created: a bad rule
+ * leaves no session.  Exit rules time with CLOCK_MONOTONIC (BPF's clock):
+ * the host's trace clock defaults to mono with them, so that their
+ * trigger_time is in the session's clock.
+ */
+static int flight_check(struct tv_session_record *s)
+{
+	const struct tv_session_record_opts *o = &s->opts;
+	struct tv_flight_opts *fo = &s->flight_opts;
+	int ret;
+
+	if (!o->nr_triggers && !o->trigger_post && !o->trigger_holdoff && !o->max_snapshots)
+		return 0;
+	if (!o->host.flight_bytes || (o->xen && !o->host.nr_events)) {
+		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the host kernel's ring the snapshot freezes)");
+		return -EINVAL;
+	}
+	ret = tv_flight_rules_check(o->triggers, o->nr_triggers);
+	if (!ret)
+		ret = flight_duration("--post", o->trigger_post, TV_FLIGHT_DEFAULT_POST_NS, &fo->post_ns);
+	if (!ret)
+		ret = flight_duration("--trigger-holdoff", o->trigger_holdoff,
+				      TV_FLIGHT_DEFAULT_HOLDOFF_NS, &fo->holdoff_ns);
+	if (ret)
+		return ret;
+	fo->rules = o->triggers;
+	fo->nr_rules = o->nr_triggers;
+	fo->max_snapshots = o->max_snapshots;
+	for (size_t i = 0; i < o->nr_triggers && !s->opts.host.clock; i++)
+		if (!strncmp(o->triggers[i], "exit-latency>", 13))
+			s->opts.host.clock = "mono";
+	fo->clock = s->opts.host.clock;
+	return 0;
+}
+
 /* Everything tv_session_record_start() does; on failure the caller destroys @s. */
 static int session_record_start(struct tv_session_record *s,
 				const struct tv_session_record_opts *opts)
@@ -316,6 +366,9 @@ static int session_record_start(struct tv_session_record *s,
 
 	nofile_raise();
 	s->opts = *opts;
+	ret = flight_check(s);
+	if (ret)
+		return ret;
 	if (opts->host.nr_events > TV_SESSION_MAX_EVENTS) {
 		tv_err("too many events (at most %d)", TV_SESSION_MAX_EVENTS);
 		return -EINVAL;
@@ -330,6 +383,7 @@ static int session_record_start(struct tv_session_record *s,
 	if (s->opts.ust && !s->opts.host.clock)
 		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
+	s->flight_opts.clock = s->opts.host.clock;
 	if (s->opts.ust && s->opts.nr_guests && ust_join(s))
 		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
@@ -352,6 +406,8 @@ static int session_record_start(struct tv_session_record *s,
 		ret = start_guests(s);
 	if (!ret)
 		xen_probes(s, tv_probe_sched_begin(&s->xen_sched, tv_probe_sched_now()));
+	if (!ret && s->opts.nr_triggers)
+		ret = tv_flight_arm(&s->flight_opts, &s->flight);
 	s->next_scan = tv_probe_sched_now() + VCPU_SCAN_INTERVAL_S;
 	return ret;
 }
@@ -379,14 +435,48 @@ int tv_session_record_tick_ms(const struct tv_session_record *s)
 {
 	double wait = s->xen_sched.interval < VCPU_SCAN_INTERVAL_S ? s->xen_sched.interval
 								  : VCPU_SCAN_INTERVAL_S;
+	int ms = (int)(wait * 1000);
+	int due = s->flight ? tv_flight_next_ms(s->flight) : -1;
 
-	return (int)(wait * 1000);
+	return due >= 0 && due < ms ? due : ms;
+}
+
+int tv_session_record_wait_fd(const struct tv_session_record *s)
+{
+	return s->flight ? tv_flight_fd(s->flight) : -1;
+}
+
+static int session_snapshot(struct tv_session_record *s, const char *const *keys,
+			    char *path, size_t size);
+
+/* The triggers' work: a due snapshot, the refusals said. */
+static void flight_tick(struct tv_session_record *s)
+{
+	static const char *const why[] = { "busy", "holdoff", "max-snapshots" };
+	struct tv_flight_fire fire;
+	unsigned int refused[3];
+	char path[4200];
+	int ret;
+
+	if (!s->flight)
+		return;
+	tv_flight_next_ms(s->flight);	/* reads the eventfd */
+	if (tv_flight_due(s->flight, &fire)) {
+		ret = session_snapshot(s, fire.keys, path, sizeof(path));
+		tv_flight_done(s->flight, !ret);
+		notify(s, TV_SESSION_SNAPSHOT, ret ? NULL : path, ret, fire.keys[1]);
+	}
+	tv_flight_refused(s->flight, &refused[0], &refused[1], &refused[2]);
+	for (int i = 0; i < 3; i++)
+		if (refused[i])
+			notify(s, TV_SESSION_TRIGGER_REFUSED, NULL, (int)refused[i], why[i]);
 }
 
 void tv_session_record_tick(struct tv_session_record *s)
 {
 	double now = tv_probe_sched_now();
 
+	flight_tick(s);
 	if (s->xen && tv_probe_sched_due(&s->xen_sched, now))
 		xen_probes(s, 1);
 	if (s->host && now >= s->next_scan) {
@@ -427,6 +517,9 @@ int tv_session_record_stop(struct tv_session_record *s)
 {
 	int ret = 0;
 
+	/* no trigger while the recorders stop */
+	tv_flight_disarm(s->flight);
+	s->flight = NULL;
 	/* All at once: a dead guest's timeout must not hold the others. */
 	for (size_t i = 0; i < s->opts.nr_guests; i++)
 		if (s->guests[i])
@@ -459,6 +552,7 @@ void tv_session_record_destroy(struct tv_session_record *s)
 	for (size_t i = 0; s->guests && i < s->opts.nr_guests; i++)
 		tv_guest_destroy(s->guests[i]);
 	free(s->guests);
+	tv_flight_disarm(s->flight);
 	tv_ust_recorder_destroy(s->ust);
 	tv_xen_recorder_destroy(s->xen);
 	tv_recorder_destroy(s->host);

@@ -699,3 +699,8 @@ int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t
 		tv_exit_stat_free(out);
 	return ret;
 }
+
+int tv_top_bpf_exit_fields(struct top_cfg *cfg)
+{
+	return exit_fields(cfg, false);
+}

@@ -46,7 +46,13 @@ enum {
 	OPT_UST,
 	OPT_UST_SOCKET,
 	OPT_FLIGHT,
+	OPT_TRIGGER,
+	OPT_POST,
+	OPT_HOLDOFF,
+	OPT_MAX_SNAPSHOTS,
 };
+
+#define MAX_TRIGGERS 16
 
 struct record_cli {
 	struct tv_session_record_opts so;	/* host opts in so.host */
@@ -77,6 +83,7 @@ struct record_cli {
 	char flight_link[64];		/* /run/tracevisor/flight-PID -> DIR */
 	unsigned int snapshots, snapshot_errors;
 	uint64_t flight_bytes;		/* --flight-recorder SIZE, 0: none */
+	const char *triggers[MAX_TRIGGERS];
 };
 
 static void record_usage(FILE *out)
@@ -87,7 +94,9 @@ static void record_usage(FILE *out)
 		"                         [--guest SPEC]... [--guest-events LIST [-f FILTER]]...\n"
 		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
 		"                         [--ust [PATTERN]...] [--ust-socket PATH]\n"
-		"                         [--flight-recorder SIZE] [-- COMMAND [ARGS]]\n\n"
+		"                         [--flight-recorder SIZE [--trigger RULE]... [--post DURATION]\n"
+		"                          [--trigger-holdoff DURATION] [--max-snapshots N]]\n"
+		"                         [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
@@ -130,6 +139,16 @@ static void record_usage(FILE *out)
 		"                          traced process; SIGUSR1 or `tracevisor snapshot DIR`\n"
 		"                          writes them to DIR/snapshot-N/ while the recording\n"
 		"                          goes on, and the end into DIR\n"
+		"      --trigger RULE      (repeatable) a snapshot when RULE fires:\n"
+		"                            event=SYSTEM:EVENT[,filter=FILTER]  a host event\n"
+		"                            exit-latency>DURATION[,vm=NAME][,reason=REASON]  a VM\n"
+		"                            exit open longer than DURATION (seen in the kernel, by\n"
+		"                            BPF, while open; hlt exits only with reason=hlt)\n"
+		"      --post DURATION     keep recording this long after the trigger (an exit's:\n"
+		"                          after its end) before the snapshot (default: 100ms)\n"
+		"      --trigger-holdoff DURATION  no trigger counts this long after a snapshot\n"
+		"                          (default: 10s)\n"
+		"      --max-snapshots N   at most N triggered snapshots (default: 10)\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -265,6 +284,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "ust", optional_argument, NULL, OPT_UST },
 		{ "ust-socket", required_argument, NULL, OPT_UST_SOCKET },
 		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
+		{ "trigger", required_argument, NULL, OPT_TRIGGER },
+		{ "post", required_argument, NULL, OPT_POST },
+		{ "trigger-holdoff", required_argument, NULL, OPT_HOLDOFF },
+		{ "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -385,6 +408,30 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 				return -1;
 			}
 			break;
+		case OPT_TRIGGER:
+			if (cli->so.nr_triggers == MAX_TRIGGERS) {
+				tv_cli_error("record", "too many --trigger options (at most %d)", MAX_TRIGGERS);
+				return -1;
+			}
+			cli->triggers[cli->so.nr_triggers++] = optarg;
+			cli->so.triggers = cli->triggers;
+			break;
+		case OPT_POST:
+			cli->so.trigger_post = optarg;
+			break;
+		case OPT_HOLDOFF:
+			cli->so.trigger_holdoff = optarg;
+			break;
+		case OPT_MAX_SNAPSHOTS: {
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || n < 1 || n > 100000) {
+				tv_cli_error("record", "invalid --max-snapshots: '%s' (1..100000)", optarg);
+				return -1;
+			}
+			cli->so.max_snapshots = (unsigned int)n;
+			break;
+		}
 		case OPT_UST_SOCKET:
 			cli->so.ust_socket = optarg;
 			break;
@@ -429,6 +476,11 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 	cli->so.host.time_functions = cli->functions;
 	if ((cli->so.xen_opts.evt_mask || cli->so.xen_opts.cpus || cli->so.xen_opts.pages) && !cli->so.xen) {
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
+		return -1;
+	}
+	if (!cli->flight_bytes && (cli->so.nr_triggers || cli->so.trigger_post || cli->so.trigger_holdoff ||
+				  cli->so.max_snapshots)) {
+		tv_cli_error("record", "--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE");
 		return -1;
 	}
 	if (cli->flight_bytes && cli->so.host.buffer_kb) {
@@ -610,6 +662,31 @@ static void flight_snapshot(struct record_cli *cli, struct tv_session_record *sr
 		fprintf(stderr, "tracevisor record: snapshot -> %s\n", path);
 }
 
+/* A trigger's snapshot or refusals: said, and counted in DIR/flight-recorder. */
+static void flight_note(struct record_cli *cli, enum tv_session_note note, const char *path, int err,
+			const char *detail)
+{
+	char error[64];
+
+	if (note == TV_SESSION_TRIGGER_REFUSED) {
+		fprintf(stderr, "tracevisor record: %d trigger%s not taken (%s)\n", err, err == 1 ? "" : "s",
+			detail);
+		return;
+	}
+	if (!path) {
+		cli->snapshot_errors++;
+		snprintf(error, sizeof(error), "errno=%d (%s)", -err, strerror(-err));
+		flight_state(cli, NULL, error);
+		fprintf(stderr, "tracevisor record: trigger '%s': snapshot not written: %s; still armed\n",
+			tv_cli_text(detail), error);
+		return;
+	}
+	cli->snapshots++;
+	flight_state(cli, path, NULL);
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: trigger '%s' -> %s\n", tv_cli_text(detail), path);
+}
+
 static int is_stop_signal(int signo)
 {
 	return signo == SIGINT || signo == SIGTERM || signo == SIGHUP;
@@ -697,14 +774,15 @@ static int wait_timeout_ms(const struct record_cli *cli, struct tv_session_recor
 static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, pid_t child,
 			 int *status)
 {
-	struct pollfd pfd = { .fd = cli->sfd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = cli->sfd, .events = POLLIN },
+				 { .fd = tv_session_record_wait_fd(srec), .events = POLLIN } };
 	int progress = !cli->quiet && isatty(STDERR_FILENO);
 	double start = now_s();
 	int ret = 0, over;
 
 	while (!ret) {
 		struct signalfd_siginfo si;
-		int n = poll(&pfd, 1, wait_timeout_ms(cli, srec, &over)), got = 0;
+		int n = poll(pfd, pfd[1].fd >= 0 ? 2 : 1, wait_timeout_ms(cli, srec, &over)), got = 0;
 
 		if (over)
 			break;
@@ -717,7 +795,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 		tv_session_record_tick(srec);	/* probes, vCPU rescans */
 		if (progress)
 			show_progress(srec, now_s() - start);
-		while (n > 0 && (got = next_signal(cli, &si)) > 0) {
+		while (n > 0 && pfd[0].revents && (got = next_signal(cli, &si)) > 0) {
 			if (si.ssi_signo == SIGUSR1) {
 				flight_snapshot(cli, srec);
 			} else if (is_stop_signal((int)si.ssi_signo)) {
@@ -727,7 +805,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 				break;
 			}
 		}
-		if (n > 0 && got < 0)
+		if (got < 0)
 			ret = got;
 		if (cli->why_signal || *status != -1)
 			break;
@@ -834,6 +912,10 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 {
 	struct record_cli *cli = ctx;
 
+	if (note == TV_SESSION_SNAPSHOT || note == TV_SESSION_TRIGGER_REFUSED) {
+		flight_note(cli, note, name, err, detail);
+		return;
+	}
 	if (note == TV_SESSION_GUEST_NOT_READY && err == -ECANCELED)
 		cli->guest_refused = 1;	/* bad input (a guest filter...): the rest is kept */
 	if (cli->quiet && !cli->guest_refused)

@@ -111,6 +111,14 @@ enum tv_session_note {
 	TV_SESSION_GUEST_NOT_READY,
 	/* A dom0/Xen sync probe failed: none will follow (@name NULL). */
 	TV_SESSION_XEN_PROBES_FAILED,
+	/* A trigger's snapshot (@detail: the rule): @name its directory, @err
+	 * 0; or @name NULL, @err -errno: it could not be written (logged;
+	 * the earlier snapshots stay, the recorder stays armed). */
+	TV_SESSION_SNAPSHOT,
+	/* Triggers that fired but were not taken (@err: how many; @detail:
+	 * why: "busy" a snapshot pending or being written, "holdoff",
+	 * "max-snapshots"). */
+	TV_SESSION_TRIGGER_REFUSED,
 };
 
 #define TV_SESSION_MAX_EVENTS 256
@@ -165,6 +173,21 @@ struct tv_session_record_opts {
 	 * into the session at the end.
 	 */
 	uint64_t ust_flight_bytes;
+	/*
+	 * A flight recorder's triggers (host.flight_bytes > 0), each
+	 * "event=SYSTEM:EVENT[,filter=FILTER]" or
+	 * "exit-latency>DURATION[,vm=NAME][,reason=REASON]": a snapshot,
+	 * taken by tv_session_record_tick(), @trigger_post after the trigger
+	 * (an exit's: after the exit's end), with the trigger's keys in its
+	 * session.meta.  DURATIONs are "100ms", "1s", "500us"...; NULL: the
+	 * defaults, 100 ms after, 10 s of holdoff; @max_snapshots 0: 10.
+	 * Poll tv_session_record_wait_fd() with the caller's own waits.
+	 */
+	const char *const *triggers;
+	size_t nr_triggers;
+	const char *trigger_post;
+	const char *trigger_holdoff;
+	unsigned int max_snapshots;
 };
 
 struct tv_session_record;
@@ -193,6 +216,15 @@ int tv_session_record_start(const struct tv_session_record_opts *opts,
 void tv_session_record_tick(struct tv_session_record *s);
 
 int tv_session_record_tick_ms(const struct tv_session_record *s);
+
+/**
+ * tv_session_record_wait_fd - a descriptor to poll (POLLIN) beside the caller's own
+ * @s: the session
+ *
+ * Readable when a trigger fired: call tv_session_record_tick() then (it
+ * reads it).  Owned by @s.  Return: the fd, or -1 without triggers.
+ */
+int tv_session_record_wait_fd(const struct tv_session_record *s);
 
 /*
  * Stop in order: the guests (all at once: a dead one does not hold the
