@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck disable=SC2016 # the L1/L2 scripts are single-quoted on purpose
+# The flight recorder catches a stalled vCPU on a real SVM KVM host (the
+# lab's nested L1): L1 records armed, `record --flight-recorder 64M
+# --trigger 'exit-latency>200ms'`, while an L2 (its agent running) keeps
+# its vCPU busy in a loop (no hlt: a halt is a wait, not a stall):
+#  - NORMAL_S seconds (default 60) of normal running: 0 snapshots;
+#  - then L2's QEMU stopped 1 s (SIGSTOP, SIGCONT): exactly one snapshot,
+#    whose session.meta has the trigger (trigger=, trigger_vm= the L2,
+#    trigger_vcpu=0, trigger_reason= not hlt, trigger_latency_ns >= 1 s),
+#    whose stat shows that exit (max >= 1 s on the L2's vCPU 0), which holds
+#    at least the 2 s before it, and where report marks its kvm_exit;
+#  - seen in the kernel while open: trigger_seen_ns (exit -> seen) within
+#    200 ms + 50 ms, well before the exit's end;
+#  - Ctrl-C ends the recorder with no tracefs instance left.
+# Not covered here: the guest's own ring in the snapshot (issue 25 point 1,
+# guests: not built yet), so not stat --by guest-task.
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+NORMAL_S=${NORMAL_S:-60}
+
+L2_SCRIPT=$L2_AGENT_START'
+( while :; do :; done ) &
+B=$!
+l2_wait /out/done 9000
+kill $B
+l2_finish
+exit 0'
+
+run_lab kvm "$(l1_start_l2 "$L2_SCRIPT")"'
+tracevisor record -o /out/s --flight-recorder 64M --trigger "exit-latency>200ms" >/out/record.log 2>&1 &
+REC=$!
+n=0
+until grep -q "recording to" /out/record.log || [ $n -gt 300 ]; do sleep 0.1; n=$((n + 1)); done
+grep -q "recording to" /out/record.log || { cat /out/record.log; exit 30; }
+sleep '$NORMAL_S'
+ls -d /out/s/snapshot-* 2>/dev/null | wc -l > /out/snapshots-normal
+echo $QPID > /out/qpid
+kill -STOP $QPID
+sleep 1
+kill -CONT $QPID
+n=0
+until [ -e /out/s/snapshot-1/session.meta ] || [ $n -gt 300 ]; do sleep 0.1; n=$((n + 1)); done
+sleep 3
+ls -d /out/s/snapshot-* 2>/dev/null | wc -l > /out/snapshots-after
+kill -INT $REC
+wait $REC; echo $? > /out/record-rc
+ls /sys/kernel/tracing/instances > /out/instances-left
+touch /tmp/l2/done
+lab-guest --wait $QPID
+[ -e /out/s/snapshot-1/session.meta ] || exit 31
+tracevisor stat --json /out/s/snapshot-1 > /out/stat.json || exit 32
+tracevisor report /out/s/snapshot-1 > /out/report.txt || exit 33
+tracevisor report --json /out/s/snapshot-1 | head -n 1 > /out/first.json
+exit 0' flight LAB_TIMEOUT=$((NORMAL_S + 600))
+expect_rc 0 "L1 script"
+cat "$OUT/record.log" >&2
+expect_count() {	# WHAT GOT WANT
+	[ "$2" = "$3" ] || fail "$1: $2, want $3"
+	echo "ok: $1: $3" >&2
+}
+expect_count "snapshots in ${NORMAL_S} s of normal running" "$(cat "$OUT/snapshots-normal")" 0
+expect_count "snapshots after the 1 s SIGSTOP" "$(cat "$OUT/snapshots-after")" 1
+expect_count "record's exit status" "$(cat "$OUT/record-rc")" 0
+grep -q '^tracevisor-' "$OUT/instances-left" && fail "tracefs instances left: $(cat "$OUT/instances-left")"
+M=$OUT/s/snapshot-1/session.meta
+cat "$M" "$OUT/s/snapshot-1/host/meta" >&2
+python3 - "$M" "$OUT/s/snapshot-1/host/meta" "$OUT/stat.json" "$OUT/report.txt" "$OUT/first.json" "$(cat "$OUT/qpid")" <<'PY' || fail "the snapshot of the stall"
+import json, re, sys
+meta = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[1]) if "=" in l)
+host = dict(l.rstrip("\n").split("=", 1) for l in open(sys.argv[2]) if "=" in l)
+rows, report, qpid = json.load(open(sys.argv[3])), open(sys.argv[4]).read().split("\n"), int(sys.argv[6])
+first = json.loads(open(sys.argv[5]).read())
+assert meta["trigger"] == "exit-latency>200ms", meta
+assert int(meta["trigger_pid"]) == qpid, ("trigger_pid", meta["trigger_pid"], qpid)
+assert meta["trigger_vcpu"] == "0", meta
+assert meta["trigger_reason"] != "hlt", meta
+lat = int(meta["trigger_latency_ns"])
+assert lat >= 10**9, ("trigger_latency_ns", lat)
+seen = int(meta["trigger_seen_ns"])
+assert 200 * 10**6 <= seen <= 250 * 10**6, ("seen after", seen)
+# stat: that exit, >= 1 s, on the L2 VM's vCPU 0
+mine = [r for r in rows if r.get("vcpu") == 0 and (r.get("max") or 0) >= 10**9]
+assert mine, ("no exit of 1 s or more in stat", [(r["vm"], r["vcpu"], r["reason"], r["max"]) for r in rows][:10])
+# at least the 2 s before it
+t = int(meta["trigger_time"])
+assert first["ts"] <= t - 2 * 10**9, ("the snapshot starts", (t - first["ts"]) / 1e9, "s before the trigger")
+# report marks its kvm_exit
+marks = [i for i, l in enumerate(report) if l.startswith("  ^ trigger: exit-latency>200ms")]
+assert len(marks) == 1, ("marks", len(marks))
+assert "kvm:kvm_exit" in report[marks[0] - 1], report[marks[0] - 1]
+print("stall: %s vcpu %s reason %s, %.3f s, seen open after %.1f ms; snapshot from %.1f s before; frozen by %s" %
+      (meta["trigger_vm"], meta["trigger_vcpu"], meta["trigger_reason"], lat / 1e9, seen / 1e6,
+       (t - first["ts"]) / 1e9, host.get("flight_freeze")))
+PY
+echo "PASS: the flight recorder caught the 1 s stall once, none in ${NORMAL_S} s of normal running" >&2
