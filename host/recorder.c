@@ -665,6 +665,8 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 		ret = tv_session_writer_commit(w, NULL);
 	if (ret && tv_session_remove_tree(path))	/* no half snapshot: it reads as none */
 		tv_warn("Cannot remove incomplete snapshot: path=\"%s\"", path);
+	else if (ret)
+		s->snapshots--;		/* its number is free again */
 	tv_session_writer_free(w);
 	return ret;
 }
