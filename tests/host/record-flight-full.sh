@@ -9,7 +9,7 @@
 require_root; require_tracefs
 M=$TV_TMP/m
 mkdir "$M"
-mount -t tmpfs -o size=2m tvflight "$M" || skip "cannot mount a tmpfs"
+mount -t tmpfs -o size=4m tvflight "$M" || skip "cannot mount a tmpfs"
 trap 'umount "$M" 2>/dev/null' EXIT
 S=$M/s
 bulk() { python3 -c 'import os
