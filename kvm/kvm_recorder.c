@@ -100,6 +100,7 @@ struct tv_recorder {
 	 */
 	bool flight;
 	bool flight_swap;
+	int snap_fd;			/* the instance's snapshot file, open: a freeze is one write */
 	unsigned int flight_kb;		/* per CPU */
 	uint64_t *overwritten;		/* per CPU, at stop: overrun (the ring's turnover) */
 };
@@ -344,7 +345,11 @@ static int recorder_setup_flight(struct tv_recorder *rec)
 
 	if (ret || !tracefs_file_exists(rec->instance, "snapshot"))
 		return ret;	/* no CONFIG_TRACER_SNAPSHOT: stop, read, restart */
-	if (tracefs_instance_file_write(rec->instance, "snapshot", "1") < 0) {
+	char *path = tracefs_instance_get_file(rec->instance, "snapshot");
+
+	rec->snap_fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+	tracefs_put_tracing_file(path);
+	if (rec->snap_fd < 0 || write(rec->snap_fd, "1", 1) != 1) {
 		tv_warn("Cannot allocate the instance's snapshot buffer: name=\"%s\", errno=%d (%s): a snapshot will stop tracing while it reads",
 			tracefs_instance_get_name(rec->instance), errno, strerror(errno));
 		return 0;
@@ -490,6 +495,7 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 	}
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;
+	rec->snap_fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);
 	rec->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	ret = recorder_flight_size(rec);
@@ -839,6 +845,9 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	if (rec->marker_fd >= 0)
 		close(rec->marker_fd);
 	rec->marker_fd = -1;
+	if (rec->snap_fd >= 0)
+		close(rec->snap_fd);
+	rec->snap_fd = -1;
 	if (rec->instance) {
 		tracefs_trace_off(rec->instance);
 		if (tracefs_instance_destroy(rec->instance))
@@ -1027,7 +1036,7 @@ static int recorder_freeze(struct tv_recorder *rec)
 {
 	const char *name = tracefs_instance_get_name(rec->instance);
 
-	if (rec->flight_swap && tracefs_instance_file_write(rec->instance, "snapshot", "1") < 0) {
+	if (rec->flight_swap && pwrite(rec->snap_fd, "1", 1, 0) != 1) {
 		tv_err("Cannot freeze the host's ring buffer: path=\"%s/instances/%s/snapshot\", errno=%d (%s)",
 		       rec->tracing_dir, name, errno, strerror(errno));
 		return errno ? -errno : -EIO;
