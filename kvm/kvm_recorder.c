@@ -1018,6 +1018,7 @@ static void recorder_meta_shot(struct tv_recorder *rec, struct tv_meta *m,
 
 	tv_meta_set(m, "flight_gap_ns", "%llu", (unsigned long long)shot->gap_ns);
 	tv_meta_set(m, "flight_freeze_ns", "%llu", (unsigned long long)shot->freeze_cost_ns);
+	tv_meta_set(m, "flight_frozen_mono_ns", "%llu", (unsigned long long)shot->frozen_ns);
 	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
 		char key[48];
 
