@@ -64,7 +64,6 @@ struct tv_session_record {
 	char ust_list[600];		/* the --ust globs for the agents */
 	unsigned int snapshots;		/* the last snapshot-N tried */
 	bool host_flight;		/* the host kernel's ring kept (host.flight_bytes) */
-	uint64_t last_gap_ns, last_frozen_ns;	/* the last snapshot's host freeze */
 	struct tv_flight_opts flight_opts;	/* --trigger, checked before anything starts */
 	struct tv_flight *flight;	/* armed once every recorder runs */
 	struct tv_probe_sched xen_sched;
@@ -608,17 +607,14 @@ static int snapshot_writer(struct tv_session_record *s, char *path, size_t size,
 }
 
 /* The host kernel's frozen ring into the snapshot @w, listed first (the reference). */
-static int snapshot_host(struct tv_session_record *s, struct tv_session_writer *w)
+static int snapshot_host(struct tv_session_record *s, struct tv_session_writer *w,
+			 struct tv_flight_shot *shot)
 {
 	char dir[4200];
-	struct tv_flight_shot shot = { 0 };
 	int ret = tv_session_writer_domain_dir(w, "host", dir, sizeof(dir));
 
 	if (!ret)
-		ret = tv_recorder_flight_snapshot(s->host, dir, &shot);
-	s->last_gap_ns = shot.gap_ns;
-	s->last_frozen_ns = shot.frozen_ns;
-	tv_flight_shot_free(&shot);
+		ret = tv_recorder_flight_write(s->host, dir, shot);
 	return ret ? ret : tv_session_writer_add_domain(w, "host");
 }
 
@@ -646,17 +642,25 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 			    char *path, size_t size)
 {
 	struct tv_session_writer *w = NULL;
-	int ret;
+	struct tv_flight_shot shot = { 0 };
+	int ret = 0;
 
 	if (!s->host_flight && (!s->ust || !s->opts.ust_flight_bytes)) {
 		tv_err("Not a flight recorder: the session records without --flight-recorder");
 		return -EINVAL;
 	}
-	ret = snapshot_writer(s, path, size, &w);
-	if (ret)
-		return ret;
+	/* the kernel's ring first, before any directory: the incident is now */
 	if (s->host_flight)
-		ret = snapshot_host(s, w);
+		ret = tv_recorder_flight_freeze(s->host, &shot);
+	if (!ret)
+		ret = snapshot_writer(s, path, size, &w);
+	if (ret) {
+		tv_flight_shot_free(s->host, &shot);
+		return ret;
+	}
+	if (s->host_flight)
+		ret = snapshot_host(s, w, &shot);
+	tv_flight_shot_free(s->host, &shot);
 	if (!ret && s->ust && s->opts.ust_flight_bytes)
 		ret = snapshot_ust(s, w, path);
 	for (size_t i = 0; !ret && keys && keys[i]; i += 2)

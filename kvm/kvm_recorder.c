@@ -1050,10 +1050,9 @@ static int recorder_freeze(struct tv_recorder *rec)
 	return 0;
 }
 
-int tv_recorder_flight_snapshot(struct tv_recorder *rec, const char *dir, struct tv_flight_shot *shot)
+int tv_recorder_flight_freeze(struct tv_recorder *rec, struct tv_flight_shot *shot)
 {
-	uint64_t t0;
-	int ret, err;
+	int ret;
 
 	memset(shot, 0, sizeof(*shot));
 	if (!rec->flight || !rec->started || rec->stopped)
@@ -1061,26 +1060,46 @@ int tv_recorder_flight_snapshot(struct tv_recorder *rec, const char *dir, struct
 	shot->cpu_bytes = calloc((size_t)rec->nr_cpus, sizeof(*shot->cpu_bytes));
 	if (!shot->cpu_bytes)
 		return -ENOMEM;
-	t0 = mono_ns();
+	shot->start_ns = mono_ns();
 	ret = recorder_freeze(rec);
 	if (ret)
 		return ret;
 	shot->frozen_ns = mono_ns();
-	shot->freeze_cost_ns = shot->frozen_ns - t0;
+	shot->freeze_cost_ns = shot->frozen_ns - shot->start_ns;
+	shot->frozen = true;
+	return 0;
+}
+
+/* Tracing back on after a stop-read-restart freeze, the gap measured. */
+static int recorder_thaw(struct tv_recorder *rec, struct tv_flight_shot *shot)
+{
+	int err = 0;
+
+	if (!shot->frozen || rec->flight_swap)
+		return 0;
+	shot->frozen = false;
+	if (tracefs_trace_on(rec->instance) < 0) {
+		err = errno ? -errno : -EIO;
+		tv_err("Cannot restart tracing after a snapshot: instance=\"%s\", errno=%d (%s)",
+		       tracefs_instance_get_name(rec->instance), -err, strerror(-err));
+	}
+	shot->gap_ns = mono_ns() - shot->start_ns;
+	return err;
+}
+
+int tv_recorder_flight_write(struct tv_recorder *rec, const char *dir, struct tv_flight_shot *shot)
+{
+	int ret, err;
+
+	if (!shot->frozen)
+		return -EINVAL;
 	ret = tv_session_write_formats(dir, rec->tracing_dir, &rec->events);
 	/* read even when the formats failed: the ring must be emptied to go on */
 	err = recorder_drain(rec, dir, rec->flight_swap ? "snapshot_raw" : "trace_pipe_raw",
 			     shot->cpu_bytes);
 	ret = ret ? ret : err;
-	if (!rec->flight_swap) {
-		if (tracefs_trace_on(rec->instance) < 0) {
-			err = errno ? -errno : -EIO;
-			tv_err("Cannot restart tracing after a snapshot: instance=\"%s\", errno=%d (%s)",
-			       tracefs_instance_get_name(rec->instance), -err, strerror(-err));
-			ret = ret ? ret : err;
-		}
-		shot->gap_ns = mono_ns() - t0;
-	}
+	err = recorder_thaw(rec, shot);
+	ret = ret ? ret : err;
 	if (!ret)
 		ret = recorder_maps_write(rec, dir, true);
 	if (!ret)
@@ -1088,8 +1107,9 @@ int tv_recorder_flight_snapshot(struct tv_recorder *rec, const char *dir, struct
 	return ret;
 }
 
-void tv_flight_shot_free(struct tv_flight_shot *shot)
+void tv_flight_shot_free(struct tv_recorder *rec, struct tv_flight_shot *shot)
 {
+	recorder_thaw(rec, shot);	/* frozen but never written: recording goes on */
 	free(shot->cpu_bytes);
 	shot->cpu_bytes = NULL;
 }
