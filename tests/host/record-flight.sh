@@ -11,32 +11,7 @@
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs
 S=$TV_TMP/s
-FIFO=$TV_TMP/cmd
-mkfifo "$FIFO"
-# the worker: on "BULK N" N getppid, on "MARK N" N getpid, then touches done.N
-python3 - "$FIFO" "$TV_TMP" <<'PY' &
-import os, sys
-k = 0
-while True:
-    with open(sys.argv[1]) as f:
-        for line in f:
-            what, n = line.split()
-            if what == "QUIT":
-                sys.exit(0)
-            call = os.getppid if what == "BULK" else os.getpid
-            for _ in range(int(n)):
-                call()
-            k += 1
-            open(os.path.join(sys.argv[2], "done.%d" % k), "w").close()
-PY
-worker=$!
-step=0
-ask() {	# WHAT N: the worker makes N calls; wait until done
-	step=$((step + 1))
-	echo "$1 $2" > "$FIFO"
-	for _ in $(seq 300); do [ -e "$TV_TMP/done.$step" ] && return; sleep 0.1; done
-	fail "worker did not do $1 $2"
-}
+syscall_worker
 count() {	# REPORT EVENT: lines of EVENT by the worker
 	grep -c "syscalls:$2" "$1" || true
 }
@@ -93,6 +68,5 @@ expect_eq "the session at Ctrl-C: the markers after snapshot 2" "$(count "$TV_TM
 grep -qx "status=complete" "$S/host/meta" || fail "session host/meta not complete"
 expect_eq "flight-recorder state file removed at the end" "$(ls "$S"/flight-recorder 2>/dev/null)" ""
 instance_left "$rec" && fail "tracefs instance tracevisor-$rec left"
-echo "QUIT 0" > "$FIFO"
-wait "$worker"
+ask QUIT 0
 echo "PASS: host kernel flight recorder ($method)"

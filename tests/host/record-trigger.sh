@@ -11,34 +11,7 @@
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs
 S=$TV_TMP/s
-FIFO=$TV_TMP/cmd
-mkfifo "$FIFO"
-# the worker: on "BULK N" N getppid, on "MARK N" N getpid; "BOTH N" getpid then N getppid
-python3 - "$FIFO" "$TV_TMP" <<'PY' &
-import os, sys
-k = 0
-while True:
-    with open(sys.argv[1]) as f:
-        for line in f:
-            what, n = line.split()
-            if what == "QUIT":
-                sys.exit(0)
-            if what in ("MARK", "BOTH"):
-                os.getpid()
-            if what in ("BULK", "BOTH"):
-                for _ in range(int(n)):
-                    os.getppid()
-            k += 1
-            open(os.path.join(sys.argv[2], "done.%d" % k), "w").close()
-PY
-worker=$!
-step=0
-ask() {	# WHAT N
-	step=$((step + 1))
-	echo "$1 $2" > "$FIFO"
-	for _ in $(seq 300); do [ -e "$TV_TMP/done.$step" ] && return; sleep 0.1; done
-	fail "worker did not do $1 $2"
-}
+syscall_worker
 wait_file() {	# PATH SECONDS
 	for _ in $(seq $(($2 * 10))); do [ -e "$1" ] && return 0; sleep 0.1; done
 	return 1
@@ -123,6 +96,5 @@ kill -INT "$rec"
 wait "$rec" || fail "record exited $?: $(cat "$TV_TMP/rec.err")"
 ls "$TRACEFS/instances" | grep -q "^tracevisor-trig-$rec-" && fail "trigger instance left"
 instance_left "$rec" && fail "tracefs instance tracevisor-$rec left"
-echo "QUIT 0" > "$FIFO"
-wait "$worker"
+ask QUIT 0
 echo "PASS: host event triggers"
