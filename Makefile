@@ -246,7 +246,7 @@ BENCH_LOGS := $(BUILD)/bench/logs
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(BENCH_LOGS); mkdir -p $(BENCH_LOGS); \
-	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench; do \
+	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench flight-bench; do \
 		echo "== bench/$$b"; t0=$$(date +%s); \
 		{ PYTHONUNBUFFERED=1 bench/$$b; echo $$? >$(BENCH_LOGS)/$$b.status; } 2>&1 | tee $(BENCH_LOGS)/$$b.log; \
 		rc=$$(cat $(BENCH_LOGS)/$$b.status); echo $$(( $$(date +%s) - t0 )) >$(BENCH_LOGS)/$$b.seconds; \

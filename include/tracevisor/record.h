@@ -249,16 +249,20 @@ struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size
 
 /**
  * tv_session_record_snapshot - a flight recorder's snapshot, while recording
- * @s: a session started with ust_flight_bytes
+ * @s: a session started with host.flight_bytes or ust_flight_bytes
  * @path: filled with the new snapshot's directory, DIR/snapshot-N (N from 1)
  * @size: bytes at @path
  *
- * Writes the last ust_flight_bytes of every traced process (a gap-free
- * tail of each: see host/ust_record.c) into a new session directory that
- * report, stat and export read like any other (session.meta written last);
- * the recording goes on.  Call from the thread that owns @s.
- * Return: 0, -EINVAL (not a flight recorder), -ENODATA (no traced process
- * registered yet: nothing written), -errno (logged).
+ * Freezes the host kernel's ring first (host.flight_bytes: the instance's
+ * snapshot buffer swapped in, or tracing stopped while it is read), then
+ * writes it into host/ and the last ust_flight_bytes of every traced
+ * process (a gap-free tail of each: see host/ust_record.c) into a new
+ * session directory that report, stat, sync and export read like any other
+ * (session.meta written last); the recording goes on.  A snapshot that
+ * cannot be written whole is removed (its number is used again).  Call
+ * from the thread that owns @s.
+ * Return: 0, -EINVAL (not a flight recorder), -ENODATA (processes only, and
+ * none registered yet: nothing written), -errno (logged).
  */
 int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size);
 
