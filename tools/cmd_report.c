@@ -304,7 +304,9 @@ static int trigger_find(const char *dir, struct trigger_mark *t)
 
 	memset(t, 0, sizeof(*t));
 	snprintf(path, sizeof(path), "%s/session.meta", dir);
-	if (tv_meta_read(path, &t->meta) || !(t->rule = tv_meta_get(t->meta, "trigger")))
+	/* no session.meta: the reader's own words say what that means */
+	if (access(path, F_OK) || tv_meta_read(path, &t->meta) ||
+	    !(t->rule = tv_meta_get(t->meta, "trigger")))
 		return 0;
 	t->time = (uint64_t)tv_meta_get_ll(t->meta, "trigger_time", 0);
 	t->cpu = (int)tv_meta_get_ll(t->meta, "trigger_cpu", -1);
