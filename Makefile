@@ -44,7 +44,8 @@ endif
 # top's in-kernel aggregation: kvm/bpf/*.bpf.c compiled for BPF, then
 # built into the library as bytes (build/gen/kvm/*_bpf.c, part of kvm/'s
 # layer; loaded by libbpf).
-BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c
+BPF_GEN  := $(BUILD)/gen/kvm/top_exits_bpf.c $(BUILD)/gen/kvm/top_exits_btf_bpf.c $(BUILD)/gen/kvm/top_funcs_bpf.c \
+            $(BUILD)/gen/kvm/flight_exits_bpf.c
 # export --format html's page (export/html/page.html), built in as bytes
 HTML_GEN := $(BUILD)/gen/export/html_template.c
 LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wildcard sync/*.c) \
@@ -95,7 +96,8 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog.h kvm/bpf/top_funcs.h
+$(BUILD)/bpf/%.bpf.o: kvm/bpf/%.bpf.c kvm/bpf/top_exits.h kvm/bpf/top_exits_prog.h kvm/bpf/top_funcs.h \
+                      kvm/bpf/flight_exits.h
 	@mkdir -p $(dir $@)
 	clang -O2 -g -target bpf -I/usr/include/$(shell $(CC) -print-multiarch) -Ikvm/bpf -c -o $@ $<
 
@@ -252,7 +254,7 @@ BENCH_LOGS := $(BUILD)/bench/logs
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@rm -rf $(BENCH_LOGS); mkdir -p $(BENCH_LOGS); \
-	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench serve-bench; do \
+	for b in run-bench report-bench guest-bench sync-bench xen-bench ust-bench top-bench serve-bench flight-bench; do \
 		echo "== bench/$$b"; t0=$$(date +%s); \
 		{ PYTHONUNBUFFERED=1 bench/$$b; echo $$? >$(BENCH_LOGS)/$$b.status; } 2>&1 | tee $(BENCH_LOGS)/$$b.log; \
 		rc=$$(cat $(BENCH_LOGS)/$$b.status); echo $$(( $$(date +%s) - t0 )) >$(BENCH_LOGS)/$$b.seconds; \

@@ -43,6 +43,7 @@
 #include "../kvm/recorder_session.h"
 #include "guest.h"
 #include "xen_probe.h"
+#include "flight.h"
 #include "../kvm/kvm_recorder.h"
 #include "../xen/xen_recorder.h"
 
@@ -63,6 +64,9 @@ struct tv_session_record {
 	struct tv_ust_recorder *ust;	/* record --ust */
 	char ust_list[600];		/* the --ust globs for the agents */
 	unsigned int snapshots;		/* the last snapshot-N tried */
+	bool host_flight;		/* the host kernel's ring kept (host.flight_bytes) */
+	struct tv_flight_opts flight_opts;	/* --trigger, checked before anything starts */
+	struct tv_flight *flight;	/* armed once every recorder runs */
 	struct tv_probe_sched xen_sched;
 	uint64_t xen_seq;		/* next dom0/Xen sync probe */
 	bool xen_probes_off;		/* one failed: no more */
@@ -331,6 +335,53 @@ static void nofile_raise(void)
 			(unsigned long long)r.rlim_max, errno, strerror(errno));
 }
 
+/* A --trigger's DURATION option, or @def without it. */
+static int flight_duration(const char *what, const char *arg, uint64_t def, uint64_t *ns)
+{
+	*ns = def;
+	if (arg && tv_flight_parse_duration(arg, ns)) {
+		tv_err("Invalid %s: '%s' (a duration with its unit: 100ms, 2s, 500us)", what, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The triggers and their options, before anything is created: a bad rule
+ * leaves no session.  Exit rules time with CLOCK_MONOTONIC (BPF's clock):
+ * the host's trace clock defaults to mono with them, so that their
+ * trigger_time is in the session's clock.
+ */
+static int flight_check(struct tv_session_record *s)
+{
+	const struct tv_session_record_opts *o = &s->opts;
+	struct tv_flight_opts *fo = &s->flight_opts;
+	int ret;
+
+	if (!o->nr_triggers && !o->trigger_post && !o->trigger_holdoff && !o->max_snapshots)
+		return 0;
+	if (!o->host.flight_bytes || (o->xen && !o->host.nr_events)) {
+		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the host kernel's ring the snapshot freezes)");
+		return -EINVAL;
+	}
+	ret = tv_flight_rules_check(o->triggers, o->nr_triggers);
+	if (!ret)
+		ret = flight_duration("--post", o->trigger_post, TV_FLIGHT_DEFAULT_POST_NS, &fo->post_ns);
+	if (!ret)
+		ret = flight_duration("--trigger-holdoff", o->trigger_holdoff,
+				      TV_FLIGHT_DEFAULT_HOLDOFF_NS, &fo->holdoff_ns);
+	if (ret)
+		return ret;
+	fo->rules = o->triggers;
+	fo->nr_rules = o->nr_triggers;
+	fo->max_snapshots = o->max_snapshots;
+	for (size_t i = 0; i < o->nr_triggers && !s->opts.host.clock; i++)
+		if (!strncmp(o->triggers[i], "exit-latency>", 13))
+			s->opts.host.clock = "mono";
+	fo->clock = s->opts.host.clock;
+	return 0;
+}
+
 /* Everything tv_session_record_start() does; on failure the caller destroys @s. */
 static int session_record_start(struct tv_session_record *s,
 				const struct tv_session_record_opts *opts)
@@ -339,6 +390,9 @@ static int session_record_start(struct tv_session_record *s,
 
 	nofile_raise();
 	s->opts = *opts;
+	ret = flight_check(s);
+	if (ret)
+		return ret;
 	if (opts->host.nr_events > TV_SESSION_MAX_EVENTS) {
 		tv_err("too many events (at most %d)", TV_SESSION_MAX_EVENTS);
 		return -EINVAL;
@@ -353,6 +407,7 @@ static int session_record_start(struct tv_session_record *s,
 	if (s->opts.ust && !s->opts.host.clock)
 		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
+	s->flight_opts.clock = s->opts.host.clock;
 	if (ust_policy_check(s) || (s->opts.ust && s->opts.nr_guests && ust_join(s)))
 		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
@@ -364,6 +419,7 @@ static int session_record_start(struct tv_session_record *s,
 	dom0_default_events(s);
 	add_sync_events(s);
 	ret = start_recorders(s);
+	s->host_flight = s->host && s->opts.host.flight_bytes;
 	if (!ret && s->opts.nr_guests && !s->host) {
 		tv_err("--guest needs the host recorder: give -e EVENT with --xen");
 		ret = -EINVAL;
@@ -374,6 +430,8 @@ static int session_record_start(struct tv_session_record *s,
 		ret = start_guests(s);
 	if (!ret)
 		xen_probes(s, tv_probe_sched_begin(&s->xen_sched, tv_probe_sched_now()));
+	if (!ret && s->opts.nr_triggers)
+		ret = tv_flight_arm(&s->flight_opts, &s->flight);
 	s->next_scan = tv_probe_sched_now() + VCPU_SCAN_INTERVAL_S;
 	return ret;
 }
@@ -401,14 +459,48 @@ int tv_session_record_tick_ms(const struct tv_session_record *s)
 {
 	double wait = s->xen_sched.interval < VCPU_SCAN_INTERVAL_S ? s->xen_sched.interval
 								  : VCPU_SCAN_INTERVAL_S;
+	int ms = (int)(wait * 1000);
+	int due = s->flight ? tv_flight_next_ms(s->flight) : -1;
 
-	return (int)(wait * 1000);
+	return due >= 0 && due < ms ? due : ms;
+}
+
+int tv_session_record_wait_fd(const struct tv_session_record *s)
+{
+	return s->flight ? tv_flight_fd(s->flight) : -1;
+}
+
+static int session_snapshot(struct tv_session_record *s, const char *const *keys,
+			    char *path, size_t size);
+
+/* The triggers' work: a due snapshot, the refusals said. */
+static void flight_tick(struct tv_session_record *s)
+{
+	static const char *const why[] = { "busy", "holdoff", "max-snapshots" };
+	struct tv_flight_fire fire;
+	unsigned int refused[3];
+	char path[4200];
+	int ret;
+
+	if (!s->flight)
+		return;
+	tv_flight_next_ms(s->flight);	/* reads the eventfd */
+	if (tv_flight_due(s->flight, &fire)) {
+		ret = session_snapshot(s, fire.keys, path, sizeof(path));
+		tv_flight_done(s->flight, !ret);
+		notify(s, TV_SESSION_SNAPSHOT, ret ? NULL : path, ret, fire.keys[1]);
+	}
+	tv_flight_refused(s->flight, &refused[0], &refused[1], &refused[2]);
+	for (int i = 0; i < 3; i++)
+		if (refused[i])
+			notify(s, TV_SESSION_TRIGGER_REFUSED, NULL, (int)refused[i], why[i]);
 }
 
 void tv_session_record_tick(struct tv_session_record *s)
 {
 	double now = tv_probe_sched_now();
 
+	flight_tick(s);
 	if (s->xen && tv_probe_sched_due(&s->xen_sched, now))
 		xen_probes(s, 1);
 	if (s->host && now >= s->next_scan) {
@@ -449,6 +541,9 @@ int tv_session_record_stop(struct tv_session_record *s)
 {
 	int ret = 0;
 
+	/* no trigger while the recorders stop */
+	tv_flight_disarm(s->flight);
+	s->flight = NULL;
 	/* All at once: a dead guest's timeout must not hold the others. */
 	for (size_t i = 0; i < s->opts.nr_guests; i++)
 		if (s->guests[i])
@@ -481,6 +576,7 @@ void tv_session_record_destroy(struct tv_session_record *s)
 	for (size_t i = 0; s->guests && i < s->opts.nr_guests; i++)
 		tv_guest_destroy(s->guests[i]);
 	free(s->guests);
+	tv_flight_disarm(s->flight);
 	tv_ust_recorder_destroy(s->ust);
 	tv_xen_recorder_destroy(s->xen);
 	tv_recorder_destroy(s->host);
@@ -535,38 +631,78 @@ static int snapshot_writer(struct tv_session_record *s, char *path, size_t size,
 	}
 }
 
-int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
+/* The host kernel's frozen ring into the snapshot @w, listed first (the reference). */
+static int snapshot_host(struct tv_session_record *s, struct tv_session_writer *w,
+			 struct tv_flight_shot *shot)
 {
-	struct tv_session_writer *w = NULL;
-	char domains[4096];
-	int ret;
+	char dir[4200];
+	int ret = tv_session_writer_domain_dir(w, "host", dir, sizeof(dir));
 
-	if (!s->ust || !s->opts.ust_flight_bytes) {
-		tv_err("Not a flight recorder: the session records with --ust but without --flight-recorder, or without --ust");
-		return -EINVAL;
-	}
-	ret = snapshot_writer(s, path, size, &w);
-	if (ret)
-		return ret;
-	ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
+	if (!ret)
+		ret = tv_recorder_flight_write(s->host, dir, shot);
+	return ret ? ret : tv_session_writer_add_domain(w, "host");
+}
+
+/* The traced processes' tails into @path; none registered is no error when the kernel is there. */
+static int snapshot_ust(struct tv_session_record *s, struct tv_session_writer *w, const char *path)
+{
+	char domains[4096];
+	int ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
+
+	if (ret == -ENODATA && s->host_flight)
+		return 0;
 	if (ret == -ENODATA)
 		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
 	else if (ret == -ESHUTDOWN)
 		tv_err("Cannot snapshot: the recording is ending: path=\"%s\"", path);
 	else if (ret)
 		tv_err("Cannot write snapshot: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
+	for (char *save, *d = strtok_r(ret ? NULL : domains, ",", &save); d && !ret;
+	     d = strtok_r(NULL, ",", &save))
+		ret = tv_session_writer_add_domain(w, d);
+	return ret;
+}
+
+static int session_snapshot(struct tv_session_record *s, const char *const *keys,
+			    char *path, size_t size)
+{
+	struct tv_session_writer *w = NULL;
+	struct tv_flight_shot shot = { 0 };
+	int ret = 0;
+
+	if (!s->host_flight && (!s->ust || !s->opts.ust_flight_bytes)) {
+		tv_err("Not a flight recorder: the session records without --flight-recorder");
+		return -EINVAL;
+	}
+	/* the kernel's ring first, before any directory: the incident is now */
+	if (s->host_flight)
+		ret = tv_recorder_flight_freeze(s->host, &shot);
+	if (!ret)
+		ret = snapshot_writer(s, path, size, &w);
 	if (ret) {
-		rmdir(path);	/* empty unless a write failed half-way (said above) */
-		tv_session_writer_free(w);
+		tv_flight_shot_free(s->host, &shot);
 		return ret;
 	}
-	/* the domains' reference: the first process (no kernel in a snapshot) */
-	for (char *save, *d = strtok_r(domains, ",", &save); d && !ret; d = strtok_r(NULL, ",", &save))
-		ret = tv_session_writer_add_domain(w, d);
+	if (s->host_flight)
+		ret = snapshot_host(s, w, &shot);
+	tv_flight_shot_free(s->host, &shot);
+	if (!ret && s->ust && s->opts.ust_flight_bytes)
+		ret = snapshot_ust(s, w, path);
+	for (size_t i = 0; !ret && keys && keys[i]; i += 2)
+		ret = tv_session_writer_set(w, keys[i], keys[i + 1]);
 	if (!ret)
 		ret = tv_session_writer_commit(w, NULL);
+	if (ret && tv_session_remove_tree(path))	/* no half snapshot: it reads as none */
+		tv_warn("Cannot remove incomplete snapshot: path=\"%s\"", path);
+	else if (ret)
+		s->snapshots--;		/* its number is free again */
 	tv_session_writer_free(w);
 	return ret;
+}
+
+int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size)
+{
+	return session_snapshot(s, NULL, path, size);
 }
 
 void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,

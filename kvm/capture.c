@@ -292,6 +292,11 @@ void tv_capture_parse_stats(const char *s, uint64_t *events, uint64_t *lost)
 	*events = stats_value(s, "read events: ");
 }
 
+uint64_t tv_capture_parse_overrun(const char *s)
+{
+	return !strncmp(s, "overrun: ", 9) ? stats_value(s, "overrun: ") : stats_value(s, "\noverrun: ");
+}
+
 int tv_capture_start(struct tv_capture *cap)
 {
 	int ret = pthread_create(&cap->thread, NULL, capture_thread, cap);

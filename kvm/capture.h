@@ -66,6 +66,8 @@ int tv_capture_salvage(const char *raw_path, const char *out_path, size_t subbuf
 		       size_t max_pages, uint64_t *bytes);
 /* A per_cpu/cpuN/stats text: "read events" and overrun + commit overrun + dropped. */
 void tv_capture_parse_stats(const char *stats, uint64_t *events, uint64_t *lost);
+/* Its "overrun" alone: events overwritten (a flight recorder's ring: not a loss). */
+uint64_t tv_capture_parse_overrun(const char *stats);
 /* Joins the thread (which drains everything left once stop_fd fires). */
 int tv_capture_join(struct tv_capture *cap);
 void tv_capture_close(struct tv_capture *cap);

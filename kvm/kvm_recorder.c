@@ -92,6 +92,17 @@ struct tv_recorder {
 	int started, stopped;
 	int tied;			/* DIR/recorder written: removed at the end */
 	bool finished;			/* host/ written whole at stop */
+	/*
+	 * A flight recorder (opts.flight_bytes): no capture thread, the
+	 * instance in overwrite mode; a snapshot freezes it by swapping in
+	 * its snapshot buffer (@flight_swap) or, where the kernel has none,
+	 * by stopping tracing while it is read (the gap said in the meta).
+	 */
+	bool flight;
+	bool flight_swap;
+	int snap_fd;			/* the instance's snapshot file, open: a freeze is one write */
+	unsigned int flight_kb;		/* per CPU */
+	uint64_t *overwritten;		/* per CPU, at stop: overrun (the ring's turnover) */
 };
 
 static int instance_pid(const char *name)
@@ -323,10 +334,35 @@ static int recorder_build_specs(struct tv_recorder *rec)
 	return ret;
 }
 
+/*
+ * A flight recorder's instance: overwrite mode (the oldest events go), and
+ * its snapshot buffer allocated now, the size of the main one, so that a
+ * freeze is one swap (no allocation when the incident happens).
+ */
+static int recorder_setup_flight(struct tv_recorder *rec)
+{
+	int ret = instance_write(rec, "options/overwrite", "1");
+
+	if (ret || !tracefs_file_exists(rec->instance, "snapshot"))
+		return ret;	/* no CONFIG_TRACER_SNAPSHOT: stop, read, restart */
+	char *path = tracefs_instance_get_file(rec->instance, "snapshot");
+
+	rec->snap_fd = path ? open(path, O_WRONLY | O_CLOEXEC) : -1;
+	tracefs_put_tracing_file(path);
+	if (rec->snap_fd < 0 || write(rec->snap_fd, "1", 1) != 1) {
+		tv_warn("Cannot allocate the instance's snapshot buffer: name=\"%s\", errno=%d (%s): a snapshot will stop tracing while it reads",
+			tracefs_instance_get_name(rec->instance), errno, strerror(errno));
+		return 0;
+	}
+	rec->flight_swap = true;
+	return 0;
+}
+
 static int recorder_setup_instance(struct tv_recorder *rec)
 {
 	char name[64], val[32];
-	unsigned int kb = rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB;
+	unsigned int kb = rec->flight ? rec->flight_kb
+		: rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB;
 	unsigned int pct = rec->opts.wakeup_percent ? rec->opts.wakeup_percent : 50;
 	int ret;
 
@@ -350,6 +386,8 @@ static int recorder_setup_instance(struct tv_recorder *rec)
 	snprintf(val, sizeof(val), "%u", pct);
 	if (!ret)
 		ret = instance_write(rec, "buffer_percent", val);
+	if (!ret && rec->flight)
+		ret = recorder_setup_flight(rec);
 	if (!ret)
 		ret = recorder_set_clock(rec);
 	/* tid -> tgid map (saved_tgids) so events attribute to VM processes. */
@@ -387,14 +425,15 @@ static int recorder_open_captures(struct tv_recorder *rec)
 
 	rec->caps = calloc((size_t)rec->nr_cpus, sizeof(*rec->caps));
 	rec->stats = calloc((size_t)rec->nr_cpus, sizeof(*rec->stats));
-	if (!rec->caps || !rec->stats || !inst_dir) {
+	rec->overwritten = calloc((size_t)rec->nr_cpus, sizeof(*rec->overwritten));
+	if (!rec->caps || !rec->stats || !rec->overwritten || !inst_dir) {
 		free(inst_dir);
 		return -ENOMEM;
 	}
 	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
 		rec->caps[cpu].raw_fd = rec->caps[cpu].out_fd = rec->caps[cpu].flush_fd =
 			rec->caps[cpu].pipe_fd[0] = rec->caps[cpu].pipe_fd[1] = -1;
-	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret && !rec->flight; cpu++) {
 		snprintf(raw, sizeof(raw), "%s/per_cpu/cpu%d/trace_pipe_raw", inst_dir, cpu);
 		snprintf(out, sizeof(out), "%s/cpu%d.raw", rec->domain_dir, cpu);
 		ret = tv_capture_open(&rec->caps[cpu], raw, out, rec->stop_fd, rec->subbuf_size);
@@ -422,6 +461,24 @@ int tv_recorder_create(const struct tv_record_opts *opts, struct tv_recorder **o
 	return tv_recorder_create_in(NULL, opts, out);
 }
 
+/* SIZE split over the CPUs, whole KB, at least the 4 KB of one page each. */
+static int recorder_flight_size(struct tv_recorder *rec)
+{
+	uint64_t kb;
+
+	if (!rec->opts.flight_bytes)
+		return 0;
+	kb = rec->opts.flight_bytes / 1024 / (uint64_t)(rec->nr_cpus > 0 ? rec->nr_cpus : 1);
+	if (kb < 4 || kb > 64ULL * 1024 * 1024) {
+		tv_err("Invalid flight recorder size: bytes=%llu over %d CPUs gives %llu KB per CPU (4 KB..64 GB)",
+		       (unsigned long long)rec->opts.flight_bytes, rec->nr_cpus, (unsigned long long)kb);
+		return -EINVAL;
+	}
+	rec->flight = true;
+	rec->flight_kb = (unsigned int)kb;
+	return 0;
+}
+
 int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
 			  struct tv_recorder **out)
 {
@@ -438,8 +495,12 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 	}
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;
+	rec->snap_fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);
-	ret = recorder_check_access(rec);
+	rec->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	ret = recorder_flight_size(rec);
+	if (!ret)
+		ret = recorder_check_access(rec);
 	if (!ret) {
 		tv_tracefs_cleanup_stale();
 		tv_probes_cleanup_stale();
@@ -453,7 +514,6 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 	if (!ret)
 		ret = recorder_setup_instance(rec);
 	if (!ret) {
-		rec->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 		rec->subbuf_size = recorder_subbuf_size(rec);
 		rec->stop_fd = eventfd(0, EFD_CLOEXEC);
 		ret = rec->stop_fd < 0 ? -errno : 0;
@@ -493,6 +553,13 @@ static void recorder_mark_realtime(struct tv_recorder *rec, uint64_t seq)
 
 static int recorder_write_meta(struct tv_recorder *rec, bool final);
 static int recorder_write_maps(struct tv_recorder *rec, bool tasks);
+static int recorder_meta_write(struct tv_recorder *rec, const char *dir, bool final,
+			       const struct tv_flight_shot *shot);
+static int recorder_maps_write(struct tv_recorder *rec, const char *dir, bool tasks);
+static int recorder_drain(struct tv_recorder *rec, const char *dir, const char *file,
+			  uint64_t *bytes);
+static void recorder_meta_shot(struct tv_recorder *rec, struct tv_meta *m,
+			       const struct tv_flight_shot *shot);
 
 static inline uint64_t read_tsc(void)
 {
@@ -510,7 +577,7 @@ int tv_recorder_start(struct tv_recorder *rec)
 	pthread_mutex_lock(&rec->lock);	/* guest threads add vCPUs */
 	tv_vcpu_map_scan(&rec->vcpus, "/proc");
 	pthread_mutex_unlock(&rec->lock);
-	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++)
+	for (int cpu = 0; cpu < rec->nr_cpus && !ret && !rec->flight; cpu++)
 		ret = tv_capture_start(&rec->caps[cpu]);
 	clock_gettime(CLOCK_REALTIME, &rec->start_wall);
 	clock_gettime(CLOCK_MONOTONIC_RAW, &rec->start_raw);
@@ -544,10 +611,16 @@ static void recorder_read_cpu_stats(struct tv_recorder *rec, int cpu)
 
 	snprintf(file, sizeof(file), "per_cpu/cpu%d/stats", cpu);
 	s = tracefs_instance_file_read(rec->instance, file, NULL);
-	st->bytes = rec->caps[cpu].bytes;
+	if (!rec->flight)
+		st->bytes = rec->caps[cpu].bytes;
 	if (!s)
 		return;
 	tv_capture_parse_stats(s, &st->events, &st->lost);
+	if (rec->flight) {
+		/* overwritten is what a ring of SIZE is for: not lost */
+		rec->overwritten[cpu] = tv_capture_parse_overrun(s);
+		st->lost -= rec->overwritten[cpu] < st->lost ? rec->overwritten[cpu] : st->lost;
+	}
 	free(s);
 }
 
@@ -557,6 +630,16 @@ static void recorder_read_cpu_stats(struct tv_recorder *rec, int cpu)
  * clock; at the end: everything, with the counts.
  */
 static int recorder_write_meta(struct tv_recorder *rec, bool final)
+{
+	return recorder_meta_write(rec, rec->domain_dir, final, NULL);
+}
+
+/*
+ * host/meta into @dir: the session's (@shot NULL) or a flight recorder's
+ * snapshot (@shot: what it froze, its counts; status complete).
+ */
+static int recorder_meta_write(struct tv_recorder *rec, const char *dir, bool final,
+			       const struct tv_flight_shot *shot)
 {
 	struct tv_meta *m = tv_meta_new();
 	struct utsname uts;
@@ -582,8 +665,12 @@ static int recorder_write_meta(struct tv_recorder *rec, bool final)
 	tv_meta_set(m, "long_size", "%zu", sizeof(long));
 	tv_meta_set(m, "endian", "little");
 	tv_meta_set(m, "subbuf_size", "%zu", rec->subbuf_size);
-	tv_meta_set(m, "buffer_kb", "%u",
-		    rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB);
+	tv_meta_set(m, "buffer_kb", "%u", rec->flight ? rec->flight_kb
+		    : rec->opts.buffer_kb ? rec->opts.buffer_kb : TV_RECORD_DEFAULT_BUFFER_KB);
+	if (rec->flight) {
+		tv_meta_set(m, "flight_bytes", "%llu", (unsigned long long)rec->opts.flight_bytes);
+		tv_meta_set(m, "flight_freeze", "%s", tv_recorder_flight_method(rec));
+	}
 	if (rec->opts.filter)
 		tv_meta_set(m, "filter", "%s", rec->opts.filter);
 	if (secs > 0.1 && rec->stop_tsc > rec->start_tsc) {
@@ -593,7 +680,9 @@ static int recorder_write_meta(struct tv_recorder *rec, bool final)
 	}
 	tv_meta_set(m, "start_realtime_ns", "%lld",
 		    (long long)rec->start_wall.tv_sec * 1000000000LL + rec->start_wall.tv_nsec);
-	tv_meta_set(m, "status", final ? "complete" : "recording");
+	tv_meta_set(m, "status", final || shot ? "complete" : "recording");
+	if (shot)
+		recorder_meta_shot(rec, m, shot);
 	if (final)
 		tv_meta_set(m, "duration_ns", "%.0f", secs * 1e9);
 	for (int cpu = 0; cpu < rec->nr_cpus && final; cpu++) {
@@ -606,6 +695,10 @@ static int recorder_write_meta(struct tv_recorder *rec, bool final)
 		tv_meta_set(m, key, "%llu", (unsigned long long)st->events);
 		snprintf(key, sizeof(key), "cpu%d.lost", cpu);
 		tv_meta_set(m, key, "%llu", (unsigned long long)st->lost);
+		if (rec->flight) {
+			snprintf(key, sizeof(key), "cpu%d.overwritten", cpu);
+			tv_meta_set(m, key, "%llu", (unsigned long long)rec->overwritten[cpu]);
+		}
 		lost += st->lost;
 		events += st->events;
 		bytes += st->bytes;
@@ -624,7 +717,7 @@ static int recorder_write_meta(struct tv_recorder *rec, bool final)
 		tv_meta_set(m, "events", "%s", sb.data ? sb.data : "");
 		tv_strbuf_free(&sb);
 	}
-	snprintf(path, sizeof(path), "%s/meta", rec->domain_dir);
+	snprintf(path, sizeof(path), "%s/meta", dir);
 	ret = tv_meta_write(m, path);
 	tv_meta_free(m);
 	return ret;
@@ -650,7 +743,7 @@ int tv_recorder_flush(struct tv_recorder *rec, int timeout_ms)
 
 	if (!want)
 		return -ENOMEM;
-	if (!rec->started || rec->stopped)
+	if (!rec->started || rec->stopped || rec->flight)
 		ret = -EINVAL;
 	for (int cpu = 0; cpu < rec->nr_cpus && !ret; cpu++) {
 		want[cpu] = tv_capture_flushed(&rec->caps[cpu]) + 1;
@@ -680,15 +773,20 @@ int tv_recorder_checkpoint(struct tv_recorder *rec)
 /* The vCPU map as scanned last, and (@tasks) the task maps as they are now. */
 static int recorder_write_maps(struct tv_recorder *rec, bool tasks)
 {
+	return recorder_maps_write(rec, rec->domain_dir, tasks);
+}
+
+static int recorder_maps_write(struct tv_recorder *rec, const char *dir, bool tasks)
+{
 	char path[PATH_MAX + 32];
 	int ret;
 
 	recorder_apply_labels(rec);
-	snprintf(path, sizeof(path), "%s/vcpus", rec->domain_dir);
+	snprintf(path, sizeof(path), "%s/vcpus", dir);
 	pthread_mutex_lock(&rec->lock);
 	ret = tv_vcpu_map_write(&rec->vcpus, path);
 	pthread_mutex_unlock(&rec->lock);
-	return ret || !tasks ? ret : tv_session_write_task_maps(rec->domain_dir, rec->tracing_dir);
+	return ret || !tasks ? ret : tv_session_write_task_maps(dir, rec->tracing_dir);
 }
 
 int tv_recorder_stop(struct tv_recorder *rec)
@@ -706,11 +804,22 @@ int tv_recorder_stop(struct tv_recorder *rec)
 	/* The eventfd stays readable: every capture thread sees it. */
 	if (write(rec->stop_fd, &one, sizeof(one)) != sizeof(one))
 		ret = -errno;
-	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+	for (int cpu = 0; cpu < rec->nr_cpus && !rec->flight; cpu++) {
 		err = tv_capture_join(&rec->caps[cpu]);
 		if (err && !ret)
 			ret = err;
 		recorder_read_cpu_stats(rec, cpu);
+	}
+	/* a flight recorder's last buffers: the session itself (Ctrl-C) */
+	if (rec->flight) {
+		uint64_t *bytes = calloc((size_t)rec->nr_cpus, sizeof(*bytes));
+
+		ret = bytes ? recorder_drain(rec, rec->domain_dir, "trace_pipe_raw", bytes) : -ENOMEM;
+		for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+			rec->stats[cpu].bytes = bytes ? bytes[cpu] : 0;
+			recorder_read_cpu_stats(rec, cpu);
+		}
+		free(bytes);
 	}
 	err = tv_recorder_checkpoint(rec);
 	if (!err)
@@ -736,6 +845,9 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	if (rec->marker_fd >= 0)
 		close(rec->marker_fd);
 	rec->marker_fd = -1;
+	if (rec->snap_fd >= 0)
+		close(rec->snap_fd);
+	rec->snap_fd = -1;
 	if (rec->instance) {
 		tracefs_trace_off(rec->instance);
 		if (tracefs_instance_destroy(rec->instance))
@@ -760,6 +872,7 @@ void tv_recorder_destroy(struct tv_recorder *rec)
 	tv_vcpu_map_free(&rec->vcpus);
 	free(rec->caps);
 	free(rec->stats);
+	free(rec->overwritten);
 	if (rec->own_session)
 		tv_session_writer_free(rec->session);
 	free(rec);
@@ -789,7 +902,7 @@ uint64_t tv_recorder_bytes(const struct tv_recorder *rec)
 {
 	uint64_t total = 0;
 
-	for (int cpu = 0; cpu < rec->nr_cpus; cpu++)
+	for (int cpu = 0; cpu < rec->nr_cpus && !rec->flight; cpu++)
 		total += __atomic_load_n(&rec->caps[cpu].bytes, __ATOMIC_RELAXED);
 	return total;
 }
@@ -850,4 +963,153 @@ struct tv_session_writer *tv_recorder_session(const struct tv_recorder *rec)
 bool tv_recorder_finished(const struct tv_recorder *rec)
 {
 	return rec->finished;
+}
+
+const char *tv_recorder_flight_method(const struct tv_recorder *rec)
+{
+	return rec->flight_swap ? "snapshot-buffer" : "stop-read-restart";
+}
+
+unsigned int tv_recorder_flight_kb(const struct tv_recorder *rec)
+{
+	return rec->flight ? rec->flight_kb : 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Every CPU's ring (per_cpu/cpuN/@file: trace_pipe_raw, or snapshot_raw
+ * for the frozen copy) into @dir/cpuN.raw, bytes per CPU into @bytes.
+ * Every CPU is tried (a full disk on one leaves the others' files); the
+ * first error is returned.
+ */
+static int recorder_drain(struct tv_recorder *rec, const char *dir, const char *file,
+			  uint64_t *bytes)
+{
+	char *inst_dir = tracefs_instance_get_dir(rec->instance);
+	size_t max_pages = (size_t)rec->flight_kb * 1024 / rec->subbuf_size + 16;
+	char raw[PATH_MAX], out[PATH_MAX];
+	int ret = 0, err;
+
+	if (!inst_dir)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+		snprintf(raw, sizeof(raw), "%s/per_cpu/cpu%d/%s", inst_dir, cpu, file);
+		snprintf(out, sizeof(out), "%s/cpu%d.raw", dir, cpu);
+		err = tv_capture_salvage(raw, out, rec->subbuf_size, max_pages, &bytes[cpu]);
+		if (err && !ret)
+			ret = err;
+	}
+	free(inst_dir);
+	return ret;
+}
+
+/* A snapshot's own keys in its host/meta: how it froze, what it holds. */
+static void recorder_meta_shot(struct tv_recorder *rec, struct tv_meta *m,
+			       const struct tv_flight_shot *shot)
+{
+	uint64_t bytes = 0;
+
+	tv_meta_set(m, "flight_gap_ns", "%llu", (unsigned long long)shot->gap_ns);
+	tv_meta_set(m, "flight_freeze_ns", "%llu", (unsigned long long)shot->freeze_cost_ns);
+	tv_meta_set(m, "flight_frozen_mono_ns", "%llu", (unsigned long long)shot->frozen_ns);
+	for (int cpu = 0; cpu < rec->nr_cpus; cpu++) {
+		char key[48];
+
+		snprintf(key, sizeof(key), "cpu%d.bytes", cpu);
+		tv_meta_set(m, key, "%llu", (unsigned long long)shot->cpu_bytes[cpu]);
+		snprintf(key, sizeof(key), "cpu%d.lost", cpu);
+		tv_meta_set(m, key, "0");	/* a tail of the ring, gap-free */
+		bytes += shot->cpu_bytes[cpu];
+	}
+	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)bytes);
+	tv_meta_set(m, "lost_total", "0");
+}
+
+/* The freeze: one swap, or tracing off.  Return: 0 or -errno (logged). */
+static int recorder_freeze(struct tv_recorder *rec)
+{
+	const char *name = tracefs_instance_get_name(rec->instance);
+
+	if (rec->flight_swap && pwrite(rec->snap_fd, "1", 1, 0) != 1) {
+		tv_err("Cannot freeze the host's ring buffer: path=\"%s/instances/%s/snapshot\", errno=%d (%s)",
+		       rec->tracing_dir, name, errno, strerror(errno));
+		return errno ? -errno : -EIO;
+	}
+	if (!rec->flight_swap && tracefs_trace_off(rec->instance) < 0) {
+		tv_err("Cannot stop tracing to read the host's ring buffer: instance=\"%s\", errno=%d (%s)",
+		       name, errno, strerror(errno));
+		return errno ? -errno : -EIO;
+	}
+	return 0;
+}
+
+int tv_recorder_flight_freeze(struct tv_recorder *rec, struct tv_flight_shot *shot)
+{
+	int ret;
+
+	memset(shot, 0, sizeof(*shot));
+	if (!rec->flight || !rec->started || rec->stopped)
+		return -EINVAL;
+	shot->cpu_bytes = calloc((size_t)rec->nr_cpus, sizeof(*shot->cpu_bytes));
+	if (!shot->cpu_bytes)
+		return -ENOMEM;
+	shot->start_ns = mono_ns();
+	ret = recorder_freeze(rec);
+	if (ret)
+		return ret;
+	shot->frozen_ns = mono_ns();
+	shot->freeze_cost_ns = shot->frozen_ns - shot->start_ns;
+	shot->frozen = true;
+	return 0;
+}
+
+/* Tracing back on after a stop-read-restart freeze, the gap measured. */
+static int recorder_thaw(struct tv_recorder *rec, struct tv_flight_shot *shot)
+{
+	int err = 0;
+
+	if (!shot->frozen || rec->flight_swap)
+		return 0;
+	shot->frozen = false;
+	if (tracefs_trace_on(rec->instance) < 0) {
+		err = errno ? -errno : -EIO;
+		tv_err("Cannot restart tracing after a snapshot: instance=\"%s\", errno=%d (%s)",
+		       tracefs_instance_get_name(rec->instance), -err, strerror(-err));
+	}
+	shot->gap_ns = mono_ns() - shot->start_ns;
+	return err;
+}
+
+int tv_recorder_flight_write(struct tv_recorder *rec, const char *dir, struct tv_flight_shot *shot)
+{
+	int ret, err;
+
+	if (!shot->frozen)
+		return -EINVAL;
+	ret = tv_session_write_formats(dir, rec->tracing_dir, &rec->events);
+	/* read even when the formats failed: the ring must be emptied to go on */
+	err = recorder_drain(rec, dir, rec->flight_swap ? "snapshot_raw" : "trace_pipe_raw",
+			     shot->cpu_bytes);
+	ret = ret ? ret : err;
+	err = recorder_thaw(rec, shot);
+	ret = ret ? ret : err;
+	if (!ret)
+		ret = recorder_maps_write(rec, dir, true);
+	if (!ret)
+		ret = recorder_meta_write(rec, dir, false, shot);
+	return ret;
+}
+
+void tv_flight_shot_free(struct tv_recorder *rec, struct tv_flight_shot *shot)
+{
+	recorder_thaw(rec, shot);	/* frozen but never written: recording goes on */
+	free(shot->cpu_bytes);
+	shot->cpu_bytes = NULL;
 }

@@ -8,7 +8,9 @@
 #ifndef TV_KVM_KVM_RECORDER_H
 #define TV_KVM_KVM_RECORDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tracevisor/tracevisor.h"
@@ -143,5 +145,44 @@ int tv_recorder_set_vm_name(struct tv_recorder *rec, pid_t vm_pid, const char *n
  * Return: 0 or -ENOMEM.
  */
 int tv_recorder_add_vcpu(struct tv_recorder *rec, pid_t tid, pid_t vm_pid, int vcpu);
+
+/* What a flight recorder's snapshot froze (tv_recorder_flight_freeze()). */
+struct tv_flight_shot {
+	uint64_t start_ns;		/* CLOCK_MONOTONIC when the freeze began */
+	uint64_t frozen_ns;		/* CLOCK_MONOTONIC once frozen */
+	uint64_t freeze_cost_ns;	/* the freeze itself (a swap, or tracing off) */
+	uint64_t gap_ns;		/* tracing off while read (no snapshot buffer), else 0 */
+	uint64_t *cpu_bytes;		/* per CPU written */
+	bool frozen;			/* tracing off until written (stop-read-restart) */
+};
+
+/**
+ * tv_recorder_flight_freeze - freeze a flight recorder's ring, at once
+ * @rec: a started recorder with opts.flight_bytes
+ * @shot: filled (the caller frees it with tv_flight_shot_free(), whatever the return)
+ *
+ * A swap with the instance's snapshot buffer (recording goes on in the
+ * other), or tracing off where there is none (until written).  First, before
+ * any directory is made: the trigger-to-freeze time is this call's.
+ * Return: 0, -EINVAL (not a started flight recorder), -errno (logged).
+ */
+int tv_recorder_flight_freeze(struct tv_recorder *rec, struct tv_flight_shot *shot);
+/**
+ * tv_recorder_flight_write - the frozen ring into @dir (a snapshot's host/)
+ * @rec: the recorder
+ * @dir: made by the caller
+ * @shot: as tv_recorder_flight_freeze() filled it
+ *
+ * Writes formats, cpuN.raw, vcpus, task maps and meta (status complete,
+ * flight_gap_ns), and turns tracing back on when the freeze stopped it,
+ * even when a write failed.  Return: 0 or -errno (logged).
+ */
+int tv_recorder_flight_write(struct tv_recorder *rec, const char *dir, struct tv_flight_shot *shot);
+/* Frees @shot; tracing back on if it was frozen and never written. */
+void tv_flight_shot_free(struct tv_recorder *rec, struct tv_flight_shot *shot);
+/* "snapshot-buffer" or "stop-read-restart": how this kernel lets a snapshot freeze. */
+const char *tv_recorder_flight_method(const struct tv_recorder *rec);
+/* The ring per CPU in KB of a flight recorder, 0 for a streaming one. */
+unsigned int tv_recorder_flight_kb(const struct tv_recorder *rec);
 
 #endif

@@ -735,3 +735,8 @@ unsigned int tv_top_bpf_nr_programs(const struct tv_top_bpf *b)
 {
 	return (b->links[0] != NULL) + (b->links[1] != NULL) + (unsigned int)b->nr_flinks;
 }
+
+int tv_top_bpf_exit_fields(struct top_cfg *cfg)
+{
+	return exit_fields(cfg, false);
+}

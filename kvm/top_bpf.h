@@ -48,4 +48,12 @@ void tv_top_bucket_range(unsigned int i, uint64_t *lo, uint64_t *hi);
 /* Nearest-rank percentile @pct of histogram @h of @n values: its bucket's middle. */
 uint64_t tv_top_hist_percentile(const uint64_t *h, uint64_t n, unsigned int pct);
 
+/*
+ * kvm_exit's field offsets on this kernel into @cfg (off_reason, off_isa,
+ * off_vcpu, isa_default), for another exit program (kvm/flight_bpf.c).
+ * Return: 0 or -ENOENT (logged: no kvm:kvm_exit, or not the fields).
+ */
+struct top_cfg;
+int tv_top_bpf_exit_fields(struct top_cfg *cfg);
+
 #endif

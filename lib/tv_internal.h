@@ -303,6 +303,9 @@ int tv_reader_open_moved(const char *dir, const struct tv_sync_result *line, int
  * Return: 0 or -errno (logged).
  */
 int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference);
+/* The same with @extra, "key=value\n" lines (or NULL), after the standard keys. */
+int tv_session_write_meta_extra(const char *session_dir, const char *domains, const char *reference,
+				const char *extra);
 
 /**
  * tv_vcpu_map_add - add (or update) thread @tid as vCPU @vcpu of @vm_pid

@@ -49,7 +49,13 @@ enum {
 	OPT_FLIGHT,
 	OPT_UST_MODE,
 	OPT_UST_BUFFER,
+	OPT_TRIGGER,
+	OPT_POST,
+	OPT_HOLDOFF,
+	OPT_MAX_SNAPSHOTS,
 };
+
+#define MAX_TRIGGERS 16
 
 struct record_cli {
 	struct tv_session_record_opts so;	/* host opts in so.host */
@@ -79,6 +85,8 @@ struct record_cli {
 	char flight_file[4200];		/* DIR/flight-recorder: pid and snapshots, for `tracevisor snapshot` */
 	char flight_link[64];		/* /run/tracevisor/flight-PID -> DIR */
 	unsigned int snapshots, snapshot_errors;
+	uint64_t flight_bytes;		/* --flight-recorder SIZE, 0: none */
+	const char *triggers[MAX_TRIGGERS];
 };
 
 static void record_usage(FILE *out)
@@ -90,7 +98,9 @@ static void record_usage(FILE *out)
 		"                         [--guest-buffer KB] [--guest-limit MB] [--sync-interval SECONDS]\n"
 		"                         [--ust [PATTERN]...] [--ust-socket PATH]\n"
 		"                         [--ust-mode MODE] [--ust-buffer SIZE[xN]]\n"
-		"                         [--flight-recorder SIZE] [-- COMMAND [ARGS]]\n\n"
+		"                         [--flight-recorder SIZE [--trigger RULE]... [--post DURATION]\n"
+		"                          [--trigger-holdoff DURATION] [--max-snapshots N]]\n"
+		"                         [-- COMMAND [ARGS]]\n\n"
 		"Records host kernel events (default: every kvm event) into the session\n"
 		"directory DIR, until COMMAND exits, SECONDS pass, or Ctrl-C; with --guest,\n"
 		"also each guest's kernel events through its tracevisor-agent, into DIR/guest-NAME.\n\n"
@@ -135,11 +145,23 @@ static void record_usage(FILE *out)
 		"                          default 8) of SIZE bytes (a power of two, 4K..1M; K, M\n"
 		"                          suffixes; default 64K) per CPU of each traced process.\n"
 		"                          A process's own TRACEVISOR_UST_MODE, _SUBBUF_SIZE and\n"
-		"                          _NR_SUBBUFS override both; the summary says each one's\n"
-		"      --flight-recorder SIZE  with --ust: keep only the last SIZE bytes (K, M, G\n"
-		"                          suffixes) of each traced process, in memory; SIGUSR1 or\n"
-		"                          `tracevisor snapshot DIR` writes them to DIR/snapshot-N/\n"
-		"                          while the recording goes on, and the end into DIR\n"
+		"                          _NR_SUBBUFS override both; the summary says each process's policy\n"
+		"      --flight-recorder SIZE  keep only the last SIZE bytes (K, M, G suffixes), in\n"
+		"                          memory, of the host kernel's events (SIZE split over\n"
+		"                          the CPUs, shown at the start) and, with --ust, of each\n"
+		"                          traced process; SIGUSR1 or `tracevisor snapshot DIR`\n"
+		"                          writes them to DIR/snapshot-N/ while the recording\n"
+		"                          goes on, and the end into DIR\n"
+		"      --trigger RULE      (repeatable) a snapshot when RULE fires:\n"
+		"                            event=SYSTEM:EVENT[,filter=FILTER]  a host event\n"
+		"                            exit-latency>DURATION[,vm=NAME][,reason=REASON]  a VM\n"
+		"                            exit open longer than DURATION (seen in the kernel, by\n"
+		"                            BPF, while open; hlt exits only with reason=hlt)\n"
+		"      --post DURATION     keep recording this long after the trigger (an exit's:\n"
+		"                          after its end) before the snapshot (default: 100ms)\n"
+		"      --trigger-holdoff DURATION  no trigger counts this long after a snapshot\n"
+		"                          (default: 10s)\n"
+		"      --max-snapshots N   at most N triggered snapshots (default: 10)\n"
 		"  -h, --help              this help\n\n"
 		"Guests (doc/agent-protocol.md):\n"
 		"  -g, --guest SPEC        record this guest too (repeatable, at most %d). SPEC is\n"
@@ -311,6 +333,10 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
 		{ "ust-mode", required_argument, NULL, OPT_UST_MODE },
 		{ "ust-buffer", required_argument, NULL, OPT_UST_BUFFER },
+		{ "trigger", required_argument, NULL, OPT_TRIGGER },
+		{ "post", required_argument, NULL, OPT_POST },
+		{ "trigger-holdoff", required_argument, NULL, OPT_HOLDOFF },
+		{ "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
 		{ "xen", no_argument, NULL, 'X' },
 		{ "xen-events", required_argument, NULL, 'E' },
 		{ "xen-cpus", required_argument, NULL, 'P' },
@@ -425,12 +451,36 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 					return -1;
 			break;
 		case OPT_FLIGHT:
-			if (parse_size(optarg, &cli->so.ust_flight_bytes)) {
+			if (parse_size(optarg, &cli->flight_bytes)) {
 				tv_cli_error("record", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
 					     optarg);
 				return -1;
 			}
 			break;
+		case OPT_TRIGGER:
+			if (cli->so.nr_triggers == MAX_TRIGGERS) {
+				tv_cli_error("record", "too many --trigger options (at most %d)", MAX_TRIGGERS);
+				return -1;
+			}
+			cli->triggers[cli->so.nr_triggers++] = optarg;
+			cli->so.triggers = cli->triggers;
+			break;
+		case OPT_POST:
+			cli->so.trigger_post = optarg;
+			break;
+		case OPT_HOLDOFF:
+			cli->so.trigger_holdoff = optarg;
+			break;
+		case OPT_MAX_SNAPSHOTS: {
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || n < 1 || n > 100000) {
+				tv_cli_error("record", "invalid --max-snapshots: '%s' (1..100000)", optarg);
+				return -1;
+			}
+			cli->so.max_snapshots = (unsigned int)n;
+			break;
+		}
 		case OPT_UST_SOCKET:
 			cli->so.ust_socket = optarg;
 			break;
@@ -487,10 +537,22 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		tv_cli_error("record", "--xen-events, --xen-cpus and --xen-pages need --xen");
 		return -1;
 	}
-	if (cli->so.ust_flight_bytes && !cli->so.ust) {
-		tv_cli_error("record", "--flight-recorder needs --ust (the traced processes it keeps)");
+	if (!cli->flight_bytes && (cli->so.nr_triggers || cli->so.trigger_post || cli->so.trigger_holdoff ||
+				  cli->so.max_snapshots)) {
+		tv_cli_error("record", "--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE");
 		return -1;
 	}
+	if (cli->flight_bytes && cli->so.host.buffer_kb) {
+		tv_cli_error("record", "--flight-recorder SIZE sets the host's buffers (SIZE split over the CPUs): not with -b");
+		return -1;
+	}
+	if (cli->flight_bytes && cli->so.xen && !cli->so.host.nr_events) {
+		tv_cli_error("record", "--flight-recorder keeps the host kernel's events: with --xen, give -e EVENT (Xen's buffers are not kept in memory yet)");
+		return -1;
+	}
+	cli->so.host.flight_bytes = cli->flight_bytes;
+	if (cli->so.ust)
+		cli->so.ust_flight_bytes = cli->flight_bytes;
 	if (optind < argc)
 		cli->command = &argv[optind];
 	return 0;
@@ -573,7 +635,7 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	if (!m)
 		return -ENOMEM;
 	tv_meta_set(m, "pid", "%d", (int)getpid());
-	tv_meta_set(m, "size", "%llu", (unsigned long long)cli->so.ust_flight_bytes);
+	tv_meta_set(m, "size", "%llu", (unsigned long long)cli->flight_bytes);
 	tv_meta_set(m, "snapshots", "%u", cli->snapshots);
 	tv_meta_set(m, "errors", "%u", cli->snapshot_errors);
 	if (last)
@@ -585,11 +647,31 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	return ret;
 }
 
-static int flight_begin(struct record_cli *cli)
+/* The per-CPU sizes the library derived from SIZE, as DIR/host/meta has them. */
+static void flight_show(const struct record_cli *cli)
+{
+	char path[4200];
+	struct tv_meta *m;
+	long long kb, ncpus;
+
+	snprintf(path, sizeof(path), "%s/host/meta", cli->so.host.outdir);
+	if (tv_meta_read(path, &m))
+		return;
+	kb = tv_meta_get_ll(m, "buffer_kb", 0);
+	ncpus = tv_meta_get_ll(m, "ncpus", 0);
+	fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
+		(double)(kb * ncpus) / 1024.0, kb, ncpus,
+		tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
+	tv_meta_free(m);
+}
+
+static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 {
 	char abs[4096];
 	int ret;
 
+	if (rec && !cli->quiet)
+		flight_show(cli);
 	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
 	ret = flight_state(cli, NULL, NULL);
 	if (ret) {
@@ -622,7 +704,7 @@ static void flight_snapshot(struct record_cli *cli, struct tv_session_record *sr
 	char path[4200], error[64];
 	int ret;
 
-	if (!cli->so.ust_flight_bytes) {
+	if (!cli->flight_bytes) {
 		tv_cli_error("record", "SIGUSR1 ignored: not a flight recorder (no --flight-recorder)");
 		return;
 	}
@@ -637,6 +719,31 @@ static void flight_snapshot(struct record_cli *cli, struct tv_session_record *sr
 	flight_state(cli, path, NULL);
 	if (!cli->quiet)
 		fprintf(stderr, "tracevisor record: snapshot -> %s\n", path);
+}
+
+/* A trigger's snapshot or refusals: said, and counted in DIR/flight-recorder. */
+static void flight_note(struct record_cli *cli, enum tv_session_note note, const char *path, int err,
+			const char *detail)
+{
+	char error[64];
+
+	if (note == TV_SESSION_TRIGGER_REFUSED) {
+		fprintf(stderr, "tracevisor record: %d trigger%s not taken (%s)\n", err, err == 1 ? "" : "s",
+			detail);
+		return;
+	}
+	if (!path) {
+		cli->snapshot_errors++;
+		snprintf(error, sizeof(error), "errno=%d (%s)", -err, strerror(-err));
+		flight_state(cli, NULL, error);
+		fprintf(stderr, "tracevisor record: trigger '%s': snapshot not written: %s; still armed\n",
+			tv_cli_text(detail), error);
+		return;
+	}
+	cli->snapshots++;
+	flight_state(cli, path, NULL);
+	if (!cli->quiet)
+		fprintf(stderr, "tracevisor record: trigger '%s' -> %s\n", tv_cli_text(detail), path);
 }
 
 static int is_stop_signal(int signo)
@@ -726,14 +833,15 @@ static int wait_timeout_ms(const struct record_cli *cli, struct tv_session_recor
 static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec, pid_t child,
 			 int *status)
 {
-	struct pollfd pfd = { .fd = cli->sfd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = cli->sfd, .events = POLLIN },
+				 { .fd = tv_session_record_wait_fd(srec), .events = POLLIN } };
 	int progress = !cli->quiet && isatty(STDERR_FILENO);
 	double start = now_s();
 	int ret = 0, over;
 
 	while (!ret) {
 		struct signalfd_siginfo si;
-		int n = poll(&pfd, 1, wait_timeout_ms(cli, srec, &over)), got = 0;
+		int n = poll(pfd, pfd[1].fd >= 0 ? 2 : 1, wait_timeout_ms(cli, srec, &over)), got = 0;
 
 		if (over)
 			break;
@@ -746,7 +854,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 		tv_session_record_tick(srec);	/* probes, vCPU rescans */
 		if (progress)
 			show_progress(srec, now_s() - start);
-		while (n > 0 && (got = next_signal(cli, &si)) > 0) {
+		while (n > 0 && pfd[0].revents && (got = next_signal(cli, &si)) > 0) {
 			if (si.ssi_signo == SIGUSR1) {
 				flight_snapshot(cli, srec);
 			} else if (is_stop_signal((int)si.ssi_signo)) {
@@ -756,7 +864,7 @@ static int wait_for_stop(struct record_cli *cli, struct tv_session_record *srec,
 				break;
 			}
 		}
-		if (n > 0 && got < 0)
+		if (got < 0)
 			ret = got;
 		if (cli->why_signal || *status != -1)
 			break;
@@ -863,6 +971,10 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 {
 	struct record_cli *cli = ctx;
 
+	if (note == TV_SESSION_SNAPSHOT || note == TV_SESSION_TRIGGER_REFUSED) {
+		flight_note(cli, note, name, err, detail);
+		return;
+	}
 	if (note == TV_SESSION_GUEST_NOT_READY && err == -ECANCELED)
 		cli->guest_refused = 1;	/* bad input (a guest filter...): the rest is kept */
 	if (cli->quiet && !cli->guest_refused)
@@ -1125,8 +1237,8 @@ int cmd_record(int argc, char **argv)
 	if (cli.so.ust && cli.so.ust_socket)
 		setenv("TRACEVISOR_UST_SOCK", cli.so.ust_socket, 1);
 	ret = run_command(&cli, &saved, &child);
-	if (!ret && cli.so.ust_flight_bytes)
-		ret = flight_begin(&cli);
+	if (!ret && cli.flight_bytes)
+		ret = flight_begin(&cli, rec);
 	if (!ret && !cli.command && !cli.quiet && cli.duration <= 0 && !cli.why_signal)
 		fprintf(stderr, "tracevisor record: recording to %s; press Ctrl-C to stop\n",
 			cli.so.host.outdir);

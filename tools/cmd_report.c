@@ -231,7 +231,7 @@ static int print_text(const struct tv_event *ev, struct comm_cache *cc, struct t
 
 /* Built from fixed pieces: a format string per event costs more than the rest. */
 static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct tv_strbuf *sb,
-		      const struct tv_wall_clock *wall)
+		      const struct tv_wall_clock *wall, bool open)
 {
 	char date[TV_WALL_CLOCK_LEN];
 	int ret = lookup_json_names(cc, ev);
@@ -261,8 +261,92 @@ static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct t
 		ret = tv_strbuf_append(sb, ",\"lost_before\":%lld", ev->missed_before);
 	ret = ret ?: APPEND_LIT(sb, ",\"fields\":");
 	ret = ret ?: tv_event_fields_json(ev, sb);
+	if (open)	/* the trigger's mark closes it */
+		return ret;
 	ret = ret ?: APPEND_LIT(sb, "}\n");
 	return ret ?: flush_batch(sb, 0);
+}
+
+/*
+ * A triggered snapshot (session.meta's trigger keys, record --trigger):
+ * the event that fired, found in a first pass as the host event of the
+ * trigger's kind (its event, or the exit's kvm_exit on its thread) whose
+ * own time stamp is nearest trigger_time, within 1 ms (the trigger's time
+ * comes from its own instance or from BPF's clock: a few microseconds off).
+ */
+struct trigger_mark {
+	struct tv_meta *meta;		/* NULL: not a triggered snapshot */
+	const char *rule;
+	char system[64], name[128];
+	int cpu, tid;			/* -1: any */
+	uint64_t time;
+	uint64_t best_n, best_d;	/* the nearest so far: its ordinal (from 1), distance */
+};
+
+#define TRIGGER_WINDOW_NS 1000000ULL
+
+static int trigger_matches(const struct trigger_mark *t, const struct tv_event *ev)
+{
+	return strcmp(ev->domain_info->name, "host") == 0 && (t->cpu < 0 || ev->cpu == t->cpu) &&
+	       (t->tid < 0 || ev->pid == t->tid) && !strcmp(ev->format->system, t->system) &&
+	       !strcmp(ev->format->name, t->name);
+}
+
+/* The trigger keys of DIR's session.meta; 0 also when there are none (t->meta NULL). */
+static int trigger_find(const char *dir, struct trigger_mark *t)
+{
+	char path[4200];
+	const char *what;
+	struct tv_reader *rd;
+	struct tv_event ev;
+	uint64_t n = 0;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(path, sizeof(path), "%s/session.meta", dir);
+	/* no session.meta: the reader's own words say what that means */
+	if (access(path, F_OK) || tv_meta_read(path, &t->meta) ||
+	    !(t->rule = tv_meta_get(t->meta, "trigger")))
+		return 0;
+	t->time = (uint64_t)tv_meta_get_ll(t->meta, "trigger_time", 0);
+	t->cpu = (int)tv_meta_get_ll(t->meta, "trigger_cpu", -1);
+	t->tid = (int)tv_meta_get_ll(t->meta, "trigger_tid", -1);
+	what = tv_meta_get(t->meta, "trigger_event");
+	if (!what)
+		what = t->tid >= 0 ? "kvm:kvm_exit" : "";
+	if (sscanf(what, "%63[^:]:%127s", t->system, t->name) != 2)
+		return 0;
+	ret = tv_reader_open(dir, &rd);
+	if (ret)
+		return ret;
+	t->best_d = TRIGGER_WINDOW_NS + 1;
+	while ((ret = tv_reader_next(rd, &ev)) > 0) {
+		uint64_t d = ev.ts_raw > t->time ? ev.ts_raw - t->time : t->time - ev.ts_raw;
+
+		n++;
+		if (d < t->best_d && trigger_matches(t, &ev)) {
+			t->best_d = d;
+			t->best_n = n;
+		}
+	}
+	tv_reader_close(rd);
+	return ret < 0 ? ret : 0;
+}
+
+/* After the triggering event's line: what fired. */
+static int trigger_put(const struct trigger_mark *t, struct tv_strbuf *sb, int json)
+{
+	const char *lat = tv_meta_get(t->meta, "trigger_latency_ns");
+
+	int ret;
+
+	if (json) {	/* inside the event's object, before its closing brace */
+		ret = tv_strbuf_append(sb, ",\"trigger\":");
+		ret = ret ?: tv_strbuf_append_json_string(sb, t->rule, strlen(t->rule));
+		return ret ?: tv_strbuf_append(sb, "}\n");
+	}
+	return tv_strbuf_append(sb, "  ^ trigger: %s%s%s%s\n", tv_cli_text(t->rule),
+				lat ? " (exit latency " : "", lat ? lat : "", lat ? " ns)" : "");
 }
 
 int cmd_report(int argc, char **argv)
@@ -279,6 +363,8 @@ int cmd_report(int argc, char **argv)
 	struct tv_reader *rd;
 	struct tv_event ev;
 	struct tv_wall_clock wall_clock, *wall = NULL;
+	struct trigger_mark trig;
+	uint64_t n = 0;
 	int json = 0, date = 0, c, ret, show_domain;
 
 	while ((c = getopt_long(argc, argv, "jdh", longopts, NULL)) != -1) {
@@ -307,18 +393,27 @@ int cmd_report(int argc, char **argv)
 			return tv_cli_status(ret);
 		wall = &wall_clock;
 	}
-	ret = tv_reader_open(argv[optind], &rd);
-	if (ret)
+	ret = trigger_find(argv[optind], &trig);
+	if (!ret)
+		ret = tv_reader_open(argv[optind], &rd);
+	if (ret) {
+		tv_meta_free(trig.meta);
 		return tv_cli_status(ret);
+	}
 	show_domain = tv_reader_nr_domains(rd) > 1;
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
+		bool marked = ++n == trig.best_n;
+
 		if (json)
-			ret = print_json(&ev, &cc, &sb, wall);
+			ret = print_json(&ev, &cc, &sb, wall, marked);
 		else
 			ret = print_text(&ev, &cc, &sb, show_domain, wall);
+		if (ret >= 0 && marked)
+			ret = trigger_put(&trig, &sb, json);
 		if (ret < 0)
 			break;
 	}
+	tv_meta_free(trig.meta);
 	/* What was read before an error is printed before the error counts. */
 	c = flush_batch(&sb, 1);
 	ret = ret < 0 ? ret : c;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tracevisor snapshot DIR|PID - ask a running `record --ust
+ * tracevisor snapshot DIR|PID - ask a running `record
  * --flight-recorder SIZE` for a snapshot and wait until it is written.
  *
  * The recorder keeps DIR/flight-recorder (its pid and its snapshot count)
@@ -26,9 +26,9 @@
 static void snapshot_usage(FILE *out)
 {
 	fputs("usage: tracevisor snapshot [-q] DIR|PID\n\n"
-	      "Write the last SIZE bytes a running `tracevisor record --ust --flight-recorder SIZE`\n"
-	      "keeps of each traced process into a new session directory DIR/snapshot-N/ (read\n"
-	      "by report, stat and export); the recording goes on.  DIR is the recording's\n"
+	      "Write what a running `tracevisor record --flight-recorder SIZE` keeps (the host\n"
+	      "kernel's last SIZE, and with --ust each traced process's) into a new session\n"
+	      "directory DIR/snapshot-N/ (read by report, stat, sync and export); the recording goes on.  DIR is the recording's\n"
 	      "session directory, PID its recorder's process id.  Prints the new directory.\n"
 	      "  -q, --quiet   print nothing, only the exit status\n"
 	      "  -h, --help    this help\n", out);
@@ -43,7 +43,7 @@ static int snapshot_state(const char *dir, struct tv_meta **m)
 	snprintf(path, sizeof(path), "%s/flight-recorder", dir);
 	ret = access(path, F_OK) ? -errno : tv_meta_read(path, m);
 	if (ret == -ENOENT)
-		tv_cli_error("snapshot", "No flight recorder runs for this session: path=\"%s\" (record --ust --flight-recorder SIZE writes it while it runs)",
+		tv_cli_error("snapshot", "No flight recorder runs for this session: path=\"%s\" (record --flight-recorder SIZE writes it while it runs)",
 			     path);
 	else if (ret)
 		tv_cli_error("snapshot", "Cannot read the flight recorder's state: path=\"%s\", errno=%d (%s)",
@@ -67,7 +67,7 @@ static int snapshot_dir_of(const char *arg, char *dir, size_t size)
 	snprintf(link, sizeof(link), "/run/tracevisor/flight-%ld", pid);
 	n = readlink(link, dir, size - 1);
 	if (n < 0) {
-		tv_cli_error("snapshot", "Not a flight recorder: pid=%ld (no %s: not a running `tracevisor record --ust --flight-recorder`)",
+		tv_cli_error("snapshot", "Not a flight recorder: pid=%ld (no %s: not a running `tracevisor record --flight-recorder`)",
 			     pid, link);
 		return -ESRCH;
 	}

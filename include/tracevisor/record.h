@@ -43,6 +43,14 @@ struct tv_record_opts {
 	unsigned int buffer_kb;		/* per CPU; 0: default */
 	const char *clock;		/* trace clock, NULL: "local" */
 	unsigned int wakeup_percent;	/* buffer_percent; 0: default 50 */
+	/*
+	 * > 0: a flight recorder (record --flight-recorder SIZE): the
+	 * instance keeps the last @flight_bytes in overwrite mode (split
+	 * evenly over the CPUs: @buffer_kb is not used), nothing is written
+	 * until a snapshot (tv_session_record_snapshot()) or the stop, which
+	 * writes the last buffers into the session itself.
+	 */
+	uint64_t flight_bytes;
 };
 
 struct tv_record_cpu_stats {
@@ -103,6 +111,14 @@ enum tv_session_note {
 	TV_SESSION_GUEST_NOT_READY,
 	/* A dom0/Xen sync probe failed: none will follow (@name NULL). */
 	TV_SESSION_XEN_PROBES_FAILED,
+	/* A trigger's snapshot (@detail: the rule): @name its directory, @err
+	 * 0; or @name NULL, @err -errno: it could not be written (logged;
+	 * the earlier snapshots stay, the recorder stays armed). */
+	TV_SESSION_SNAPSHOT,
+	/* Triggers that fired but were not taken (@err: how many; @detail:
+	 * why: "busy" a snapshot pending or being written, "holdoff",
+	 * "max-snapshots"). */
+	TV_SESSION_TRIGGER_REFUSED,
 };
 
 #define TV_SESSION_MAX_EVENTS 256
@@ -172,6 +188,21 @@ struct tv_session_record_opts {
 	 */
 	const char *ust_mode;
 	uint32_t ust_subbuf_size, ust_nr_subbufs;
+	/*
+	 * A flight recorder's triggers (host.flight_bytes > 0), each
+	 * "event=SYSTEM:EVENT[,filter=FILTER]" or
+	 * "exit-latency>DURATION[,vm=NAME][,reason=REASON]": a snapshot,
+	 * taken by tv_session_record_tick(), @trigger_post after the trigger
+	 * (an exit's: after the exit's end), with the trigger's keys in its
+	 * session.meta.  DURATIONs are "100ms", "1s", "500us"...; NULL: the
+	 * defaults, 100 ms after, 10 s of holdoff; @max_snapshots 0: 10.
+	 * Poll tv_session_record_wait_fd() with the caller's own waits.
+	 */
+	const char *const *triggers;
+	size_t nr_triggers;
+	const char *trigger_post;
+	const char *trigger_holdoff;
+	unsigned int max_snapshots;
 };
 
 struct tv_session_record;
@@ -201,6 +232,15 @@ void tv_session_record_tick(struct tv_session_record *s);
 
 int tv_session_record_tick_ms(const struct tv_session_record *s);
 
+/**
+ * tv_session_record_wait_fd - a descriptor to poll (POLLIN) beside the caller's own
+ * @s: the session
+ *
+ * Readable when a trigger fired: call tv_session_record_tick() then (it
+ * reads it).  Owned by @s.  Return: the fd, or -1 without triggers.
+ */
+int tv_session_record_wait_fd(const struct tv_session_record *s);
+
 /*
  * Stop in order: the guests (all at once: a dead one does not hold the
  * others; each ends within 7 s, or at once after an interruption through
@@ -224,16 +264,20 @@ struct tv_guest *tv_session_record_guest(const struct tv_session_record *s, size
 
 /**
  * tv_session_record_snapshot - a flight recorder's snapshot, while recording
- * @s: a session started with ust_flight_bytes
+ * @s: a session started with host.flight_bytes or ust_flight_bytes
  * @path: filled with the new snapshot's directory, DIR/snapshot-N (N from 1)
  * @size: bytes at @path
  *
- * Writes the last ust_flight_bytes of every traced process (a gap-free
- * tail of each: see host/ust_record.c) into a new session directory that
- * report, stat and export read like any other (session.meta written last);
- * the recording goes on.  Call from the thread that owns @s.
- * Return: 0, -EINVAL (not a flight recorder), -ENODATA (no traced process
- * registered yet: nothing written), -errno (logged).
+ * Freezes the host kernel's ring first (host.flight_bytes: the instance's
+ * snapshot buffer swapped in, or tracing stopped while it is read), then
+ * writes it into host/ and the last ust_flight_bytes of every traced
+ * process (a gap-free tail of each: see host/ust_record.c) into a new
+ * session directory that report, stat, sync and export read like any other
+ * (session.meta written last); the recording goes on.  A snapshot that
+ * cannot be written whole is removed (its number is used again).  Call
+ * from the thread that owns @s.
+ * Return: 0, -EINVAL (not a flight recorder), -ENODATA (processes only, and
+ * none registered yet: nothing written), -errno (logged).
  */
 int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t size);
 

@@ -247,6 +247,12 @@ out:
 
 int tv_session_write_meta(const char *session_dir, const char *domains, const char *reference)
 {
+	return tv_session_write_meta_extra(session_dir, domains, reference, NULL);
+}
+
+int tv_session_write_meta_extra(const char *session_dir, const char *domains, const char *reference,
+				const char *extra)
+{
 	struct tv_meta *m = tv_meta_new();
 	char path[4096], when[64];
 	time_t now = time(NULL);
@@ -262,6 +268,16 @@ int tv_session_write_meta(const char *session_dir, const char *domains, const ch
 	tv_meta_set(m, "created", "%s", when);
 	tv_meta_set(m, "domains", "%s", domains);
 	tv_meta_set(m, "reference_domain", "%s", reference);
+	for (const char *line = extra; line && *line; line += strcspn(line, "\n") + 1) {
+		size_t klen = strcspn(line, "=");
+		size_t len = strcspn(line, "\n");
+		char key[128];
+
+		if (klen >= len || klen >= sizeof(key))
+			continue;	/* tv_session_writer_set() let none in */
+		snprintf(key, sizeof(key), "%.*s", (int)klen, line);
+		tv_meta_set(m, key, "%.*s", (int)(len - klen - 1), line + klen + 1);
+	}
 	snprintf(path, sizeof(path), "%s/session.meta", session_dir);
 	ret = tv_meta_write(m, path);
 	tv_meta_free(m);

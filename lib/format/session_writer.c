@@ -25,6 +25,7 @@ struct tv_session_writer {
 	int made;			/* DIR created by this writer */
 	char made_for[64];		/* the subfolder whose request created DIR */
 	struct tv_strbuf domains;	/* "host,guest-a,..." */
+	struct tv_strbuf extra;		/* "key=value\n"...: more session.meta keys */
 	int committed;
 };
 
@@ -136,7 +137,8 @@ int tv_session_writer_commit(struct tv_session_writer *w, const char *reference)
 	pthread_mutex_lock(&w->lock);
 	list = w->domains.data ? w->domains.data : "";
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(list, ","), list);
-	ret = tv_session_write_meta(w->dir, list, reference ? reference : first);
+	ret = tv_session_write_meta_extra(w->dir, list, reference ? reference : first,
+					  w->extra.data);
 	w->committed |= !ret;
 	pthread_mutex_unlock(&w->lock);
 	return ret;
@@ -161,6 +163,19 @@ void tv_session_writer_free(struct tv_session_writer *w)
 		return;
 	pthread_mutex_destroy(&w->lock);
 	tv_strbuf_free(&w->domains);
+	tv_strbuf_free(&w->extra);
 	free(w->dir);
 	free(w);
+}
+
+int tv_session_writer_set(struct tv_session_writer *w, const char *key, const char *value)
+{
+	int ret;
+
+	if (!*key || strpbrk(key, "=\n") || strchr(value, '\n'))
+		return -EINVAL;
+	pthread_mutex_lock(&w->lock);
+	ret = tv_strbuf_append(&w->extra, "%s=%s\n", key, value);
+	pthread_mutex_unlock(&w->lock);
+	return ret < 0 ? -ENOMEM : 0;
 }

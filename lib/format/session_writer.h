@@ -73,6 +73,13 @@ int tv_session_writer_add_domain(struct tv_session_writer *w, const char *subdir
  */
 int tv_session_writer_commit(struct tv_session_writer *w, const char *reference);
 /*
+ * tv_session_writer_set - one more key of session.meta, written by the
+ * commit after the standard ones (a flight recorder's snapshot: its
+ * trigger).  @key and @value are copied; no '=' in @key, no newline in
+ * either.  Return: 0, -EINVAL or -ENOMEM.
+ */
+int tv_session_writer_set(struct tv_session_writer *w, const char *key, const char *value);
+/*
  * tv_session_writer_discard - a recorder failed to start: remove DIR (all
  * of it) when it was made for @subdir's recorder and nothing committed;
  * otherwise leave it.  Logs a warning when the removal fails.

@@ -135,9 +135,21 @@ int tv_cpu_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	return 0;
 }
 
+/*
+ * Kernels whose RB_MISSED_EVENTS is an int (1 << 31) sign-extend it into
+ * the 64-bit commit word: seen on the first page an overwriting ring (a
+ * flight recorder) gives after it wrapped.  Those high bits are that flag.
+ */
 static uint64_t page_commit(const struct tv_cpu_stream *st)
 {
-	return st->dom->long_size == 8 ? *(uint64_t *)(st->page + 8) : *(uint32_t *)(st->page + 8);
+	uint64_t commit;
+
+	if (st->dom->long_size != 8)
+		return *(uint32_t *)(st->page + 8);
+	commit = *(uint64_t *)(st->page + 8);
+	if ((commit >> 32) == 0xffffffffULL && (commit & COMMIT_MISSED_EVENTS))
+		commit &= 0xffffffffULL;
+	return commit;
 }
 
 /*

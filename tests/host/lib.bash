@@ -191,3 +191,40 @@ pty_relay() {
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
 }
+
+# syscall_worker: start a process of the test's own ($worker) that makes
+# known syscalls on request; ask WHAT N makes it do, and waits until done:
+# BULK N: N getppid; MARK N: N getpid; BOTH N: one getpid then N getppid;
+# ask QUIT 0 ends it.  Its requests go through the FIFO $TV_TMP/worker.cmd.
+syscall_worker() {
+	mkfifo "$TV_TMP/worker.cmd"
+	python3 - "$TV_TMP/worker.cmd" "$TV_TMP" <<'PY' &
+import os, sys
+k = 0
+while True:
+    with open(sys.argv[1]) as f:
+        for line in f:
+            what, n = line.split()
+            if what == "QUIT":
+                sys.exit(0)
+            if what == "MARK":
+                for _ in range(int(n)):
+                    os.getpid()
+            if what == "BOTH":
+                os.getpid()
+            if what in ("BULK", "BOTH"):
+                for _ in range(int(n)):
+                    os.getppid()
+            k += 1
+            open(os.path.join(sys.argv[2], "worker.done.%d" % k), "w").close()
+PY
+	worker=$!
+	worker_step=0
+}
+ask() {	# WHAT N
+	echo "$1 $2" > "$TV_TMP/worker.cmd"
+	[ "$1" = QUIT ] && { wait "$worker"; return; }
+	worker_step=$((worker_step + 1))
+	for _ in $(seq 300); do [ -e "$TV_TMP/worker.done.$worker_step" ] && return; sleep 0.1; done
+	fail "worker did not do $1 $2"
+}

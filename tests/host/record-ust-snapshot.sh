@@ -127,6 +127,6 @@ expect_fail_line "snapshot of no directory" "No flight recorder runs" "$TV" snap
 sleep 30 & other=$!
 expect_fail_line "snapshot of a PID that is not a recorder" "Not a flight recorder: pid=$other" "$TV" snapshot "$other"
 kill $other
-expect_fail_line "--flight-recorder without --ust" "needs --ust" "$TV" record -o "$TV_TMP/x" --flight-recorder 1M -- true
+expect_fail_line "--flight-recorder with -b" "not with -b" "$TV" record -o "$TV_TMP/x" -b 64 --flight-recorder 1M -- true
 expect_fail_line "--flight-recorder with a bad size" "invalid --flight-recorder size" "$TV" record -o "$TV_TMP/x" --ust --flight-recorder 12Q -- true
 echo "record --ust --flight-recorder with tracevisor snapshot: gap-free tails, bounded"

@@ -147,6 +147,7 @@ class Page:
 		self.need_stamp = False	# after a discarded event
 		self.flags = 0
 		self.missed = 0		# >0 stored count, -1 flag only
+		self.sign_extend = False	# RB_MISSED_EVENTS as an int, sign-extended into the word
 
 	def offset(self):
 		"""Offset in the sub-buffer of the next record."""
@@ -221,6 +222,8 @@ class Page:
 				c |= MISSED_STORED
 			else:
 				assert DATA_MAX - len(data) < LONG, "the kernel stores the count when it fits"
+			if self.sign_extend:
+				c |= 0xffffffff00000000
 		if self.events:
 			self.events[0].lost_before = self.missed
 		data += tail
@@ -683,8 +686,10 @@ def padding(fmts):
 def missed(fmts):
 	"""(f) Lost events: a page with RB_MISSED_EVENTS and the count stored
 	after the data; a full page (ends in padding) with the flag and no room
-	for the count; and a page with a stored count whose first record is an
-	absolute time stamp (an interrupted first write)."""
+	for the count, also with the flag sign-extended into the commit word's
+	high half (kernels whose RB_MISSED_EVENTS is an int); and a page with a
+	stored count whose first record is an absolute time stamp (an
+	interrupted first write)."""
 	s = Sample("missed", fmts)
 	s.cmdlines = {6000: "qemu", 6001: "CPU 0/KVM", 6002: "CPU 1/KVM"}
 	s.tgids = {6001: 6000, 6002: 6000}
@@ -705,6 +710,15 @@ def missed(fmts):
 	p = Page(fmts, t)
 	p.lost(-1)
 	p.add(pio(t, 6001, 5))
+	p.pad_to_end()
+	s.page(0, p)
+	# the same from a kernel whose RB_MISSED_EVENTS is an int: its commit word
+	# sign-extended (0xffffffff80000ff0), as an overwriting ring gives it
+	t += 100000
+	p = Page(fmts, t)
+	p.lost(-1)
+	p.sign_extend = True
+	p.add(pio(t, 6001, 50))
 	p.pad_to_end()
 	s.page(0, p)
 	t += 100000
