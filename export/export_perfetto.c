@@ -22,6 +22,7 @@
 #include "tv_internal.h"
 #include "exit_tracker.h"
 #include "xen_trace.h"
+#include "export_perfetto.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define UST_PID_BASE 2000000	/* synthetic pids for the traced processes (kind ust) */
@@ -431,7 +432,7 @@ static enum tv_kvm_isa xen_isa_of(struct tv_reader *rd)
 	return TV_KVM_ISA_UNKNOWN;
 }
 
-int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
+int tv_export_perfetto_json(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
 {
 	/* The output buffer is the call's own: exports may run in parallel. */
 	const size_t buf_size = 1 << 20;
