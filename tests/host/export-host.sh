@@ -76,7 +76,7 @@ out=$("$TV" report --date "$TV_ROOT/tests/samples/abs-ts" 2>&1 >/dev/null) && fa
 echo "$out" | grep -q "No wall-clock marker at the start of the session: path=" ||
 	fail "report --date without a marker: $out"
 
-"$TV" export --format perfetto -o "$T/p.json" "$S" || fail "export perfetto"
+"$TV" export --format perfetto-json -o "$T/p.json" "$S" || fail "export perfetto-json"
 python3 -m json.tool "$T/p.json" > /dev/null || fail "perfetto output is not JSON"
 python3 - "$T/p.json" "$n" "$3" <<'PY' || fail "perfetto tracks"
 import json, sys
