@@ -17,9 +17,9 @@
  *     the domain vCPU running there (runstate changes) as slices "dD vV";
  *   "ust-...": a track per traced thread.
  * Each domain's group starts with a "sync" instant (method, quality, bound,
- * pieces, causality checks of sync/transforms) and a ClockSnapshot pairing
+ * pieces, causality checks of sync/transforms) and ClockSnapshots pairing
  * the domain's own clock (a clock of the sequence, 65 + domain) with the
- * reference clock at its first event and at each clock piece; the reference
+ * reference clock at each clock piece (else at its first event); the reference
  * clock (the host's trace clock) is shown as Perfetto's BOOTTIME.
  *
  * Size: one packet sequence; event names, slice names and comms interned;
@@ -202,6 +202,10 @@ static void pf_map_free(struct pf_map *m)
 	free(m->vals);
 }
 
+/*
+ * Names are interned by their 64-bit FNV-1a hash alone (no copy kept):
+ * distinct names of one trace colliding is unlikely enough (~n^2 / 2^65).
+ */
 static uint64_t pf_hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -535,8 +539,8 @@ static const struct tv_sync_domain *pf_sync_of(const struct pf_proto *w, const c
 
 /*
  * Domain @d's sync result, once, at its first event @ev: an instant "sync"
- * on its group with the method and bound, and clock snapshots (the first
- * event's own pair, then one per clock piece).
+ * on its group with the method and bound, and clock snapshots (one per
+ * clock piece, or else the first event's own pair).
  */
 static void pf_sync_out(struct pf_proto *w, int d, const struct tv_event *ev)
 {
@@ -548,7 +552,9 @@ static void pf_sync_out(struct pf_proto *w, int d, const struct tv_event *ev)
 	if (w->dom[d].synced_out)
 		return;
 	w->dom[d].synced_out = true;
-	pf_clock_snapshot(w, d, (int64_t)ev->ts_raw, (int64_t)ev->ts);
+	/* a clock's snapshots in its own order: the pieces when it has some */
+	if (!s || !s->nr_pieces)
+		pf_clock_snapshot(w, d, (int64_t)ev->ts_raw, (int64_t)ev->ts);
 	for (size_t i = 0; s && i < s->nr_pieces; i++)
 		pf_clock_snapshot(w, d, s->pieces[i].from_dom,
 				  (int64_t)tv_sync_domain_apply(s, (uint64_t)s->pieces[i].from_dom));

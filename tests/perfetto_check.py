@@ -15,7 +15,8 @@ interned names, track descriptors) and checks:
     timestamps; per CPU track, report's count for that domain and CPU;
   - per VM and exit reason, the exit slices are stat's count (KVM, and the
     HVM exits of Xen domains' vCPUs);
-  - each domain's group carries one "sync" instant; every flow that ends
+  - each domain's group carries one "sync" instant and its clock (65 + domain)
+    monotonic ClockSnapshots with the reference; every flow that ends
     starts on a vCPU track and ends later on a guest CPU track;
   - slices are balanced per track (an END never without its BEGIN).
 Prints one summary line per domain; exits 1 naming each difference.
@@ -70,6 +71,7 @@ def main():
     packets = get_all(parse(open(sys.argv[1]).read()), 'packet')
     bad = []
     names, tracks = {}, {}
+    domain_clocks = collections.defaultdict(list)
     last, clock_ready = 0, False
     events = []     # (uuid, ts, type, name, flows, flow_ends)
     for p in packets:
@@ -77,9 +79,16 @@ def main():
             names[int(get(n, 'iid'))] = get(n, 'name')
         cs = get(p, 'clock_snapshot')
         if cs is not None:
+            pair = {}
             for c in get_all(cs, 'clocks'):
+                pair[int(get(c, 'clock_id'))] = int(get(c, 'timestamp'))
                 if get(c, 'clock_id') == '64':
                     last, clock_ready = int(get(c, 'timestamp')), get(c, 'is_incremental') == 'true'
+            for cid in pair:
+                if 65 <= cid <= 127:
+                    if 6 not in pair:
+                        bad.append("a snapshot of domain clock %d without the reference" % cid)
+                    domain_clocks[cid].append((pair[cid], pair.get(6, 0)))
         td = get(p, 'track_descriptor')
         if td is not None:
             proc, thr = get(td, 'process'), get(td, 'thread')
@@ -181,6 +190,13 @@ def main():
         # the host's vCPU threads' KVM events are on their vCPU tracks instead
         if d != 'host' and n != rep_cpu[(d, cpu)]:
             bad.append("%s CPU %d: %d events, report %d" % (d, cpu, n, rep_cpu[(d, cpu)]))
+    groups = set(domain_of(u) for u in tracks if not tracks[u][1]
+                 and not tracks[u][0].startswith(('VM ', 'Xen d')))
+    if len(domain_clocks) != len(groups):
+        bad.append("%d domain clocks in snapshots for %d domains" % (len(domain_clocks), len(groups)))
+    for cid, pairs in domain_clocks.items():
+        if pairs != sorted(pairs) or [r for _, r in pairs] != sorted(r for _, r in pairs):
+            bad.append("clock %d: snapshots not monotonic: %s" % (cid, pairs[:4]))
     want_slices = collections.Counter()
     for row in json.load(open(sys.argv[3])):
         if row.get('mode', 'exits') == 'exits' and 'vm' in row:
