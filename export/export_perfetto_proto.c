@@ -760,21 +760,6 @@ static void pf_xen_runstate(struct pf_proto *w, const struct tv_event *ev, uint3
 
 /* ------------------------------------------------------------ Xen vCPUs */
 
-/* What a Xen domid is: dom0 the host, a domU the guest domain whose meta names it. */
-static void pf_xen_dom_label(struct pf_proto *w, unsigned int domid, char *buf, size_t size)
-{
-	for (size_t d = 0; domid && d < w->nr_dom; d++) {
-		const struct tv_domain_info *di = tv_reader_domain(w->rd, d);
-		const char *id = tv_meta_get(di->meta, "xen_domid");
-
-		if (id && strtoul(id, NULL, 10) == domid) {
-			snprintf(buf, size, "Xen d%u: %s", domid, di->name);
-			return;
-		}
-	}
-	snprintf(buf, size, domid ? "Xen d%u" : "Xen d%u: host (dom0)", domid);
-}
-
 /* The exits track of vCPU @key (domid << 16 | vcpu), in its Xen domain's group. */
 static uint32_t pf_xen_vcpu_track(struct pf_proto *w, uint64_t key)
 {
@@ -788,7 +773,7 @@ static uint32_t pf_xen_vcpu_track(struct pf_proto *w, uint64_t key)
 	if (!g)
 		return 0;
 	if (!*g) {
-		pf_xen_dom_label(w, domid, name, sizeof(name));
+		tv_export_xen_dom_label(w->rd, domid, name, sizeof(name));
 		*g = pf_track_new(w, 0, PID_BASE / 2 + (int)domid, -1, name);
 	}
 	snprintf(name, sizeof(name), "vCPU %u exits", vcpu);
@@ -800,18 +785,13 @@ static uint32_t pf_xen_vcpu_track(struct pf_proto *w, uint64_t key)
 static void pf_xen_exit_close(struct pf_proto *w, uint64_t key, uint64_t ts)
 {
 	struct tv_exit_slot *x = tv_exit_tracker_find(&w->xen_exits, key);
-	const char *reason;
 	struct pf_te te = { .type = TE_BEGIN };
 	char name[64];
 	uint64_t dur;
 
 	if (!tv_exit_tracker_close(&w->xen_exits, x, ts, &dur))
 		return;
-	reason = tv_kvm_exit_reason_name(w->xen_isa, x->data[0]);
-	if (reason)
-		snprintf(name, sizeof(name), "exit %s", reason);
-	else
-		snprintf(name, sizeof(name), "exit 0x%llx", (unsigned long long)x->data[0]);
+	tv_export_xen_exit_name(w->xen_isa, x->data[0], name, sizeof(name));
 	te.name_iid = pf_intern(w, name);
 	te.track = pf_xen_vcpu_track(w, key);
 	pf_track_event(w, x->exit_ts, &te);
@@ -851,21 +831,6 @@ static void pf_xen_exits(struct pf_proto *w, const struct tv_event *ev)
 				     pf_xen_key(ev, "domid", "vcpuid")));
 		break;
 	}
-}
-
-/* The HVM ISA Xen recorded (its domain's meta hvm_isa), for exit names. */
-static enum tv_kvm_isa pf_xen_isa(struct tv_reader *rd)
-{
-	for (size_t d = 0; d < tv_reader_nr_domains(rd); d++) {
-		const struct tv_domain_info *di = tv_reader_domain(rd, d);
-		const char *kind = tv_meta_get(di->meta, "kind");
-		const char *isa = tv_meta_get(di->meta, "hvm_isa");
-
-		if (kind && !strcmp(kind, "xen-trace") && isa)
-			return !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
-			       : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
-	}
-	return TV_KVM_ISA_UNKNOWN;
 }
 
 static bool pf_is_vcpu_event(const struct tv_event *ev, enum ev_kind kind)
@@ -1049,7 +1014,7 @@ static int pf_export_proto(struct tv_reader *rd, const char *session_dir, const 
 		tv_err("Cannot create output file: path=\"%s\", errno=%d (%s)", out, -ret, strerror(-ret));
 		goto out;
 	}
-	w->xen_isa = pf_xen_isa(rd);
+	w->xen_isa = tv_export_xen_isa(rd);
 	pf_preamble(w);
 	while (!w->err && (ret = tv_reader_next(rd, &ev)) > 0) {
 		if (!ev.format)
