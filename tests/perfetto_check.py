@@ -19,7 +19,9 @@ interned names, track descriptors) and checks:
     monotonic ClockSnapshots with the reference; every flow that ends
     starts on a vCPU track and ends later on a guest CPU track;
   - slices are balanced per track (an END never without its BEGIN).
-Prints one summary line per domain; exits 1 naming each difference.
+Prints one summary line per domain, and per exit name and guest task the
+flows from exits to the guest task slice they end in ("flow: exit cpuid ->
+guest:l2 task tv-cpuid 123: 5000"); exits 1 naming each difference.
 """
 import collections
 import json
@@ -132,6 +134,7 @@ def main():
     slices, syncs, open_depth = collections.Counter(), collections.Counter(), collections.Counter()
     flow_start, flow_end = {}, {}
     task_or_run = set()
+    stack = collections.defaultdict(list)     # per track: the open slices' names
     for uuid, ts, typ, name, flows, ends in events:
         d = domain_of(uuid)
         tname = tracks[uuid][0]
@@ -144,6 +147,8 @@ def main():
                 slices[(m.group(1), 'vmexit:' + name[5:])] += 1
             continue
         if typ == 'TYPE_SLICE_END':
+            if stack[uuid]:
+                stack[uuid].pop()
             open_depth[uuid] -= 1
             if open_depth[uuid] < 0:
                 bad.append("track %r: a slice end without its begin" % tname)
@@ -152,6 +157,7 @@ def main():
                 got_ts[d].append(ts)
             continue
         if typ == 'TYPE_SLICE_BEGIN':
+            stack[uuid].append(name)
             open_depth[uuid] += 1
             if vcpu:
                 got_names[(d, 'kvm:kvm_exit')] += 1
@@ -161,7 +167,7 @@ def main():
             else:
                 task_or_run.add(name)
             for f in flows:
-                flow_start[f] = (ts, vcpu)
+                flow_start[f] = (ts, vcpu, name)
             continue
         if name in ('sync', 'sync: none') and uuid == group(uuid):
             syncs[d] += 1
@@ -172,8 +178,8 @@ def main():
             m = re.search(r' p?CPU (\d+)$', tname)
             if m:
                 got_cpu[(d, int(m.group(1)))] += 1
-        for f in ends:
-            flow_end[f] = (ts, d)
+        for f in ends:   # with the task slice the guest event is in: what the exit interrupted
+            flow_end[f] = (ts, d, stack[uuid][-1] if stack[uuid] else '?')
     for d in sorted(set(k[0] for k in rep_names) | set(k[0] for k in got_names)):
         want = {k[1]: n for k, n in rep_names.items() if k[0] == d}
         got = {k[1]: n for k, n in got_names.items() if k[0] == d}
@@ -205,11 +211,16 @@ def main():
             want_slices[(row['vm'], row['reason'])] += row['count']
     if slices != want_slices:
         bad.append("exit slices per VM and reason %s, stat %s" % (dict(slices), dict(want_slices)))
-    for f, (ts, d) in flow_end.items():
+    interrupted = collections.Counter()
+    for f, (ts, d, task) in flow_end.items():
         if f not in flow_start:
             bad.append("flow %s ends on %s but never starts" % (f, d))
         elif not flow_start[f][1] or flow_start[f][0] > ts or d == 'host':
             bad.append("flow %s: from %s to %s at %d" % (f, flow_start[f], d, ts))
+        else:
+            interrupted[(flow_start[f][2], d, task)] += 1
+    for (exit_name, d, task), n in sorted(interrupted.items()):
+        print("flow: %s -> %s task %s: %d" % (exit_name, d, task, n))
     print("exit slices: %d in %d (VM, reason) rows as stat; flows ended on the guest: %d; "
           "task/running slice names: %d" % (sum(slices.values()), len(slices), len(flow_end),
                                             len(task_or_run)))
