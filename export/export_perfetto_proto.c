@@ -229,7 +229,6 @@ struct pf_domain {
 	enum dom_kind kind;
 	uint32_t group;		/* uuid of the layer's process track, 0: not yet */
 	bool synced_out;	/* the sync instant and clock snapshot written */
-	int guest_of;		/* DK_GUEST: -1; for the host: unused */
 	uint32_t *cpu_track;	/* [MAX_CPUS] uuid per CPU, 0: not yet */
 	uint32_t *cpu_task;	/* [MAX_CPUS] open task slice per CPU (1) */
 	uint64_t *cpu_last;	/* [MAX_CPUS] last event's timestamp per CPU */
@@ -239,7 +238,6 @@ struct pf_domain {
 
 struct pf_proto {
 	FILE *f;
-	const char *out;
 	struct tv_reader *rd;
 	struct tv_export_stats *st;
 	uint8_t *buf;		/* output, flushed when full */
@@ -258,7 +256,6 @@ struct pf_proto {
 	struct pf_domain *dom;
 	size_t nr_dom;
 	int host;		/* domain index of the host, -1: none */
-	int xen;
 	struct tv_exit_tracker exits;	/* per vCPU tid: open exit, data: reason, isa */
 	struct tv_exit_tracker xen_exits;	/* per domid << 16 | vcpu: open HVM exit */
 	struct tv_sync_result sync;
@@ -994,7 +991,6 @@ static int pf_export_proto(struct tv_reader *rd, const char *session_dir, const 
 		return -ENOMEM;
 	w->rd = rd;
 	w->st = st;
-	w->out = out;
 	w->host = -1;
 	ret = tv_sync_read(session_dir, &w->sync);
 	if (ret && ret != -ENOENT)
