@@ -408,7 +408,12 @@ static uint32_t *pf_track_slot(struct pf_proto *w, int kind, int domain, uint32_
 	return v;
 }
 
-#define PID_BASE 1000000	/* synthetic pids of the layer groups (+ domain index) */
+/*
+ * Synthetic pids of the layer groups (+ domain index) and, from half of it,
+ * of the Xen domains (+ domid): above Linux's pid_max (2^22), so that no
+ * VMM's process (a VM group has its real pid) merges with one.
+ */
+#define PID_BASE 2000000000
 
 static void pf_sync_out(struct pf_proto *w, int d, const struct tv_event *ev);
 
