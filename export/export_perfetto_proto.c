@@ -9,10 +9,11 @@
  *     instant on it, the tasks of sched_switch as slices around them;
  *   "VM NAME (pid N)": a thread track per vCPU thread (the real host tid),
  *     each VM exit a slice named "exit REASON" (its kvm_exit is the slice's
- *     begin, its kvm_entry the end), the vCPU thread's other KVM events
- *     instants in it; a flow from the exit to the next event of guest CPU N
- *     (vCPU N) of the guest domain that VM runs: the guest activity the exit
- *     interrupted, resumed;
+ *     begin, its kvm_entry the end; one without its entry an instant "exit
+ *     REASON (no entry)"), the vCPU thread's other KVM events
+ *     instants in it; a flow from the exit to an instant "exit REASON" at
+ *     the same time on guest CPU N (vCPU N) of the guest domain that VM
+ *     runs: inside the task slice the exit interrupted;
  *   "xen pCPUs": a track per physical CPU, Xen's records instants on it and
  *     the domain vCPU running there (runstate changes) as slices "dD vV";
  *   "ust-...": a track per traced thread.
@@ -232,7 +233,6 @@ struct pf_domain {
 	uint32_t *cpu_track;	/* [MAX_CPUS] uuid per CPU, 0: not yet */
 	uint32_t *cpu_task;	/* [MAX_CPUS] open task slice per CPU (1) */
 	uint64_t *cpu_last;	/* [MAX_CPUS] last event's timestamp per CPU */
-	uint64_t *cpu_flow;	/* [MAX_CPUS] guest: flow awaiting its end, 0: none */
 	uint64_t *xen_running;	/* xen: [MAX_CPUS] (domid << 16 | vcpu) + 1 running */
 };
 
@@ -253,6 +253,7 @@ struct pf_proto {
 	struct pf_event_info *infos;
 	size_t nr_infos, cap_infos;
 	struct pf_map tracks;	/* (kind, domain, id) -> uuid */
+	struct pf_map vcpu_ids;	/* vCPU thread tid + 1 -> vCPU number + 1 */
 	struct pf_domain *dom;
 	size_t nr_dom;
 	int host;		/* domain index of the host, -1: none */
@@ -657,14 +658,30 @@ static int pf_guest_of(struct pf_proto *w, const struct tv_event *ev)
 	return n == 1 ? only : -1;
 }
 
+/* The interned name of open exit @x: "exit REASON" (as stat names it), + @suffix. */
+static uint32_t pf_exit_name(struct pf_proto *w, const struct tv_exit_slot *x, const char *suffix)
+{
+	char reason[48], name[80];
+
+	tv_kvm_exit_reason_label((enum tv_kvm_isa)x->data[1], x->data[0], reason, sizeof(reason));
+	snprintf(name, sizeof(name), "exit %s%s", reason, suffix);
+	return pf_intern(w, name);
+}
+
+/* An exit whose entry is lost (or came first): an instant "exit REASON (no entry)". */
+static void pf_exit_unpaired(struct pf_proto *w, const struct tv_exit_slot *x, uint32_t track)
+{
+	pf_instant(w, x->exit_ts, track, pf_exit_name(w, x, " (no entry)"));
+}
+
 /* A kvm_exit: held until its entry (the slice's begin is written then). */
-static void pf_kvm_exit(struct pf_proto *w, const struct tv_event *ev, const struct pf_event_info *info)
+static void pf_kvm_exit(struct pf_proto *w, const struct tv_event *ev)
 {
 	struct tv_exit_slot *x = tv_exit_tracker_find(&w->exits, (uint32_t)ev->pid);
 	uint32_t track = pf_vcpu_track(w, ev);
 
-	if (x && x->open)	/* its entry was lost: the exit stays an instant */
-		pf_instant(w, x->exit_ts, track, info->iid);
+	if (x && x->open)
+		pf_exit_unpaired(w, x, track);
 	x = tv_exit_tracker_exit(&w->exits, (uint32_t)ev->pid, ev->ts);
 	if (!x) {
 		w->err = -ENOMEM;
@@ -672,38 +689,57 @@ static void pf_kvm_exit(struct pf_proto *w, const struct tv_event *ev, const str
 	}
 	x->data[0] = pf_field(ev, "exit_reason");
 	x->data[1] = pf_field(ev, "isa");
-	x->label = (int)info->iid;
+}
+
+/* vCPU thread @ev's vCPU number: its events' vcpu_id (as stat learns it), else the vcpus file's. */
+static int pf_vcpu_of(struct pf_proto *w, const struct tv_event *ev)
+{
+	const struct tv_vcpu_thread *t = tv_vcpu_map_find(ev->domain_info->vcpus, ev->pid);
+	uint32_t *v = pf_map_get(&w->vcpu_ids, (uint64_t)(uint32_t)ev->pid + 1, true);
+	uint64_t id;
+
+	if (!v) {
+		w->err = -ENOMEM;
+		return -1;
+	}
+	if (!tv_event_field_u64(ev, "vcpu_id", &id) && id < MAX_CPUS)
+		*v = (uint32_t)id + 1;
+	if (*v)
+		return (int)*v - 1;
+	return t && t->vcpu >= 0 && t->vcpu < MAX_CPUS ? t->vcpu : -1;
 }
 
 /*
  * A kvm_entry closes its vCPU's open exit: a slice "exit REASON" from the
- * exit to here, and a flow from it to guest CPU N's next event.
+ * exit to here.  When the VM's guest is traced and its CPU N (vCPU N) has
+ * begun, a flow goes from the slice to an instant "exit REASON" on that
+ * guest CPU's track at the exit's time: inside the guest's task slice, the
+ * activity the exit interrupted (the guest runs no code until the entry).
  */
 static void pf_kvm_entry(struct pf_proto *w, const struct tv_event *ev, const struct pf_event_info *info)
 {
 	struct tv_exit_slot *x = tv_exit_tracker_find(&w->exits, (uint32_t)ev->pid);
-	const struct tv_vcpu_thread *t = tv_vcpu_map_find(ev->domain_info->vcpus, ev->pid);
 	struct pf_te te = { .type = TE_BEGIN, .track = pf_vcpu_track(w, ev) };
+	int vcpu = pf_vcpu_of(w, ev), g = pf_guest_of(w, ev);
 	bool was_open = x && x->open;
-	char reason[48], name[64];
 	uint64_t dur;
-	int g;
 
 	if (!tv_exit_tracker_close(&w->exits, x, ev->ts, &dur)) {
 		if (was_open)	/* an entry before its exit: both instants */
-			pf_instant(w, x->exit_ts, te.track, (uint32_t)x->label);
+			pf_exit_unpaired(w, x, te.track);
 		pf_instant(w, ev->ts, te.track, info->iid);
 		return;
 	}
-	tv_kvm_exit_reason_label((enum tv_kvm_isa)x->data[1], x->data[0], reason, sizeof(reason));
-	snprintf(name, sizeof(name), "exit %s", reason);	/* named as stat names it */
-	te.name_iid = pf_intern(w, name);
-	g = pf_guest_of(w, ev);
-	if (g >= 0 && t && t->vcpu >= 0 && t->vcpu < MAX_CPUS) {
+	te.name_iid = pf_exit_name(w, x, "");
+	if (g >= 0 && vcpu >= 0 && w->dom[g].cpu_track[vcpu])
 		te.flow = ++w->next_flow;
-		w->dom[g].cpu_flow[t->vcpu] = te.flow;
-	}
 	pf_track_event(w, x->exit_ts, &te);
+	if (te.flow) {
+		struct pf_te mark = { .type = TE_INSTANT, .track = w->dom[g].cpu_track[vcpu],
+				      .name_iid = te.name_iid, .flow_end = te.flow };
+
+		pf_track_event(w, x->exit_ts, &mark);
+	}
 	te.type = TE_END;
 	te.name_iid = 0;
 	te.flow = 0;
@@ -860,7 +896,7 @@ static void pf_event(struct pf_proto *w, const struct tv_event *ev)
 	}
 	if (pd->kind != DK_XEN && pf_is_vcpu_event(ev, info->kind)) {
 		if (info->kind == EK_KVM_EXIT)
-			pf_kvm_exit(w, ev, info);
+			pf_kvm_exit(w, ev);
 		else if (info->kind == EK_KVM_ENTRY)
 			pf_kvm_entry(w, ev, info);
 		else
@@ -868,9 +904,6 @@ static void pf_event(struct pf_proto *w, const struct tv_event *ev)
 		return;
 	}
 	te.track = pf_cpu_track(w, ev);
-	te.flow_end = pd->kind == DK_GUEST ? pd->cpu_flow[cpu] : 0;
-	if (te.flow_end)
-		pd->cpu_flow[cpu] = 0;
 	pf_track_event(w, ev->ts, &te);
 	if (info->kind == EK_SCHED_SWITCH && pd->kind != DK_XEN)
 		pf_switch(w, ev, te.track);
@@ -900,9 +933,8 @@ static int pf_domains_new(struct pf_proto *w)
 		pd->cpu_track = calloc(MAX_CPUS, sizeof(*pd->cpu_track));
 		pd->cpu_task = calloc(MAX_CPUS, sizeof(*pd->cpu_task));
 		pd->cpu_last = calloc(MAX_CPUS, sizeof(*pd->cpu_last));
-		pd->cpu_flow = calloc(MAX_CPUS, sizeof(*pd->cpu_flow));
 		pd->xen_running = calloc(MAX_CPUS, sizeof(*pd->xen_running));
-		if (!pd->cpu_track || !pd->cpu_task || !pd->cpu_last || !pd->cpu_flow || !pd->xen_running)
+		if (!pd->cpu_track || !pd->cpu_task || !pd->cpu_last || !pd->xen_running)
 			return -ENOMEM;
 	}
 	return 0;
@@ -914,7 +946,6 @@ static void pf_domains_free(struct pf_proto *w)
 		free(w->dom[d].cpu_track);
 		free(w->dom[d].cpu_task);
 		free(w->dom[d].cpu_last);
-		free(w->dom[d].cpu_flow);
 		free(w->dom[d].xen_running);
 	}
 	free(w->dom);
@@ -968,7 +999,7 @@ static void pf_finish(struct pf_proto *w)
 			continue;
 		track = pf_track_slot(w, TK_VCPU, w->host, (uint32_t)(x->key - 1));
 		if (track && *track)
-			pf_instant(w, x->exit_ts, *track, (uint32_t)x->label);
+			pf_exit_unpaired(w, x, *track);
 	}
 	for (size_t d = 0; d < w->nr_dom; d++) {
 		struct pf_domain *pd = &w->dom[d];
@@ -1046,6 +1077,7 @@ out:
 	pf_map_free(&w->names);
 	pf_map_free(&w->formats);
 	pf_map_free(&w->tracks);
+	pf_map_free(&w->vcpu_ids);
 	free(w->infos);
 	free(w->buf);
 	pf_domains_free(w);

@@ -13,12 +13,12 @@ interned names, track descriptors) and checks:
   - per domain, the events (instants, exit slice begins = kvm_exit, ends =
     kvm_entry) are report's: the same count per event name and the same
     timestamps; per CPU track, report's count for that domain and CPU;
-  - per VM and exit reason, the exit slices are stat's count (KVM, and the
-    HVM exits of Xen domains' vCPUs);
+  - per VM and exit reason, the exit slices (and instants "exit REASON (no
+    entry)") are stat's count (KVM, and the HVM exits of Xen domains' vCPUs);
   - each domain's group (a traced process's too) carries one "sync" instant,
     and its clock (65 + domain) monotonic ClockSnapshots with the reference;
-    every flow that ends
-    starts on a vCPU track and ends later on a guest CPU track;
+    every flow starts at an exit slice on a vCPU track and ends at the same
+    time on a guest CPU track (the exit's mark there, not an event);
   - slices are balanced per track (an END never without its BEGIN).
 Prints one summary line per domain, and per exit name and guest task the
 flows from exits to the guest task slice they end in ("flow: exit cpuid ->
@@ -136,6 +136,9 @@ def main():
     flow_start, flow_end = {}, {}
     task_or_run = set()
     stack = collections.defaultdict(list)     # per track: the open slices' names
+    # in time order (an exit's begin and its guest mark are written at its
+    # entry, with absolute timestamps), the file's order among equal times
+    events.sort(key=lambda e: e[1])
     for uuid, ts, typ, name, flows, ends in events:
         d = domain_of(uuid)
         tname = tracks[uuid][0]
@@ -173,14 +176,22 @@ def main():
         if name in ('sync', 'sync: none') and uuid == group(uuid):
             syncs[uuid] += 1
             continue
+        m = re.match(r'exit (.*) \(no entry\)$', name) if vcpu else None
+        if m:       # an exit whose entry was lost: an event, and an exit stat counts
+            got_names[(d, 'kvm:kvm_exit')] += 1
+            got_ts[d].append(ts)
+            slices[(re.sub(r'^VM (.*) \(pid (\d+)\)$', r'\1[\2]', gname), m.group(1))] += 1
+            continue
+        if ends:    # an exit's mark on the guest: in the task slice it interrupted
+            for f in ends:
+                flow_end[f] = (ts, d, stack[uuid][-1] if stack[uuid] else '?')
+            continue
         got_names[(d, name)] += 1
         got_ts[d].append(ts)
         if not vcpu:
             m = re.search(r' p?CPU (\d+)$', tname)
             if m:
                 got_cpu[(d, int(m.group(1)))] += 1
-        for f in ends:   # with the task slice the guest event is in: what the exit interrupted
-            flow_end[f] = (ts, d, stack[uuid][-1] if stack[uuid] else '?')
     for d in sorted(set(k[0] for k in rep_names) | set(k[0] for k in got_names)):
         want = {k[1]: n for k, n in rep_names.items() if k[0] == d}
         got = {k[1]: n for k, n in got_names.items() if k[0] == d}
@@ -217,7 +228,7 @@ def main():
     for f, (ts, d, task) in flow_end.items():
         if f not in flow_start:
             bad.append("flow %s ends on %s but never starts" % (f, d))
-        elif not flow_start[f][1] or flow_start[f][0] > ts or d == 'host':
+        elif not flow_start[f][1] or flow_start[f][0] != ts or d == 'host':
             bad.append("flow %s: from %s to %s at %d" % (f, flow_start[f], d, ts))
         else:
             interrupted[(flow_start[f][2], d, task)] += 1
