@@ -361,11 +361,12 @@ static void pf_track_event(struct pf_proto *w, uint64_t ts, const struct pf_te *
 
 /* ------------------------------------------------------------ tracks */
 
-enum { TK_GROUP = 1, TK_CPU, TK_VCPU, TK_VM, TK_UST, TK_XEN_DOM, TK_XEN_VCPU };
+enum { TK_VCPU = 1, TK_VM, TK_UST, TK_XEN_DOM, TK_XEN_VCPU };
 
 /*
  * A TrackDescriptor: a process (group) when @pid >= 0 and @tid < 0, a thread
- * of @pid when both are >= 0, a plain child of @parent otherwise.
+ * of @pid when both are >= 0 (it joins its process by pid: Perfetto takes
+ * no parent for a thread track), a plain child of @parent otherwise.
  */
 static uint32_t pf_track_new(struct pf_proto *w, uint32_t parent, int pid, int tid, const char *name)
 {
@@ -376,7 +377,7 @@ static uint32_t pf_track_new(struct pf_proto *w, uint32_t parent, int pid, int t
 	pb_uint(&b, F_PKT_SEQ_ID, SEQ_ID);
 	m = pb_open(&b, F_PKT_TRACK_DESC);
 	pb_uint(&b, F_TD_UUID, uuid);
-	if (parent)
+	if (parent && pid < 0)
 		pb_uint(&b, F_TD_PARENT, parent);
 	if (pid >= 0 && tid < 0) {
 		d = pb_open(&b, F_TD_PROCESS);

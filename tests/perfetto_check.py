@@ -74,6 +74,7 @@ def main():
     packets = get_all(parse(open(sys.argv[1]).read()), 'packet')
     bad = []
     names, tracks = {}, {}
+    proc_of_pid, thread_pid = {}, {}
     domain_clocks = collections.defaultdict(list)
     last, clock_ready = 0, False
     events = []     # (uuid, ts, type, name, flows, flow_ends)
@@ -96,7 +97,14 @@ def main():
         if td is not None:
             proc, thr = get(td, 'process'), get(td, 'thread')
             name = get(td, 'name') or (proc and get(proc, 'process_name')) or (thr and get(thr, 'thread_name'))
+            pid = int(get(proc or thr, 'pid')) if (proc or thr) else None
             tracks[int(get(td, 'uuid'))] = (name, int(get(td, 'parent_uuid', 0)), proc is not None)
+            if proc is not None:
+                proc_of_pid[pid] = int(get(td, 'uuid'))
+            elif thr is not None:   # a thread track joins its process by pid
+                if get(td, 'parent_uuid') is not None:
+                    bad.append("thread track %r has a parent_uuid" % name)
+                thread_pid[int(get(td, 'uuid'))] = pid
         te = get(p, 'track_event')
         if te is None:
             continue
@@ -113,6 +121,8 @@ def main():
                        get_all(te, 'flow_ids'), get_all(te, 'terminating_flow_ids')))
 
     def group(uuid):
+        if uuid in thread_pid:
+            return proc_of_pid[thread_pid[uuid]]
         while tracks[uuid][1]:
             uuid = tracks[uuid][1]
         return uuid
@@ -207,7 +217,7 @@ def main():
         if d != 'host' and n != rep_cpu[(d, cpu)]:
             bad.append("%s CPU %d: %d events, report %d" % (d, cpu, n, rep_cpu[(d, cpu)]))
     # a group per session domain (a traced process's too, named after its parent)
-    groups = [u for u in tracks if not tracks[u][1] and not tracks[u][0].startswith(('VM ', 'Xen d'))]
+    groups = [u for u in tracks if tracks[u][2] and not tracks[u][0].startswith(('VM ', 'Xen d'))]
     for u in groups:
         if syncs[u] != 1:
             bad.append("%s: %d sync instants, want 1" % (tracks[u][0], syncs[u]))
