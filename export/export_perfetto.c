@@ -22,6 +22,7 @@
 #include "tv_internal.h"
 #include "exit_tracker.h"
 #include "xen_trace.h"
+#include "export_perfetto.h"
 
 #define CPU_PID_BASE 1000000	/* synthetic pids for the per-domain CPU tracks */
 #define UST_PID_BASE 2000000	/* synthetic pids for the traced processes (kind ust) */
@@ -254,10 +255,10 @@ static void pf_entry(struct pf_writer *w, const struct tv_event *ev)
 
 /* What a Xen domid is in this session: dom0 is the host, a domU the guest
  * domain whose meta names it (xen_domid, written by record --guest xen:). */
-static void xen_dom_label(struct pf_writer *w, unsigned int domid, char *buf, size_t size)
+void tv_export_xen_dom_label(struct tv_reader *rd, unsigned int domid, char *buf, size_t size)
 {
-	for (size_t d = 0; domid && d < tv_reader_nr_domains(w->rd); d++) {
-		const struct tv_domain_info *di = tv_reader_domain(w->rd, d);
+	for (size_t d = 0; domid && d < tv_reader_nr_domains(rd); d++) {
+		const struct tv_domain_info *di = tv_reader_domain(rd, d);
 		const char *id = tv_meta_get(di->meta, "xen_domid");
 
 		if (id && strtoul(id, NULL, 10) == domid) {
@@ -285,7 +286,7 @@ static int xen_track(struct pf_writer *w, unsigned int domid, unsigned int vcpu,
 		return tid;	/* unnamed, still drawn */
 	w->xen_seen[w->nr_xen_seen++] = key;
 	if (!dom_named) {
-		xen_dom_label(w, domid, name, sizeof(name));
+		tv_export_xen_dom_label(w->rd, domid, name, sizeof(name));
 		pf_name(w, "process_name", pid, 0, name);
 	}
 	snprintf(name, sizeof(name), "vCPU %u %s", vcpu, track ? "runstate" : "exits");
@@ -320,21 +321,26 @@ static uint64_t xen_vcpu_key(const struct tv_event *ev, const char *dom, const c
 	return (xen_field(ev, dom) & 0xffff) << 16 | (xen_field(ev, vcpu) & 0xffff);
 }
 
+void tv_export_xen_exit_name(enum tv_kvm_isa isa, uint64_t code, char *buf, size_t size)
+{
+	const char *reason = tv_kvm_exit_reason_name(isa, code);
+
+	if (reason)
+		snprintf(buf, size, "exit %s", reason);
+	else
+		snprintf(buf, size, "exit 0x%llx", (unsigned long long)code);
+}
+
 /* The vCPU's open exit ends at @ts: a slice named by its reason. */
 static void xen_exit_close(struct pf_writer *w, uint64_t key, uint64_t ts)
 {
 	struct tv_exit_slot *x = tv_exit_tracker_find(&w->xen_exits, key);
-	const char *reason;
 	char name[64];
 	uint64_t dur;
 
 	if (!tv_exit_tracker_close(&w->xen_exits, x, ts, &dur))
 		return;
-	reason = tv_kvm_exit_reason_name(w->xen_isa, x->data[0]);
-	if (reason)
-		snprintf(name, sizeof(name), "exit %s", reason);
-	else
-		snprintf(name, sizeof(name), "exit 0x%llx", (unsigned long long)x->data[0]);
+	tv_export_xen_exit_name(w->xen_isa, x->data[0], name, sizeof(name));
 	xen_slice(w, (unsigned int)(key >> 16), (unsigned int)(key & 0xffff), 0, name, "vmexit",
 		  x->exit_ts, dur);
 	w->st->slices++;
@@ -417,7 +423,7 @@ static int xen_event(struct pf_writer *w, const struct tv_event *ev)
 }
 
 /* The HVM ISA Xen recorded (its domain's meta hvm_isa), for exit names. */
-static enum tv_kvm_isa xen_isa_of(struct tv_reader *rd)
+enum tv_kvm_isa tv_export_xen_isa(struct tv_reader *rd)
 {
 	for (size_t d = 0; d < tv_reader_nr_domains(rd); d++) {
 		const struct tv_domain_info *di = tv_reader_domain(rd, d);
@@ -431,7 +437,7 @@ static enum tv_kvm_isa xen_isa_of(struct tv_reader *rd)
 	return TV_KVM_ISA_UNKNOWN;
 }
 
-int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
+int tv_export_perfetto_json(struct tv_reader *rd, const char *out, struct tv_export_stats *st)
 {
 	/* The output buffer is the call's own: exports may run in parallel. */
 	const size_t buf_size = 1 << 20;
@@ -449,7 +455,7 @@ int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_s
 		goto out;
 	}
 	setvbuf(w.f, buf, _IOFBF, buf_size);
-	w.xen_isa = xen_isa_of(rd);
+	w.xen_isa = tv_export_xen_isa(rd);
 	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w.f);
 	while ((ret = tv_reader_next(rd, &ev)) > 0) {
 		if (!ev.format)

@@ -12,20 +12,26 @@
 static void export_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: tracevisor export --format ctf|perfetto|html -o OUT [-q] [--domain NAME]... DIR\n\n"
+		"usage: tracevisor export --format ctf|perfetto|perfetto-json|html -o OUT [-q] [--domain NAME]... DIR\n\n"
 		"Writes every domain of the session DIR, in the reference clock when the\n"
 		"session was synchronised (tracevisor sync), as one trace:\n"
 		"  ctf       a CTF 1.8 directory OUT (babeltrace2, Trace Compass): one stream\n"
 		"            per domain and CPU, event fields typed from the format files\n"
-		"  perfetto  a trace-event JSON file OUT (ui.perfetto.dev, chrome://tracing):\n"
+		"  perfetto  Perfetto's native protobuf trace OUT (ui.perfetto.dev,\n"
+		"            trace_processor): a process group per layer (host CPUs, each\n"
+		"            VM's vCPUs, each guest's CPUs, Xen pCPUs, traced processes),\n"
+		"            VM exits as slices named by reason with a flow to the guest,\n"
+		"            tasks and running Xen vCPUs as slices, the sync as clock\n"
+		"            snapshots (doc/perfetto/trace.proto)\n"
+		"  perfetto-json  a trace-event JSON file OUT (ui.perfetto.dev, chrome://tracing):\n"
 		"            a track per host CPU, guest CPU and vCPU, VM exits as slices;\n"
 		"            a Xen session's dom0 and domUs a process each, with per vCPU\n"
 		"            a track of HVM exits (slices by reason) and one of runstates\n"
 		"  html      one self-contained HTML file OUT (open it from file://): lanes\n"
 		"            per host CPU, vCPU, guest CPU, Xen pCPU/vCPU and traced thread,\n"
 		"            zoom/pan, stat's rows, latency histograms, sync and losses\n\n"
-		"  -f, --format FORMAT  ctf, perfetto or html\n"
-		"  -o, --output OUT     output directory (ctf) or file (perfetto, html)\n"
+		"  -f, --format FORMAT  ctf, perfetto, perfetto-json or html\n"
+		"  -o, --output OUT     output directory (ctf) or file (perfetto, perfetto-json, html)\n"
 		"  -q, --quiet          no summary\n"
 		"  --domain NAME        write this domain only (repeatable): host, xen,\n"
 		"                       guest:NAME, ust-PARENT-PID (its traced processes too)\n"
@@ -73,7 +79,8 @@ int cmd_export(int argc, char **argv)
 	else if (!strcmp(format, "html"))
 		ret = tv_export_html(rd, argv[optind], out, &st);
 	else
-		ret = tv_export_perfetto(rd, out, &st);
+		ret = tv_export_perfetto(rd, argv[optind], out, strcmp(format, "perfetto")
+					 ? TV_PERFETTO_JSON : TV_PERFETTO_PROTO, &st);
 	tv_reader_close(rd);
 	if (!ret && !quiet && !strcmp(format, "ctf"))
 		fprintf(stderr, "%s: %llu events, %llu streams\n", out,

@@ -39,16 +39,27 @@ struct tv_export_stats {
 int tv_export_ctf(struct tv_reader *rd, const char *session_dir, const char *out,
 		  struct tv_export_stats *st);
 
+enum tv_perfetto_format {
+	TV_PERFETTO_PROTO,	/* Perfetto's native protobuf TracePackets */
+	TV_PERFETTO_JSON,	/* Chrome trace-event JSON (Perfetto's legacy format) */
+};
+
 /**
- * tv_export_perfetto - write Chrome/Perfetto trace-event JSON
+ * tv_export_perfetto - write a session for Perfetto (ui.perfetto.dev)
  * @rd: the session, open for reading (consumed to its end; still the caller's)
- * @out: the JSON file to create
+ * @session_dir: its directory (sync/transforms, for the clock snapshots)
+ * @out: the file to create
+ * @format: TV_PERFETTO_PROTO (TracePackets, doc/perfetto/trace.proto: one
+ *          process group per layer, exit and task slices, flows from exits
+ *          to the guest, interned names, clock snapshots of the sync) or
+ *          TV_PERFETTO_JSON (trace-event JSON: tracks per CPU and vCPU, VM
+ *          exits as slices, every event's fields)
  * @st: counts of what was written (caller's storage)
  *
- * A track per CPU and per vCPU, VM exits (kvm_exit -> kvm_entry) as slices.
  * Return: 0 or -errno (logged).
  */
-int tv_export_perfetto(struct tv_reader *rd, const char *out, struct tv_export_stats *st);
+int tv_export_perfetto(struct tv_reader *rd, const char *session_dir, const char *out,
+		       enum tv_perfetto_format format, struct tv_export_stats *st);
 
 /**
  * tv_export_html - write one self-contained HTML page of the session

@@ -17,6 +17,9 @@
 # The same session has dynamic probes in L2 (--guest-events kprobe:...,
 # uprobe:...), created by its agent: exactly G hits each for tv-syscalls'
 # G getppid calls, recorded as probes:NAME, and none left when it ends.
+# Its Perfetto export matches report and stat, with a flow from each of
+# tv-cpuid's cpuid exits into its task slice on L2's CPU track (as many as
+# stat --by guest-task attributes to it).
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
@@ -85,4 +88,29 @@ got=$(grep -c "tv-syscalls.*probes:gsc .*nr=110$" "$T/report.txt")
 [ "$got" = $G ] || fail "guest uprobe on libc's syscall: $got hits with nr=110, want $G"
 [ "$(cat "$OUT/dyn-left")" = 0 ] || fail "the agent left $(cat "$OUT/dyn-left") probes in L2"
 echo "ok: guest kprobe and uprobe: $G hits each, none left" >&2
+# The Perfetto (protobuf) export of the same session: decoded by protoc, the
+# events report's and the exit slices stat's (tests/perfetto_check.py), and
+# tv-cpuid's cpuid exits' flows end in its task slice on L2's CPU (what they
+# interrupted), as many as stat --by guest-task attributes to it.
+if command -v protoc >/dev/null; then
+	"$TV" export -q --format perfetto -o "$T/p.pftrace" "$OUT/s" || fail "export --format perfetto"
+	protoc -I "$REPO/doc/perfetto" --decode=perfetto.protos.Trace trace.proto <"$T/p.pftrace" >"$T/p.txt" ||
+		fail "protoc cannot decode the perfetto export"
+	"$TV" report --json "$OUT/s" >"$T/report.json" || fail "report --json"
+	"$TV" stat --json "$OUT/s" >"$T/stat.json" || fail "stat --json"
+	python3 "$REPO/tests/perfetto_check.py" "$T/p.txt" "$T/report.json" "$T/stat.json" >"$T/pf.check" ||
+		fail "perfetto export: $(cat "$T/pf.check")"
+	grep -v "^flow: " "$T/pf.check" >&2
+	# as many as stat --by guest-task puts on tv-cpuid (N and the C library's start-up)
+	want=$(python3 -c 'import json, sys; print(sum(r["count"] for r in json.load(open(sys.argv[1]))
+		if r["vm"].startswith("l2[") and r["reason"] == "cpuid" and r["guest_pid"] == int(sys.argv[2])))' \
+		"$OUT/gt.json" "$pid")
+	# by pid: a task slice keeps the comm of its sched_switch (sh before the exec)
+	got=$(sed -n "s/^flow: exit cpuid -> guest:l2 task [^ ]* $pid: //p" "$T/pf.check" | awk '{ s += $1 } END { print s + 0 }')
+	[ "${got:-0}" = "$want" ] && [ "$want" -ge $N ] ||
+		fail "perfetto: ${got:-0} cpuid exits flow into tv-cpuid $pid in L2, stat --by guest-task $want: $(grep '^flow: exit cpuid' "$T/pf.check" | head -5)"
+	echo "ok: perfetto: $got cpuid exits flow into the task slices of L2's tv-cpuid (pid $pid), as stat --by guest-task; $(( $(wc -c <"$T/p.pftrace") / $(wc -l <"$T/report.json") )) bytes/event" >&2
+else
+	fail "protoc missing (make deps installs protobuf-compiler)"
+fi
 echo "PASS: stat --by guest-task puts L2's exits on the task that caused them; guest probes exact" >&2

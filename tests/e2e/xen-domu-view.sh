@@ -185,7 +185,7 @@ t1=$(date +%s%N)
 "$TV" report --json "$S" >"$T/r.json" 2>"$T/report.err" || fail "report: $(tail -n 3 "$T/report.err")"
 t2=$(date +%s%N)
 "$TV" export -f ctf -o "$T/ctf" "$S" 2>"$T/ctf.err" || fail "export ctf: $(cat "$T/ctf.err")"
-"$TV" export -f perfetto -o "$T/p.json" "$S" 2>"$T/pf.err" || fail "export perfetto: $(cat "$T/pf.err")"
+"$TV" export -f perfetto-json -o "$T/p.json" "$S" 2>"$T/pf.err" || fail "export perfetto-json: $(cat "$T/pf.err")"
 t3=$(date +%s%N)
 echo "stat (text and JSON) $(( (t1 - t0) / 1000000 )) ms, report --json $(( (t2 - t1) / 1000000 )) ms, both exports $(( (t3 - t2) / 1000000 )) ms" >&2
 grep -q "Xen domains: d0 = host (dom0), idle = xen (idle vCPUs), d$d1 = guest:d1, d$d2 = guest:d2" "$T/stat.txt" ||

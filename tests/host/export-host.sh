@@ -3,7 +3,8 @@
 # Export a real host session: CTF read by babeltrace2 with nothing on
 # stderr and exactly report's events in report's order, following Trace
 # Compass's reader rules (tests/ctf_tc_check.py); Perfetto JSON that
-# parses, with host CPU tracks.  Two sessions:
+# parses, with host CPU tracks; Perfetto protobuf that protoc decodes and
+# tests/perfetto_check.py finds equal to report and stat.  Two sessions:
 # 1. system calls of tv-syscalls, recorded on this host whatever its KVM;
 # 2. kvm events of the test VMM, recorded on a real KVM (this host's when
 #    usable, else the lab's nested L1: kvm_run in lib.bash, TV_HOST_KVM=0
@@ -76,7 +77,7 @@ out=$("$TV" report --date "$TV_ROOT/tests/samples/abs-ts" 2>&1 >/dev/null) && fa
 echo "$out" | grep -q "No wall-clock marker at the start of the session: path=" ||
 	fail "report --date without a marker: $out"
 
-"$TV" export --format perfetto -o "$T/p.json" "$S" || fail "export perfetto"
+"$TV" export --format perfetto-json -o "$T/p.json" "$S" || fail "export perfetto-json"
 python3 -m json.tool "$T/p.json" > /dev/null || fail "perfetto output is not JSON"
 python3 - "$T/p.json" "$n" "$3" <<'PY' || fail "perfetto tracks"
 import json, sys
@@ -89,6 +90,21 @@ assert vm == ((True, True) if sys.argv[3] == "1" else (False, False)), (vm, name
 assert events == int(sys.argv[2]), "%d instants for %s events" % (events, sys.argv[2])
 print("perfetto: tracks %s, %d events" % (names, events))
 PY
+# The protobuf export: decoded by protoc, the events report's, the exit
+# slices stat's (tests/perfetto_check.py), and task slices from sched_switch.
+if command -v protoc >/dev/null; then
+	"$TV" export -q --format perfetto -o "$T/p.pftrace" "$S" || fail "export perfetto"
+	protoc -I "$TV_ROOT/doc/perfetto" --decode=perfetto.protos.Trace trace.proto <"$T/p.pftrace" \
+		>"$T/p.txt" || fail "protoc cannot decode the perfetto export"
+	"$TV" stat --json "$S" >"$T/stat.json" 2>/dev/null || fail "stat --json"
+	python3 "$TV_ROOT/tests/perfetto_check.py" "$T/p.txt" "$T/report.json" "$T/stat.json" >"$T/pf.check" ||
+		fail "perfetto (protobuf) export: $(cat "$T/pf.check")"
+	cat "$T/pf.check"
+	grep -qE "task/running slice names: [1-9]" "$T/pf.check" || fail "perfetto: no task slice from sched_switch"
+	echo "perfetto: $(( $(wc -c <"$T/p.pftrace") / n )) bytes/event, JSON $(( $(wc -c <"$T/p.json") / n ))"
+else
+	echo "note: protoc not installed: the perfetto (protobuf) export is not checked" >&2
+fi
 }
 
 S=$TV_TMP/sys

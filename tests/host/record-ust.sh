@@ -35,6 +35,16 @@ expect_eq "domain shown" "$(grep -m1 'demo:tick' "$TV_TMP/report" | awk '{print 
 "$TV" stat --json "$S" > "$TV_TMP/stat.json" || fail "stat failed"
 expect_eq "stat count" "$(python3 -c "import json,sys; print(sum(r['count'] for r in json.load(open(sys.argv[1])) if r.get('mode')=='ust' and r['reason']=='demo:tick'))" "$TV_TMP/stat.json")" 200000
 "$TV" export --format ctf -q -o "$TV_TMP/ctf" "$S" || fail "export failed"
+# Perfetto (protobuf): report's events, and a track per traced thread with its ticks
+if command -v protoc >/dev/null; then
+	"$TV" export --format perfetto -q -o "$TV_TMP/p.pftrace" "$S" || fail "export perfetto failed"
+	protoc -I "$TV_ROOT/doc/perfetto" --decode=perfetto.protos.Trace trace.proto <"$TV_TMP/p.pftrace" \
+		>"$TV_TMP/p.txt" || fail "protoc cannot decode the perfetto export"
+	"$TV" report --json "$S" >"$TV_TMP/report.json" || fail "report --json"
+	python3 "$TV_ROOT/tests/perfetto_check.py" "$TV_TMP/p.txt" "$TV_TMP/report.json" "$TV_TMP/stat.json" \
+		>"$TV_TMP/pf.check" || fail "perfetto export: $(cat "$TV_TMP/pf.check")"
+	expect_eq "perfetto: thread tracks of ust-demo" "$(grep -c 'name: "ust-demo (tid [0-9]*)"' "$TV_TMP/p.txt")" 4
+fi
 if command -v babeltrace2 >/dev/null; then
 	expect_eq "babeltrace2 = report" "$(babeltrace2 "$TV_TMP/ctf" | grep -c 'demo:tick')" 200000
 	# a stream per thread (and CPU): each names its thread in its packets and

@@ -22,7 +22,7 @@ for (d, e), n in sorted(c.items()):
     print("%-10s %-40s %8d" % (d, e, n))
 print("%-10s %-40s %8d" % ("total", "", sum(c.values())))
 PY
-"$TV" export -q -f perfetto -o "$tmp/p.json" "$S"
+"$TV" export -q -f perfetto-json -o "$tmp/p.json" "$S"
 "$TV" export -q -f ctf -o "$tmp/ctf" "$S"
 command -v babeltrace2 >/dev/null || { echo "xen-domu-outputs: babeltrace2 missing" >&2; exit 1; }
 babeltrace2 "$tmp/ctf" >"$tmp/bt.txt"

@@ -11,7 +11,9 @@
 # the diff before committing).
 #   sync.txt, transforms  tracevisor sync's table and sync/transforms
 #   report.txt, report.json, stat.txt
-#   perfetto.json         export --format perfetto
+#   perfetto.json         export --format perfetto-json
+#   perfetto.txt          export --format perfetto (protobuf) decoded by protoc
+#                         against doc/perfetto/trace.proto (skipped without protoc)
 #   html.data             export --format html: stat's rows and the page's
 #                         data (lanes, items, aggregates, sync, losses)
 #   ctf.metadata          export --format ctf's TSDL, uuid masked
@@ -53,7 +55,7 @@ run() {	# sample
 	check "$1" report.json "$o/report.json"
 	"$TV" stat "$s" 2>/dev/null | sed "s|$TV_TMP/||" >"$o/stat.txt"
 	check "$1" stat.txt "$o/stat.txt"
-	"$TV" export --format perfetto -o "$o/perfetto.json" "$s" >/dev/null || fail "$1: perfetto export failed"
+	"$TV" export --format perfetto-json -o "$o/perfetto.json" "$s" >/dev/null || fail "$1: perfetto-json export failed"
 	check "$1" perfetto.json "$o/perfetto.json"
 	# the HTML page's own parts: its data (the session's path masked) and stat's rows
 	"$TV" export --format html -o "$o/page.html" "$s" 2>/dev/null || fail "$1: html export failed"
@@ -66,6 +68,14 @@ print("\n".join(re.findall(r'^<tr class="stat-row".*$', page, re.M)))
 print(json.dumps(d, indent=0))
 PY
 	check "$1" html.data "$o/html.data"
+	if command -v protoc >/dev/null; then
+		"$TV" export -q --format perfetto -o "$o/perfetto.pftrace" "$s" || fail "$1: perfetto export failed"
+		protoc --decode=perfetto.protos.Trace doc/perfetto/trace.proto <"$o/perfetto.pftrace" \
+			>"$o/perfetto.txt" || fail "$1: protoc cannot decode the perfetto export"
+		check "$1" perfetto.txt "$o/perfetto.txt"
+	else
+		echo "note: protoc not installed: the perfetto (protobuf) export is not compared" >&2
+	fi
 	"$TV" export --format ctf -o "$o/ctf" "$s" >/dev/null || fail "$1: CTF export failed"
 	sed -E 's/uuid = "[0-9a-f-]+"/uuid = "UUID"/' "$o/ctf/metadata" >"$o/ctf.metadata"
 	check "$1" ctf.metadata "$o/ctf.metadata"

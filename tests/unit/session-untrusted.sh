@@ -12,9 +12,10 @@ mk() { rm -rf "$TV_TMP/$1"; cp -r "$SAMPLE" "$TV_TMP/$1"; echo "$TV_TMP/$1"; }
 expect_error() {	# session pattern what
 	local s=$1 pat=$2 what=$3 cmd out rc
 	for cmd in "report" "report --json" "stat" "sync" "export --format ctf -o $TV_TMP/out.ctf" \
-		   "export --format perfetto -o $TV_TMP/out.json" \
+		   "export --format perfetto-json -o $TV_TMP/out.json" \
+		   "export --format perfetto -o $TV_TMP/out.pftrace" \
 		   "export --format html -o $TV_TMP/out.html"; do
-		rm -rf "$TV_TMP/out.ctf" "$TV_TMP/out.json" "$TV_TMP/out.html"
+		rm -rf "$TV_TMP/out.ctf" "$TV_TMP/out.json" "$TV_TMP/out.pftrace" "$TV_TMP/out.html"
 		out=$(timeout 20 "$TV" $cmd "$s" 2>&1 >/dev/null); rc=$?
 		[ $rc = 124 ] && fail "$what: tracevisor $cmd hangs"
 		[ $rc = 1 ] || fail "$what: tracevisor $cmd exit $rc: $out"

@@ -1068,7 +1068,7 @@ static void check_perfetto(void)
 	FILE *f;
 
 	snprintf(out, sizeof(out), "%s/p.json", root);
-	snprintf(cmd, sizeof(cmd), "%s export -q --format perfetto -o %s %s", tv, out, root);
+	snprintf(cmd, sizeof(cmd), "%s export -q --format perfetto-json -o %s %s", tv, out, root);
 	TV_CHECK(system(cmd) == 0, "%s failed", cmd);
 	f = fopen(out, "r");
 	while (f && getline(&line, &cap, f) > 0) {
