@@ -40,6 +40,7 @@
 #include "tv_internal.h"
 #include "flight.h"
 #include "../kvm/flight_bpf.h"
+#include "../kvm/kvm_recorder.h"
 #include "../kvm/vcpu_scan.h"
 
 #define MAX_RULES 16
@@ -358,7 +359,7 @@ static int arm_event(struct tv_flight *f, struct rule *r, int i)
 	char name[64], *pipe = NULL;
 	int ret;
 
-	snprintf(name, sizeof(name), "tracevisor-trig-%d-%d", (int)getpid(), i);
+	snprintf(name, sizeof(name), TV_TRIGGER_INSTANCE_PREFIX "%d-%d", (int)getpid(), i);
 	r->inst = tracefs_instance_create(name);
 	if (!r->inst) {
 		tv_err("Cannot create tracefs instance: name=\"%s\", errno=%d (%s)", name, errno,

@@ -114,6 +114,41 @@ static int instance_pid(const char *name)
 	return (*p && !*end && pid > 0 && pid <= INT_MAX) ? (int)pid : -1;
 }
 
+/* "tracevisor-trig-PID-N" of a recorder that is gone (TV_TRIGGER_INSTANCE_PREFIX). */
+static bool trigger_instance_dead(const char *name)
+{
+	size_t n = strlen(TV_TRIGGER_INSTANCE_PREFIX);
+	char *end;
+	long pid;
+
+	if (strncmp(name, TV_TRIGGER_INSTANCE_PREFIX, n))
+		return false;
+	pid = strtol(name + n, &end, 10);
+	return end != name + n && *end == '-' && pid > 0 && pid <= INT_MAX &&
+	       kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
+/* Tracing off, then the instance removed: 1 when it is gone. */
+static int instance_remove(const char *name)
+{
+	struct tracefs_instance *inst = tracefs_instance_alloc(NULL, name);
+	int removed = 0;
+
+	if (!inst)
+		return 0;
+	/* A stale instance may still have tracing on: stop it first. */
+	tracefs_trace_off(inst);
+	if (tracefs_instance_destroy(inst) == 0) {
+		tv_info("Removed stale tracefs instance: name=\"%s\"", name);
+		removed = 1;
+	} else {
+		tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d (%s)",
+			name, errno, strerror(errno));
+	}
+	tracefs_instance_free(inst);
+	return removed;
+}
+
 int tv_tracefs_cleanup_stale(void)
 {
 	char **names = tracefs_instances("^" INSTANCE_PREFIX);
@@ -122,10 +157,12 @@ int tv_tracefs_cleanup_stale(void)
 
 	for (size_t i = 0; names && names[i] && tracing_dir; i++) {
 		int pid = instance_pid(names[i]);
-		struct tracefs_instance *inst;
 
-		if (pid < 0)
+		if (pid < 0) {
+			if (trigger_instance_dead(names[i]))
+				removed += instance_remove(names[i]);
 			continue;
+		}
 		/* a dead recorder's events go to its session first */
 		switch (tv_recover_stale(tracing_dir, names[i], pid)) {
 		case TV_STALE_ALIVE:
@@ -134,21 +171,9 @@ int tv_tracefs_cleanup_stale(void)
 			removed++;
 			continue;
 		case TV_STALE_DEAD:
+			removed += instance_remove(names[i]);
 			break;
 		}
-		inst = tracefs_instance_alloc(NULL, names[i]);
-		if (!inst)
-			continue;
-		/* A stale instance may still have tracing on: stop it first. */
-		tracefs_trace_off(inst);
-		if (tracefs_instance_destroy(inst) == 0) {
-			tv_info("Removed stale tracefs instance: name=\"%s\"", names[i]);
-			removed++;
-		} else {
-			tv_warn("Cannot remove stale tracefs instance: name=\"%s\", errno=%d (%s)",
-				names[i], errno, strerror(errno));
-		}
-		tracefs_instance_free(inst);
 	}
 	tracefs_list_free(names);
 	if (tracing_dir)

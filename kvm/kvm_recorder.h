@@ -25,6 +25,13 @@
  */
 struct tv_recorder;
 
+/*
+ * The tracefs instance of a flight recorder's event trigger
+ * (host/flight.c): "tracevisor-trig-PID-N".  It holds no session data, so
+ * tv_tracefs_cleanup_stale() removes a dead recorder's without recovery.
+ */
+#define TV_TRIGGER_INSTANCE_PREFIX "tracevisor-trig-"
+
 /**
  * tv_recorder_create - prepare a recording: tracefs instance, events, output
  * @opts: what to record and where (copied; the strings must outlive @out)

@@ -33,14 +33,19 @@ bad "exit rule, unknown reason" "unknown exit reason" --flight-recorder 1M --tri
 bad "exit rule, unknown key" "only vm=NAME and reason=REASON" --flight-recorder 1M --trigger 'exit-latency>1ms,cpu=1'
 bad "--post without unit" "Invalid --post" --flight-recorder 1M --trigger 'event=sched:sched_switch' --post 5
 bad "--max-snapshots 0" "invalid --max-snapshots" --flight-recorder 1M --trigger 'event=sched:sched_switch' --max-snapshots 0
-"$TV" record -o "$TV_TMP/bad2" --flight-recorder 1M --trigger 'event=nosuch:nothing' -- true 2> "$TV_TMP/bad2.err" &&
-	fail "unknown trigger event: exit 0"
+"$TV" record -o "$TV_TMP/bad2" --flight-recorder 1M --trigger 'event=nosuch:nothing' -- true 2> "$TV_TMP/bad2.err" &
+bad_pid=$!
+wait $bad_pid && fail "unknown trigger event: exit 0"
 grep -q 'no such event nosuch:nothing' "$TV_TMP/bad2.err" || fail "unknown trigger event: $(cat "$TV_TMP/bad2.err")"
 [ -e "$TV_TMP/bad2" ] && fail "unknown trigger event: left $TV_TMP/bad2"
-# its trigger instance removed: none of a dead recorder is left
-for i in $(ls "$TRACEFS/instances" | sed -n 's/^tracevisor-trig-\([0-9]*\)-[0-9]*$/\1/p'); do
-	kill -0 "$i" 2>/dev/null || fail "unknown trigger event: instance of dead recorder $i left"
-done
+# its own trigger instance removed (other recorders' are theirs)
+ls -d "$TRACEFS/instances/tracevisor-trig-$bad_pid-"* 2>/dev/null &&
+	fail "unknown trigger event: its instance tracevisor-trig-$bad_pid-N left"
+# a killed recorder's trigger instance: the next recorder removes it
+mkdir "$TRACEFS/instances/tracevisor-trig-$bad_pid-9" || fail "cannot make a stand-in trigger instance"
+"$TV" record -q -o "$TV_TMP/next" -e sched:sched_switch -- true 2>/dev/null || fail "record after a dead trigger instance failed"
+[ -e "$TRACEFS/instances/tracevisor-trig-$bad_pid-9" ] &&
+	{ rmdir "$TRACEFS/instances/tracevisor-trig-$bad_pid-9"; fail "a dead recorder's trigger instance was not removed by the next record"; }
 echo "ok: unknown trigger event: $(grep 'no such event' "$TV_TMP/bad2.err")"
 
 "$TV" record -o "$S" -f "common_pid==$worker" -e syscalls:sys_enter_getppid -e syscalls:sys_enter_getpid \
