@@ -28,6 +28,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "exporters.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PACKET_DATA (256 * 1024)

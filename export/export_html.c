@@ -17,6 +17,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "exporters.h"
 #include "xen_trace.h"
 #include "export_html.h"
 
@@ -499,8 +500,6 @@ static int hx_event(struct hx_pass *p, const struct tv_event *ev)
 		s->loss[ev->domain_index].lost += (uint64_t)ev->missed_before;
 	else if (ev->missed_before < 0)
 		s->loss[ev->domain_index].lost_flags++;
-	if (s->loss[ev->domain_index].snapshot)
-		s->snapshot_ts = ev->ts;
 	switch (p->dom_kind[ev->domain_index]) {
 	case HX_DOM_UST:
 		l = hx_ust_lane(p, ev);
@@ -534,6 +533,9 @@ static int hx_domains_classify(struct hx_pass *p)
 			s->xen_isa = !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
 				     : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
 		s->loss[d].snapshot = status && !strcmp(status, "snapshot");
+		/* a snapshot's processes say so; its host kernel ring, by how it froze */
+		if (s->loss[d].snapshot || tv_meta_get(di->meta, "flight_freeze"))
+			s->is_snapshot = true;
 	}
 	return 0;
 }
@@ -549,6 +551,9 @@ static int hx_collect(struct hx_session *s)
 	ret = hx_domains_classify(&p);
 	while (!ret && (ret = tv_reader_next(s->rd, &ev)) > 0)
 		ret = ev.format ? hx_event(&p, &ev) : 0;
+	/* a snapshot froze every layer at once: the mark is the session's end */
+	if (s->is_snapshot)
+		s->snapshot_ts = s->t_last;
 	free(p.dom_kind);
 	free(p.fmts);
 	return ret < 0 ? ret : 0;

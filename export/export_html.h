@@ -70,6 +70,7 @@ struct hx_session {
 	struct hx_domain_loss *loss;	/* per domain index */
 	enum tv_kvm_isa xen_isa;
 	uint64_t snapshot_ts;		/* a flight recorder snapshot's last record; 0: none */
+	bool is_snapshot;		/* a domain has status=snapshot or froze (flight_freeze) */
 };
 
 /* The page: template, data, stat rows, Chart.js. */

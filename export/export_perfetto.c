@@ -20,6 +20,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
+#include "exporters.h"
 #include "exit_tracker.h"
 #include "xen_trace.h"
 #include "export_perfetto.h"

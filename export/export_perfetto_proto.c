@@ -42,6 +42,7 @@
 #include "exit_tracker.h"
 #include "xen_trace.h"
 #include "export_perfetto.h"
+#include "exporters.h"
 
 /* Field numbers (doc/perfetto/trace.proto). */
 enum {
@@ -1087,9 +1088,7 @@ out:
 }
 
 int tv_export_perfetto(struct tv_reader *rd, const char *session_dir, const char *out,
-		       enum tv_perfetto_format format, struct tv_export_stats *st)
+		       struct tv_export_stats *st)
 {
-	if (format == TV_PERFETTO_JSON)
-		return tv_export_perfetto_json(rd, out, st);
 	return pf_export_proto(rd, session_dir, out, st);
 }

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tracevisor export: the combined trace of a session in another format. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tracevisor/tracevisor.h"
 #include "cmd.h"
-#include "tracevisor/tracevisor.h"
 
 static void export_usage(FILE *out)
 {
@@ -38,6 +38,27 @@ static void export_usage(FILE *out)
 		"  -h, --help           this help\n");
 }
 
+static const struct {
+	const char *name;
+	enum tv_export_format format;
+} export_formats[] = {
+	{ "ctf", TV_EXPORT_CTF },
+	{ "perfetto", TV_EXPORT_PERFETTO },
+	{ "perfetto-json", TV_EXPORT_PERFETTO_JSON },
+	{ "html", TV_EXPORT_HTML },
+};
+
+static int export_format(const char *name, enum tv_export_format *out)
+{
+	for (size_t i = 0; i < sizeof(export_formats) / sizeof(export_formats[0]); i++) {
+		if (!strcmp(name, export_formats[i].name)) {
+			*out = export_formats[i].format;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -49,6 +70,7 @@ int cmd_export(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = NULL, *out = NULL;
+	enum tv_export_format fmt = TV_EXPORT_CTF;
 	struct tv_export_stats st = { 0 };
 	struct tv_reader *rd;
 	int quiet = 0, c, ret;
@@ -66,26 +88,19 @@ int cmd_export(int argc, char **argv)
 		default: export_usage(stderr); return 2;
 		}
 	}
-	if (optind + 1 != argc || !format || !out ||
-	    (strcmp(format, "ctf") && strcmp(format, "perfetto") && strcmp(format, "html"))) {
+	if (optind + 1 != argc || !format || !out || export_format(format, &fmt)) {
 		export_usage(stderr);
 		return 2;
 	}
 	ret = tv_reader_open(argv[optind], &rd);
 	if (ret)
 		return tv_cli_status(ret);
-	if (!strcmp(format, "ctf"))
-		ret = tv_export_ctf(rd, argv[optind], out, &st);
-	else if (!strcmp(format, "html"))
-		ret = tv_export_html(rd, argv[optind], out, &st);
-	else
-		ret = tv_export_perfetto(rd, argv[optind], out, strcmp(format, "perfetto")
-					 ? TV_PERFETTO_JSON : TV_PERFETTO_PROTO, &st);
+	ret = tv_export(rd, argv[optind], out, fmt, &st);
 	tv_reader_close(rd);
-	if (!ret && !quiet && !strcmp(format, "ctf"))
+	if (!ret && !quiet && fmt == TV_EXPORT_CTF)
 		fprintf(stderr, "%s: %llu events, %llu streams\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams);
-	else if (!ret && !quiet && !strcmp(format, "html"))
+	else if (!ret && !quiet && fmt == TV_EXPORT_HTML)
 		fprintf(stderr, "%s: %llu events, %llu lanes, %llu items drawn one by one\n", out,
 			(unsigned long long)st.events, (unsigned long long)st.streams,
 			(unsigned long long)st.slices);
