@@ -14,7 +14,14 @@
  * modulo the array's size) uses a hash map instead.  Measured in the
  * lab's L1 (nested TCG, bpf_stats), task local storage cost ~450 ns more
  * per program run than a hash keyed by tid (its per-CPU busy lock and
- * migrate_disable); the array saves the hash's helper call as well.  Same rows, filter and
+ * migrate_disable); the array saves the hash's helper call as well.  The
+ * thread's ids are read from its task (BTF: plain loads), not through
+ * bpf_get_current_pid_tgid(), which whoami() would call again beside the
+ * task helper.  Where a run goes (the lab's L1 under -icount, bpf_stats,
+ * instructions per run; issue 28): kvm_exit ~606, of which the exit
+ * reason's two probe reads ~200 (the vmcb is beyond struct kvm_vcpu: a
+ * 6.1 verifier allows no direct load there) and the row's hash lookup
+ * ~180; kvm_entry ~440, of which the row's lookup and update ~250.  Same rows, filter and
  * stats as the tracepoint flavour (kvm/bpf/top_exits_prog.h);
  * kvm/top_bpf.c falls back to that one where this one does not load (no
  * module BTF, an older kernel).
@@ -52,6 +59,8 @@ struct vcpu_vmx {
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+	int pid;
+	int tgid;
 	unsigned long long start_time;
 } __attribute__((preserve_access_index));
 
@@ -83,13 +92,14 @@ struct {
 /* Whose is the current thread: its tid and start time. */
 struct whom {
 	unsigned int tid;
+	unsigned int tgid;
 	unsigned long long start;
 };
 
 static __always_inline struct whom whoami(void)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
-	struct whom w = { (unsigned int)bpf_get_current_pid_tgid(), t->start_time };
+	struct whom w = { (unsigned int)t->pid, (unsigned int)t->tgid, t->start_time };
 
 	return w;
 }
@@ -197,8 +207,8 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	}
 	key.reason = (unsigned int)reason;
 	key.vcpu = (unsigned int)vcpu->vcpu_id;	/* BTF-typed: a plain load */
-	key.tgid = (unsigned int)(bpf_get_current_pid_tgid() >> 32);
 	w = whoami();
+	key.tgid = w.tgid;
 	slot = slot_at_exit(&w);
 	if (!top_on_exit(slot, &key))
 		return 0;
