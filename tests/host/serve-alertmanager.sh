@@ -19,26 +19,17 @@ done
 host_kvm_usable || skip "no usable KVM on this host ($KVM_WHY): the snapshot's kvm events need one"
 T=$TV_TMP
 S=$T/flight
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-PIDS=()
+SERVES=()
 # shellcheck disable=SC2154 # p: the trap's own loop variable
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done' EXIT
+trap 'for p in "${SERVES[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 echo "am-token-$$" >"$T/token"
 printf 'bearer_token_file: %s\n' "$T/token" >"$T/web.yml"
-SPORT=$(port)
-"$TV" serve --listen 127.0.0.1:$SPORT --web.config.file "$T/web.yml" --flight-recorder 4M -o "$S" \
-	>"$T/serve.out" 2>"$T/serve.err" &
-SP=$!
-PIDS+=("$SP")
-for _ in $(seq 100); do
-	grep -q "BPF programs attached" "$T/serve.err" && break
-	kill -0 $SP 2>/dev/null || fail "serve did not start: $(cat "$T/serve.err")"
-	sleep 0.1
-done
+serve_start --web.config.file "$T/web.yml" --flight-recorder 4M -o "$S"
+SPORT=$SERVE_PORT SP=$SERVE_PID
 "$VMM" --outs 5 --quiet & vmm=$!
 wait $vmm || fail "the test VMM failed"
 
-APORT=$(port)
+APORT=$(free_port)
 cat >"$T/am.yml" <<EOT
 route:
   receiver: tracevisor-snapshot
@@ -56,7 +47,7 @@ receivers:
 EOT
 prometheus-alertmanager --config.file="$T/am.yml" --storage.path="$T/am" --web.listen-address=127.0.0.1:$APORT \
 	--cluster.listen-address= >"$T/am.log" 2>&1 &
-PIDS+=("$!")
+SERVES+=("$!")
 cat >"$T/rules.yml" <<'EOT'
 groups:
   - name: tracevisor-test
@@ -69,7 +60,7 @@ groups:
           summary: "test-only: serve's programs are attached"
 EOT
 promtool check rules "$T/rules.yml" >/dev/null || fail "the test rule: $(promtool check rules "$T/rules.yml" 2>&1)"
-PPORT=$(port)
+PPORT=$(free_port)
 cat >"$T/prom.yml" <<EOT
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [$T/rules.yml, $TV_ROOT/contrib/prometheus/tracevisor-rules.yml]
@@ -83,21 +74,14 @@ scrape_configs:
 EOT
 prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/tsdb" --web.listen-address=127.0.0.1:$PPORT \
 	>"$T/prom.log" 2>&1 &
-PIDS+=("$!")
+SERVES+=("$!")
 for i in $(seq 120); do
 	[ -f "$S/snapshot-1/session.meta" ] && break
 	[ "$i" = 120 ] && fail "no snapshot within 60 s: serve: $(tail -n 3 "$T/serve.err"); alertmanager: $(tail -n 3 "$T/am.log"); prometheus: $(tail -n 3 "$T/prom.log")"
 	sleep 0.5
 done
 echo "ok: Prometheus -> Alertmanager -> serve: $S/snapshot-1 after ~$((i / 2)) s"
-grep -qx "alert=TracevisorTestSnapshot" "$S/snapshot-1/session.meta" &&
-	grep -qx "alert_vm=tv-test-vm" "$S/snapshot-1/session.meta" ||
-	fail "the alert's keys: $(cat "$S/snapshot-1/session.meta")"
-grep -q "Snapshot for alert TracevisorTestSnapshot, vm tv-test-vm: $S/snapshot-1" "$T/serve.err" ||
-	fail "serve did not say it: $(cat "$T/serve.err")"
-"$TV" report "$S/snapshot-1" >"$T/report" || fail "report of the snapshot"
-expect_eq "the VMM's port writes in the alert's snapshot" \
-	"$(grep -c "tv-testvmm-$vmm .*pio_write at 0x1234" "$T/report")" 5
+alert_snapshot_check "$S/snapshot-1" TracevisorTestSnapshot tv-test-vm $vmm
 m=$(curl -s "http://127.0.0.1:$APORT/metrics")
 ok=$(echo "$m" | sed -n 's/^alertmanager_notifications_total{integration="webhook"} //p')
 bad=$(echo "$m" | sed -n 's/^alertmanager_notifications_failed_total{integration="webhook"} //p')

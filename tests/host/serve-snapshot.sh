@@ -22,19 +22,10 @@ command -v curl >/dev/null || skip "curl not installed (make deps)"
 host_kvm_usable || skip "no usable KVM on this host ($KVM_WHY): the snapshot's kvm events need one"
 T=$TV_TMP
 PAYLOAD=$TV_ROOT/tests/samples/alertmanager/webhook-v4.json
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 SERVES=()
-start() {	# ARGS...: serve on a free port (PORT) until it answers
-	PORT=$(port)
-	"$TV" serve --listen 127.0.0.1:$PORT --web.config.file "$T/web.yml" "$@" >"$T/serve.out" 2>"$T/serve.err" &
-	SP=$!
-	SERVES+=("$SP")
-	for _ in $(seq 100); do
-		grep -q "BPF programs attached" "$T/serve.err" && return 0
-		kill -0 $SP 2>/dev/null || fail "serve $* did not start: $(cat "$T/serve.err")"
-		sleep 0.1
-	done
-	fail "serve $* did not start in 10 s: $(cat "$T/serve.err")"
+start() {	# ARGS...: serve with the token's web config (PORT, SP)
+	serve_start --web.config.file "$T/web.yml" "$@"
+	PORT=$SERVE_PORT SP=$SERVE_PID
 }
 # shellcheck disable=SC2154 # p: the trap's own loop variable
 trap 'for p in "${SERVES[@]}"; do kill "$p" 2>/dev/null; done' EXIT
@@ -101,13 +92,7 @@ wait $vmm || fail "the test VMM failed"
 c=$(post "$PAYLOAD" "${AUTH[@]}")
 [ "$c" = 200 ] || fail "the payload: HTTP $c: $(cat "$T/body")"
 expect_eq "the answer" "$(cat "$T/body")" "snapshot $S/snapshot-1"
-grep -qx "alert=TracevisorVMExitLatencyHigh" "$S/snapshot-1/session.meta" &&
-	grep -qx "alert_vm=web-3,db 1_x" "$S/snapshot-1/session.meta" ||
-	fail "the alert's keys: $(cat "$S/snapshot-1/session.meta")"
-grep -q "Snapshot for alert TracevisorVMExitLatencyHigh, vm web-3,db 1_x: $S/snapshot-1" "$T/serve.err" ||
-	fail "the snapshot not said: $(cat "$T/serve.err")"
-"$TV" report "$S/snapshot-1" >"$T/report" || fail "report of the snapshot"
-expect_eq "the VMM's port writes in the snapshot" "$(grep -c "tv-testvmm-$vmm .*pio_write at 0x1234" "$T/report")" 5
+alert_snapshot_check "$S/snapshot-1" TracevisorVMExitLatencyHigh "web-3,db 1_x" $vmm
 "$TV" stat --json "$S/snapshot-1" >"$T/stat.json" || fail "stat of the snapshot"
 grep -q "tv-testvmm\[$vmm\]" "$T/stat.json" || fail "stat of the snapshot lacks the VMM: $(head -c 400 "$T/stat.json")"
 echo "ok: the alert's snapshot: alert=, alert_vm= sanitised, the 5 port writes read by report and stat"
