@@ -17,7 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # and Xen sessions still decode (doc/architecture.md says why not dlopen).
 XEN_PKGS := xencontrol xenforeignmemory xenevtchn xentoollog xencall xenstore
 TV_WITH_XEN ?= $(shell pkg-config --exists $(XEN_PKGS) 2>/dev/null && echo 1 || echo 0)
-PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf yaml-0.1 openssl libcrypt
+PKGS    := libtracefs libtraceevent libzstd liburcu-bp libbpf yaml-0.1 openssl libcrypt json-c
 ifeq ($(TV_WITH_XEN),1)
 PKGS    += $(XEN_PKGS)
 XEN_DEFS := -DTV_HAVE_XEN

@@ -66,6 +66,15 @@ void tv_flight_refused(struct tv_flight *f, unsigned int *busy, unsigned int *ho
 /* Stop watching, free; NULL-safe. */
 void tv_flight_disarm(struct tv_flight *f);
 
+struct tv_session_record;
+/*
+ * tv_session_record_snapshot_keys - tv_session_record_snapshot() with
+ * @keys (key, value, ..., NULL: copied) added to the snapshot's
+ * session.meta: serve's POST /snapshot (an alert's name and VM).
+ */
+int tv_session_record_snapshot_keys(struct tv_session_record *s, const char *const *keys, char *path,
+				    size_t size);
+
 #define TV_FLIGHT_DEFAULT_POST_NS 100000000ULL		/* 100 ms */
 #define TV_FLIGHT_DEFAULT_HOLDOFF_NS 10000000000ULL	/* 10 s */
 #define TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS 10

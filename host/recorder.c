@@ -705,6 +705,12 @@ int tv_session_record_snapshot(struct tv_session_record *s, char *path, size_t s
 	return session_snapshot(s, NULL, path, size);
 }
 
+int tv_session_record_snapshot_keys(struct tv_session_record *s, const char *const *keys, char *path,
+				    size_t size)
+{
+	return session_snapshot(s, keys, path, size);
+}
+
 void tv_session_record_ust_summary(const struct tv_session_record *s, size_t *procs,
 				   uint64_t *events, uint64_t *lost)
 {

@@ -27,6 +27,7 @@
 #include "tv_internal.h"
 #include "../kvm/bpf/top_exits.h"
 #include "../kvm/top_bpf.h"
+#include "flight.h"
 #include "serve.h"
 
 struct serve {
@@ -34,6 +35,8 @@ struct serve {
 	struct tv_top_bpf *bpf;
 	struct serve_http *http;
 	struct serve_web *web;
+	struct tv_session_record *flight;	/* --flight-recorder: the armed recorder */
+	uint64_t alerts;		/* snapshots taken for alerts */
 	struct serve_metrics m;		/* vms: every VMM seen (cache); series: per scrape */
 	unsigned int other;		/* index of the "_other" VM, if have_other */
 	bool have_other, said_limit;
@@ -263,29 +266,97 @@ static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
 	return ret;
 }
 
-/* Answer scrapes until the stop fd is readable. */
+/*
+ * POST /snapshot: an Alertmanager webhook into a snapshot of the flight
+ * recorder, named by its session.meta keys alert= and alert_vm=.  One
+ * snapshot per request (the ring is one moment, whatever the group).
+ */
+static int alert_snapshot(void *ctx, const char *body, size_t len, struct tv_strbuf *reply)
+{
+	struct serve *s = ctx;
+	struct serve_alert a;
+	char why[256], path[4200];
+	const char *keys[5] = { "alert", a.name, "alert_vm", a.vms, NULL };
+	int ret = serve_alert_parse(body, len, &a, why, sizeof(why));
+
+	if (ret) {
+		tv_strbuf_append(reply, "invalid Alertmanager webhook: %s\n", why);
+		return ret == -ENOMEM ? 500 : 400;
+	}
+	if (!a.firing) {
+		tv_strbuf_append(reply, "no firing alert: no snapshot\n");
+		return 200;
+	}
+	if (!a.vms[0])
+		keys[2] = NULL;	/* no vm label: no alert_vm= */
+	ret = tv_session_record_snapshot_keys(s->flight, keys, path, sizeof(path));
+	if (ret) {
+		tv_strbuf_append(reply, "snapshot failed: errno=%d (%s)\n", -ret, strerror(-ret));
+		return 500;
+	}
+	s->alerts++;
+	tv_info("Snapshot for alert %s%s%s: %s", a.name, a.vms[0] ? ", vm " : "", a.vms, path);
+	tv_strbuf_append(reply, "snapshot %s\n", path);
+	return 200;
+}
+
+/* Answer scrapes and webhooks until the stop fd is readable; tick the recorder. */
 static int serve_loop(struct serve *s)
 {
+	struct serve_handlers hd = { .render = render, .snapshot = s->flight ? alert_snapshot : NULL, .ctx = s };
 	struct pollfd p[2] = {
 		{ .fd = s->opts->stop_fd, .events = POLLIN },
 		{ .fd = serve_http_fd(s->http), .events = POLLIN },
 	};
 
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
+		int n = poll(p, 2, s->flight ? tv_session_record_tick_ms(s->flight) : -1);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		if (s->flight)
+			tv_session_record_tick(s->flight);	/* VMs started since */
 		if (p[0].revents)
 			return 0;
 		if (p[1].revents & POLLIN) {
-			int ret = serve_http_answer(s->http, render, s);
+			int ret = serve_http_answer(s->http, &hd);
 
 			if (ret)
 				return ret;
 		}
 	}
+}
+
+/* --flight-recorder: the host's kvm events kept in memory in outdir (record's defaults). */
+static int flight_start(struct serve *s)
+{
+	static const char *const events[] = { TV_RECORD_DEFAULT_EVENTS };
+	struct tv_session_record_opts so = { 0 };
+	int ret;
+
+	so.host.outdir = s->opts->outdir ? s->opts->outdir : TV_SERVE_DEFAULT_OUTDIR;
+	so.host.events = events;
+	so.host.nr_events = 1;
+	so.host.flight_bytes = s->opts->flight_bytes;
+	ret = tv_session_record_start(&so, &s->flight);
+	if (!ret)
+		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N",
+			(unsigned long long)s->opts->flight_bytes, so.host.outdir);
+	return ret;
+}
+
+/* The recorder stopped: its last buffers are the session in outdir itself. */
+static void flight_stop(struct serve *s)
+{
+	if (!s->flight)
+		return;
+	if (tv_session_record_stop(s->flight))
+		tv_warn("The flight recorder did not stop cleanly (%llu alert snapshots taken)",
+			(unsigned long long)s->alerts);
+	tv_session_record_destroy(s->flight);
 }
 
 int tv_serve_run(const struct tv_serve_opts *opts)
@@ -306,6 +377,8 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		ret = serve_http_open(listen, s.web, &s.http);
 	if (!ret)
 		ret = tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+	if (!ret && opts->flight_bytes)
+		ret = flight_start(&s);
 	if (!ret) {
 		tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
 			serve_web_tls(s.web) ? "https" : "http", listen);
@@ -313,6 +386,7 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		if (ret)
 			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
 	}
+	flight_stop(&s);
 	tv_top_bpf_close(s.bpf);
 	serve_http_close(s.http);
 	serve_web_free(s.web);

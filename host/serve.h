@@ -116,6 +116,21 @@ bool serve_web_authorized(const struct serve_web *w, const char *head);
 /* The WWW-Authenticate value of a 401. */
 const char *serve_web_challenge(const struct serve_web *w);
 
+/* Longest alert= and alert_vm= values of a snapshot's session.meta. */
+#define SERVE_ALERT_VALUE_MAX 128
+/* What POST /snapshot keeps of an Alertmanager webhook (host/serve_alert.c). */
+struct serve_alert {
+	unsigned int firing;		/* firing alerts; 0: no snapshot */
+	char name[SERVE_ALERT_VALUE_MAX];	/* the first firing alert's alertname, sanitised */
+	char vms[4 * SERVE_ALERT_VALUE_MAX];	/* their vm labels, distinct, ','-separated */
+};
+/*
+ * serve_alert_parse - Alertmanager's webhook payload (version 4) @body
+ * of @len bytes into @a.  Return: 0, or -EINVAL/-ENOMEM with @why (size
+ * @wsize) saying what is wrong in one line.
+ */
+int serve_alert_parse(const char *body, size_t len, struct serve_alert *a, char *why, size_t wsize);
+
 struct serve_http;
 /* Listen on @addr ("HOST:PORT", "[V6]:PORT"), with @web (or NULL; it must
  * outlive the server): 0 or -errno (logged). */
@@ -124,14 +139,25 @@ int serve_http_open(const char *addr, const struct serve_web *web, struct serve_
 uint64_t serve_http_refused(const struct serve_http *h);
 /* The listening socket, for poll(). */
 int serve_http_fd(const struct serve_http *h);
+/* The answers of serve_http_answer() (@ctx: theirs). */
+struct serve_handlers {
+	/* GET /metrics: the exposition into @body; 0 or -ENOMEM */
+	int (*render)(void *ctx, bool openmetrics, struct tv_strbuf *body);
+	/* POST /snapshot (NULL: 404): the body, @len bytes (NUL-terminated);
+	 * one line into @reply; the HTTP status (200, 400, 500...) */
+	int (*snapshot)(void *ctx, const char *body, size_t len, struct tv_strbuf *reply);
+	void *ctx;
+};
 /*
- * Accept one connection and answer it: GET /metrics calls @render(@ctx,
- * openmetrics, body); / a short page; other paths 404, other methods 405.
- * A request must arrive whole within 5 s and 8 KiB.  Return: 0 (a client's
- * error is the client's), or -ENOMEM.
+ * Accept one connection and answer it: GET /metrics and POST /snapshot
+ * through @hd; / a short page; other paths 404, other methods 405.  A
+ * request's head must arrive whole within 5 s and 8 KiB, a POST's body
+ * (Content-Length, no chunks) within the same 5 s and SERVE_BODY_MAX.
+ * Return: 0 (a client's error is the client's), or -ENOMEM.
  */
-int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openmetrics, struct tv_strbuf *body),
-		      void *ctx);
+int serve_http_answer(struct serve_http *h, const struct serve_handlers *hd);
+/* The largest POST body (413 beyond): an Alertmanager group of ~200 alerts. */
+#define SERVE_BODY_MAX (256 * 1024)
 void serve_http_close(struct serve_http *h);
 
 #endif

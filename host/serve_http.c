@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1
 /*
  * tracevisor serve's HTTP server: enough HTTP/1.1 for a scraper (GET,
- * one request per connection, Connection: close), in ~200 lines of C
+ * one request per connection, Connection: close) and Alertmanager's
+ * webhook (POST /snapshot, a body of Content-Length bytes, at most
+ * SERVE_BODY_MAX), in ~300 lines of C
  * rather than a library: the exporter answers one scrape at a time on
  * one thread, Prometheus scrapes every few seconds, and a small server
  * whose every path is here is easier to bound than a general one (no
- * threads, no keep-alive, no request body).  Bounds: a request is read
+ * threads, no keep-alive, no chunked body).  Bounds: a request is read
  * whole within 5 s and 8 KiB or dropped (TLS handshake included); a
  * client that does not read its answer within 5 s is dropped too; more
  * than RATE_BURST requests beyond RATE_PER_S a second get 429.  With a
@@ -266,8 +268,114 @@ static bool wants_openmetrics(const char *head)
 	return false;
 }
 
-int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openmetrics, struct tv_strbuf *body),
-		      void *ctx)
+/* Where the head of @head (@len bytes read) ends: the body's first byte. */
+static size_t head_end(const char *head)
+{
+	const char *crlf = strstr(head, "\r\n\r\n"), *lf = strstr(head, "\n\n");
+
+	if (crlf && (!lf || crlf < lf))
+		return (size_t)(crlf - head) + 4;
+	return (size_t)(lf - head) + 2;
+}
+
+/* Content-Length of @head: its value, -1 none, -2 not a number. */
+static long long content_length(const char *head)
+{
+	for (const char *l = strchr(head, '\n'); l; l = strchr(l + 1, '\n')) {
+		char *end;
+		long long n;
+
+		if (strncasecmp(l + 1, "content-length:", 15))
+			continue;
+		errno = 0;
+		n = strtoll(l + 16, &end, 10);
+		return errno || end == l + 16 || n < 0 || !strchr("\r\n", *end) ? -2 : n;
+	}
+	return -1;
+}
+
+/*
+ * A POST's body into *@out (NUL-terminated; the caller frees): the
+ * head's @have bytes past it first, then the rest.  0, or the HTTP
+ * status to answer with (411, 413, 400).
+ */
+static int read_body(struct conn *c, const char *head, const char *have, size_t nhave, char **out,
+		     size_t *len, uint64_t deadline)
+{
+	long long n = content_length(head);
+	char *body;
+	size_t got;
+
+	*out = NULL;
+	if (strcasestr(head, "\ntransfer-encoding:"))
+		return 411;	/* Alertmanager sends a length: no chunks to bound */
+	if (n == -1)
+		return 411;
+	if (n < 0 || nhave > (size_t)n)
+		return 400;
+	if (n > SERVE_BODY_MAX)
+		return 413;
+	body = malloc((size_t)n + 1);
+	if (!body)
+		return 500;
+	memcpy(body, have, nhave);
+	for (got = nhave; got < (size_t)n;) {
+		ssize_t r = conn_read(c, body + got, (size_t)n - got, deadline);
+
+		if (r < 0) {
+			free(body);
+			return 400;
+		}
+		got += (size_t)r;
+	}
+	body[n] = '\0';
+	*out = body;
+	*len = (size_t)n;
+	return 0;
+}
+
+static const char *status_line(int code)
+{
+	switch (code) {
+	case 200: return "200 OK";
+	case 400: return "400 Bad Request";
+	case 404: return "404 Not Found";
+	case 411: return "411 Length Required";
+	case 413: return "413 Content Too Large";
+	case 503: return "503 Service Unavailable";
+	default: return "500 Internal Server Error";
+	}
+}
+
+/* POST /snapshot: the body read and handed to @hd->snapshot, its line answered. */
+static int answer_snapshot(struct conn *c, const char *head, size_t nhead, const struct serve_handlers *hd,
+			   uint64_t deadline)
+{
+	struct tv_strbuf reply = { 0 };
+	size_t hend = head_end(head), len = 0;
+	char *body = NULL;
+	int code;
+
+	if (!hd->snapshot) {
+		respond(c, "404 Not Found", "", "text/plain",
+			"no flight recorder: serve --flight-recorder SIZE takes snapshots\n", 63, deadline);
+		return 0;
+	}
+	code = read_body(c, head, head + hend, nhead - hend, &body, &len, deadline);
+	if (code == 413)
+		tv_strbuf_append(&reply, "body larger than %d bytes\n", SERVE_BODY_MAX);
+	else if (code)
+		tv_strbuf_append(&reply, "no whole body: a Content-Length and its bytes within 5 s\n");
+	else
+		code = hd->snapshot(hd->ctx, body, len, &reply);
+	respond(c, status_line(code), "", "text/plain; charset=utf-8", reply.data ? reply.data : "", reply.len,
+		deadline);
+	tv_strbuf_free(&reply);
+	free(body);
+	return 0;
+}
+
+int serve_http_answer(struct serve_http *h, const struct serve_handlers *hd)
 {
 	static const char index_page[] =
 		"tracevisor serve: VM exit metrics on /metrics (tracevisor-serve(8))\n";
@@ -276,6 +384,7 @@ int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openme
 	uint64_t deadline = now_ms() + IO_TIMEOUT_MS;
 	struct conn c = { .fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) };
 	SSL_CTX *tls = serve_web_tls(h->web);
+	ssize_t nhead;
 	int ret = 0;
 	bool om;
 
@@ -283,8 +392,8 @@ int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openme
 		return 0;	/* the client went away meanwhile */
 	if (tls && conn_handshake(&c, tls, deadline))
 		goto out;	/* no TLS, or no valid client certificate: nothing said */
-	if (read_head(&c, head, sizeof(head), deadline) <= 0 ||
-	    sscanf(head, "%15s %255s HTTP/", method, path) != 2) {
+	nhead = read_head(&c, head, sizeof(head), deadline);
+	if (nhead <= 0 || sscanf(head, "%15s %255s HTTP/", method, path) != 2) {
 		respond(&c, "400 Bad Request", "", "text/plain", "bad request\n", 12, deadline);
 		goto out;
 	}
@@ -300,11 +409,19 @@ int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openme
 		respond(&c, "401 Unauthorized", challenge, "text/plain", "Unauthorized\n", 13, deadline);
 		goto out;
 	}
+	path[strcspn(path, "?")] = '\0';
+	if (!strcmp(path, "/snapshot")) {
+		if (strcmp(method, "POST"))
+			respond(&c, "405 Method Not Allowed", "Allow: POST\r\n", "text/plain", "POST only\n", 10,
+				deadline);
+		else
+			ret = answer_snapshot(&c, head, (size_t)nhead, hd, deadline);
+		goto out;
+	}
 	if (strcmp(method, "GET")) {
 		respond(&c, "405 Method Not Allowed", "", "text/plain", "GET only\n", 9, deadline);
 		goto out;
 	}
-	path[strcspn(path, "?")] = '\0';
 	if (!strcmp(path, "/")) {
 		respond(&c, "200 OK", "", "text/plain; charset=utf-8", index_page, sizeof(index_page) - 1, deadline);
 		goto out;
@@ -314,7 +431,7 @@ int serve_http_answer(struct serve_http *h, int (*render)(void *ctx, bool openme
 		goto out;
 	}
 	om = wants_openmetrics(head);
-	ret = render(ctx, om, &body);
+	ret = hd->render(hd->ctx, om, &body);
 	if (ret) {
 		respond(&c, "500 Internal Server Error", "", "text/plain", "out of memory\n", 14, deadline);
 		goto out;

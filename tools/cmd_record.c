@@ -277,7 +277,7 @@ static int parse_bytes(const char *arg, unsigned long long *v, char **end)
 	return 0;
 }
 
-static int parse_size(const char *arg, uint64_t *out)
+int tv_cli_parse_size(const char *arg, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -451,7 +451,7 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 					return -1;
 			break;
 		case OPT_FLIGHT:
-			if (parse_size(optarg, &cli->flight_bytes)) {
+			if (tv_cli_parse_size(optarg, &cli->flight_bytes)) {
 				tv_cli_error("record", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
 					     optarg);
 				return -1;

@@ -20,7 +20,7 @@ static void serve_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
-		"                        [--web.config.file FILE]\n\n"
+		"                        [--web.config.file FILE] [--flight-recorder SIZE [-o DIR]]\n\n"
 		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
 		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
 		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
@@ -36,6 +36,12 @@ static void serve_usage(FILE *out)
 		"                      authentication (basic_auth_users, bcrypt; bearer_token_file)\n"
 		"                      as Prometheus exporters' web config; without valid\n"
 		"                      credentials a request gets 401 and nothing else\n"
+		"  --flight-recorder SIZE  keep the host's kvm events of the last SIZE bytes\n"
+		"                      (K, M, G) in memory, as record --flight-recorder, and\n"
+		"                      take POST /snapshot: Alertmanager's webhook (version 4)\n"
+		"                      writes DIR/snapshot-N, alert= and alert_vm= (the\n"
+		"                      alertname, the vm labels) in its session.meta\n"
+		"  -o, --output DIR    the flight recorder's session (default " TV_SERVE_DEFAULT_OUTDIR ")\n"
 		"  -h, --help          this help\n",
 		TV_SERVE_DEFAULT_MAX_VMS, TV_SERVE_DEFAULT_FORGET_S);
 }
@@ -58,19 +64,21 @@ static int parse_count(const char *opt, const char *arg, unsigned long max, unsi
 
 static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 {
-	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG };
+	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG, OPT_FLIGHT };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "per-vcpu", no_argument, NULL, OPT_PER_VCPU },
 		{ "max-vms", required_argument, NULL, OPT_MAX_VMS },
 		{ "forget", required_argument, NULL, OPT_FORGET },
 		{ "web.config.file", required_argument, NULL, OPT_WEB_CONFIG },
+		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_LISTEN:
 			o->listen = optarg;
@@ -89,6 +97,16 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 		case OPT_WEB_CONFIG:
 			o->web_config = optarg;
 			break;
+		case OPT_FLIGHT:
+			if (tv_cli_parse_size(optarg, &o->flight_bytes)) {
+				tv_cli_error("serve", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
+					     optarg);
+				return -1;
+			}
+			break;
+		case 'o':
+			o->outdir = optarg;
+			break;
 		case 'h':
 			serve_usage(stdout);
 			exit(0);
@@ -96,6 +114,10 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 			serve_usage(stderr);
 			return -1;
 		}
+	}
+	if (o->outdir && !o->flight_bytes) {
+		tv_cli_error("serve", "-o DIR is the flight recorder's: give --flight-recorder SIZE");
+		return -1;
 	}
 	if (optind != argc) {
 		tv_cli_error("serve", "unexpected argument: \"%s\"", argv[optind]);

@@ -21,6 +21,7 @@
 #define TV_SERVE_DEFAULT_LISTEN "127.0.0.1:9477"
 #define TV_SERVE_DEFAULT_MAX_VMS 1024
 #define TV_SERVE_DEFAULT_FORGET_S 300
+#define TV_SERVE_DEFAULT_OUTDIR "tracevisor-serve"
 
 struct tv_serve_opts {
 	const char *listen;		/* ADDR:PORT ([v6]:PORT); NULL: the default */
@@ -35,6 +36,17 @@ struct tv_serve_opts {
 					 * config (TLS, basic_auth_users) and
 					 * bearer_token_file; NULL: plain HTTP,
 					 * no authentication */
+	/*
+	 * > 0: a host flight recorder (record --flight-recorder SIZE: the
+	 * kvm events, the last @flight_bytes in memory) kept armed in
+	 * @outdir (NULL: "tracevisor-serve"), and POST /snapshot taking
+	 * Alertmanager's webhook (version 4): a snapshot @outdir/snapshot-N
+	 * per request with a firing alert, alert= (its alertname,
+	 * sanitised) and alert_vm= (the alerts' vm labels) in its
+	 * session.meta.  0: POST /snapshot gets 404.
+	 */
+	uint64_t flight_bytes;
+	const char *outdir;
 	int stop_fd;			/* readable: stop (a signalfd of SIGTERM
 					 * and SIGINT); required */
 };

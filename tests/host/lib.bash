@@ -228,3 +228,33 @@ ask() {	# WHAT N
 	for _ in $(seq 300); do [ -e "$TV_TMP/worker.done.$worker_step" ] && return; sleep 0.1; done
 	fail "worker did not do $1 $2"
 }
+# free_port: a TCP port free on 127.0.0.1 now.
+# serve_start ARGS...: `tracevisor serve ARGS` on a free loopback port
+# (SERVE_PORT), in the background (SERVE_PID, also appended to SERVES for
+# the test's trap), stderr in $TV_TMP/serve.err, until it says its
+# programs are attached (10 s at most).
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+serve_start() {
+	SERVE_PORT=$(free_port)
+	"$TV" serve --listen "127.0.0.1:$SERVE_PORT" "$@" >"$TV_TMP/serve.out" 2>"$TV_TMP/serve.err" &
+	SERVE_PID=$!
+	SERVES+=("$SERVE_PID")
+	for _ in $(seq 100); do
+		grep -q "BPF programs attached" "$TV_TMP/serve.err" && return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || fail "serve $* did not start: $(cat "$TV_TMP/serve.err")"
+		sleep 0.1
+	done
+	fail "serve $* did not start in 10 s: $(cat "$TV_TMP/serve.err")"
+}
+# alert_snapshot_check DIR ALERT VMS VMMPID: DIR (a serve --flight-recorder
+# snapshot) has alert=ALERT and alert_vm=VMS, serve said so, and report
+# reads the 5 port writes of the test VMM VMMPID (run with --outs 5).
+alert_snapshot_check() {
+	grep -qx "alert=$2" "$1/session.meta" && grep -qx "alert_vm=$3" "$1/session.meta" ||
+		fail "the alert's keys: $(cat "$1/session.meta")"
+	grep -qF "Snapshot for alert $2, vm $3: $1" "$TV_TMP/serve.err" ||
+		fail "serve did not say the snapshot: $(cat "$TV_TMP/serve.err")"
+	"$TV" report "$1" >"$TV_TMP/snapshot.report" || fail "report of $1"
+	expect_eq "the VMM's port writes in the alert's snapshot" \
+		"$(grep -c "tv-testvmm-$4 .*pio_write at 0x1234" "$TV_TMP/snapshot.report")" 5
+}

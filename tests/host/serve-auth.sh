@@ -21,19 +21,10 @@
 require_root
 for t in curl openssl promtool prometheus; do command -v $t >/dev/null || skip "$t not installed (make deps)"; done
 T=$TV_TMP
-port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 SERVES=()
 start() {	# CONFIG: serve on a free port (PORT) with it, until it answers
-	PORT=$(port)
-	"$TV" serve --listen 127.0.0.1:$PORT --web.config.file "$1" >"$T/serve.out" 2>"$T/serve.err" &
-	SP=$!
-	SERVES+=("$SP")
-	for _ in $(seq 100); do
-		grep -q "BPF programs attached" "$T/serve.err" && return 0
-		kill -0 $SP 2>/dev/null || fail "serve with $1 did not start: $(cat "$T/serve.err")"
-		sleep 0.1
-	done
-	fail "serve with $1 did not start in 10 s: $(cat "$T/serve.err")"
+	serve_start --web.config.file "$1"
+	PORT=$SERVE_PORT SP=$SERVE_PID
 }
 stop() {
 	kill -TERM $SP
@@ -110,7 +101,7 @@ c=$(code --cacert "$T/ca.crt" --cert "$T/client.crt" --key "$T/client.key" -u pr
 echo "ok: TLS: no client certificate or another CA's: no handshake; wrong or no password: 401; right: 200"
 
 # 3. A real Prometheus scrapes it so, and one without credentials fails.
-PP=$(port)
+PP=$(free_port)
 cat >"$T/prom.yml" <<EOF
 global: {scrape_interval: 1s}
 scrape_configs:
@@ -147,7 +138,7 @@ printf 'bearer_token_file: /nonexistent/token\n' >"$T/bad4.yml"
 for b in "bad1|Cannot load cert_file: path=\"/nonexistent.crt\"" "bad2|Unsupported web config key in $T/bad2.yml: http_server_config" \
 	"bad3|Invalid web config $T/bad3.yml: YAML error" "bad4|Cannot open bearer_token_file: path=\"/nonexistent/token\"" \
 	"missing|Cannot open web config file: path=\"$T/missing.yml\""; do
-	timeout 10 "$TV" serve --listen "127.0.0.1:$(port)" --web.config.file "$T/${b%%|*}.yml" >"$T/bad.out" 2>"$T/bad.err"
+	timeout 10 "$TV" serve --listen "127.0.0.1:$(free_port)" --web.config.file "$T/${b%%|*}.yml" >"$T/bad.out" 2>"$T/bad.err"
 	rc=$?
 	[ $rc = 1 ] && [ "$(wc -l <"$T/bad.err")" = 1 ] && grep -qF "${b#*|}" "$T/bad.err" ||
 		fail "${b%%|*}: status $rc: $(cat "$T/bad.err")"

@@ -10,7 +10,12 @@
  *    names and # EOF;
  *  - 100 VMs x the test VMM's reasons render under 1 MB;
  *  - VM names: libvirt's guest=NAME and -uuid from a command line,
- *    comm[pid] otherwise, the kernel's comm for a VMM gone.
+ *    comm[pid] otherwise, the kernel's comm for a VMM gone;
+ *  - POST /snapshot's Alertmanager payload (host/serve_alert.c): the first
+ *    firing alertname and the distinct vm labels, sanitised and bounded,
+ *    resolved alerts ignored, a trailing newline accepted; malformed
+ *    payloads refused with the reason (cut, trailing data, nested too
+ *    deep, version, alerts, alertname).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -174,11 +179,73 @@ static void test_identify(void)
 	TV_CHECK(system(path) == 0, "cleanup");
 }
 
+static void alert_ok(const char *json, unsigned int firing, const char *name, const char *vms)
+{
+	struct serve_alert a;
+	char why[256] = "";
+	int ret = serve_alert_parse(json, strlen(json), &a, why, sizeof(why));
+
+	TV_CHECK(!ret && a.firing == firing && !strcmp(a.name, name) && !strcmp(a.vms, vms),
+		 "alert %s: ret %d (%s) firing %u name \"%s\" vms \"%s\"", json, ret, why, a.firing, a.name,
+		 a.vms);
+}
+
+static void alert_bad(const char *json, size_t len, const char *want)
+{
+	struct serve_alert a;
+	char why[256] = "";
+	int ret = serve_alert_parse(json, len ? len : strlen(json), &a, why, sizeof(why));
+
+	TV_CHECK(ret == -EINVAL && strstr(why, want) && !strchr(why, '\n'), "bad alert %.60s: ret %d why \"%s\", want \"%s\"",
+		 json, ret, why, want);
+}
+
+static void test_alert(void)
+{
+	char deep[400], big[2000];
+	size_t n = 0;
+
+	alert_ok("{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{\"alertname\":\"A/b c\",\"vm\":\"x\"}},"
+		 "{\"status\":\"firing\",\"labels\":{\"alertname\":\"Other\",\"vm\":\"y,\\nz\"}},"
+		 "{\"status\":\"firing\",\"labels\":{\"alertname\":\"A\",\"vm\":\"x\"}},"
+		 "{\"status\":\"resolved\",\"labels\":{\"alertname\":\"R\",\"vm\":\"gone\"}}]}\n",
+		 3, "A_b_c", "x,y__z");
+	alert_ok("{\"version\":\"4\",\"alerts\":[{\"status\":\"resolved\",\"labels\":{\"alertname\":\"R\"}}]}", 0, "", "");
+	alert_ok("{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{\"alertname\":\"\\u00e9t\\u00e9\"}}]}", 1,
+		 "__t__", "");
+	n = (size_t)snprintf(big, sizeof(big), "{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{\"alertname\":\"");
+	memset(big + n, 'N', 300);
+	snprintf(big + n + 300, sizeof(big) - n - 300, "\"}}]}");
+	{
+		struct serve_alert a;
+		char why[256];
+
+		TV_CHECK(!serve_alert_parse(big, strlen(big), &a, why, sizeof(why)) &&
+			 strlen(a.name) == SERVE_ALERT_VALUE_MAX - 1, "a long alertname cut: %zu", strlen(a.name));
+	}
+	alert_bad("{\"version\":\"4\",\"alerts\":[", 0, "unexpected end");
+	alert_bad("{\"version\":\"4\",\"alerts\":[]} {}", 0, "trailing data");
+	alert_bad("{\"version\":\"4\",\"alerts\":[]}\0x", 29, "trailing data");
+	alert_bad("[1]", 0, "not a JSON object");
+	alert_bad("{\"version\":4,\"alerts\":[]}", 0, "version \"4\"");
+	alert_bad("{\"version\":\"4\",\"alerts\":{}}", 0, "no \"alerts\" array");
+	alert_bad("{\"version\":\"4\",\"alerts\":[1]}", 0, "alerts[0] is not an alert");
+	alert_bad("{\"version\":\"4\",\"alerts\":[{\"status\":\"firing\",\"labels\":{\"alertname\":\"\"}}]}", 0,
+		  "alerts[0] has no labels.alertname");
+	n = 0;
+	for (int i = 0; i < 100; i++)
+		deep[n++] = '[';
+	for (int i = 0; i < 100; i++)
+		deep[n++] = ']';
+	alert_bad(deep, n, "not JSON");
+}
+
 int main(void)
 {
 	test_buckets();
 	test_merge_render();
 	test_size();
 	test_identify();
+	test_alert();
 	return tv_test_done("test_serve_metrics");
 }
