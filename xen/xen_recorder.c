@@ -576,12 +576,12 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 	rec->info.evt_mask = rec->opts.evt_mask;
 	ret = xen_open_handles(rec);
 	if (!ret)
-		ret = tv_xen_make_domain_dir(w, rec->dir, sizeof(rec->dir));
+		ret = tv_xen_make_domain_dir(rec->session, rec->dir, sizeof(rec->dir));
 	if (!ret)
 		ret = xen_setup(rec);
 	if (ret) {
 		/* the session goes only if it was made for xen/ (a Xen-only one) */
-		tv_session_writer_discard(w, "xen");
+		tv_session_writer_discard(rec->session, "xen");
 		tv_xen_recorder_destroy(rec);
 		return ret;
 	}
