@@ -205,12 +205,14 @@ static void pf_map_free(struct pf_map *m)
 }
 
 /*
- * Names are interned by their 64-bit FNV-1a hash alone (no copy kept):
- * distinct names of one trace colliding is unlikely enough (~n^2 / 2^65).
+ * Names are found by their 64-bit FNV-1a hash, salted by @salt, and each
+ * hit is checked against the name kept for its iid: FNV is no defence
+ * against a guest that crafts a comm colliding with a host event's name,
+ * and a collision must not rename another domain's events (pf_intern).
  */
-static uint64_t pf_hash(const char *s)
+static uint64_t pf_hash(const char *s, uint64_t salt)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 1469598103934665603ull ^ (salt * 0x9e3779b97f4a7c15ull);
 
 	for (; *s; s++)
 		h = (h ^ (uint8_t)*s) * 1099511628211ull;
@@ -249,7 +251,9 @@ struct pf_proto {
 	uint64_t last_ts;	/* of the incremental clock */
 	uint32_t next_uuid, next_iid;
 	uint64_t next_flow;
-	struct pf_map names;	/* string hash -> iid */
+	struct pf_map names;	/* salted string hash -> iid */
+	char **name_of;		/* [iid]: the interned names, to check each hit */
+	size_t cap_names;
 	struct pf_map formats;	/* tep_event pointer -> index in infos */
 	struct pf_event_info *infos;
 	size_t nr_infos, cap_infos;
@@ -297,16 +301,36 @@ static void pf_emit(struct pf_proto *w, const uint8_t *end)
  */
 static uint32_t pf_intern(struct pf_proto *w, const char *s)
 {
-	uint32_t *v = pf_map_get(&w->names, pf_hash(s), true);
 	struct pb b = { w->interned + w->interned_len, w->interned + sizeof(w->interned) };
+	uint32_t *v = NULL;
 	uint8_t *m;
 
-	if (!v) {
-		w->err = -ENOMEM;
-		return 0;
+	/* a hit under another name: the next salt (a crafted collision costs a probe) */
+	for (uint64_t salt = 0; !v || (*v && strcmp(w->name_of[*v], s)); salt++) {
+		v = pf_map_get(&w->names, pf_hash(s, salt), true);
+		if (!v) {
+			w->err = -ENOMEM;
+			return 0;
+		}
 	}
 	if (*v)
 		return *v;
+	if (w->next_iid + 1 >= w->cap_names) {
+		size_t cap = w->cap_names ? w->cap_names * 2 : 256;
+		char **n = realloc(w->name_of, cap * sizeof(*n));
+
+		if (!n) {
+			w->err = -ENOMEM;
+			return 0;
+		}
+		w->name_of = n;
+		w->cap_names = cap;
+	}
+	w->name_of[w->next_iid + 1] = strdup(s);
+	if (!w->name_of[w->next_iid + 1]) {
+		w->err = -ENOMEM;
+		return 0;
+	}
 	*v = ++w->next_iid;
 	m = pb_open(&b, F_INTERNED_EVENT_NAMES);
 	pb_uint(&b, F_IID, *v);
@@ -1077,6 +1101,9 @@ out:
 	tv_exit_tracker_free(&w->xen_exits);
 	tv_sync_result_free(&w->sync);
 	pf_map_free(&w->names);
+	for (uint32_t i = 1; i <= w->next_iid && w->name_of; i++)
+		free(w->name_of[i]);
+	free(w->name_of);
 	pf_map_free(&w->formats);
 	pf_map_free(&w->tracks);
 	pf_map_free(&w->vcpu_ids);
