@@ -504,26 +504,27 @@ static int recorder_flight_size(struct tv_recorder *rec)
 	return 0;
 }
 
-int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
-			  struct tv_recorder **out)
+/* The recorder's fields before any step can fail: what destroy may meet. */
+static struct tv_recorder *recorder_alloc(const struct tv_record_opts *opts)
 {
 	struct tv_recorder *rec = calloc(1, sizeof(*rec));
-	int ret;
 
-	*out = NULL;
 	if (!rec)
-		return -ENOMEM;
+		return NULL;
 	rec->opts = *opts;
-	if (tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session)) {
-		free(rec);
-		return -ENOMEM;
-	}
 	rec->stop_fd = -1;
 	rec->marker_fd = -1;
 	rec->snap_fd = -1;
 	pthread_mutex_init(&rec->lock, NULL);
 	rec->nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
-	ret = recorder_flight_size(rec);
+	return rec;
+}
+
+/* The steps of create that set up the host domain, in order. */
+static int recorder_prepare(struct tv_recorder *rec)
+{
+	int ret = recorder_flight_size(rec);
+
 	if (!ret)
 		ret = recorder_check_access(rec);
 	if (!ret) {
@@ -549,13 +550,30 @@ int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_op
 		ret = recorder_open_captures(rec);
 	if (!ret)
 		recorder_open_marker(rec);
-	if (ret) {
+	return ret;
+}
+
+int tv_recorder_create_in(struct tv_session_writer *w, const struct tv_record_opts *opts,
+			  struct tv_recorder **out)
+{
+	struct tv_recorder *rec = recorder_alloc(opts);
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (!rec)
+		goto out;
+	ret = tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session);
+	if (ret)
+		goto out;
+	ret = recorder_prepare(rec);
+	if (ret)	/* the session goes only if it was made for host/ */
 		tv_session_writer_discard(rec->session, "host");
+out:
+	if (ret)
 		tv_recorder_destroy(rec);
-		return ret;
-	}
-	*out = rec;
-	return 0;
+	else
+		*out = rec;
+	return ret;
 }
 
 /*

@@ -43,8 +43,11 @@ void tv_cli_json_str(const char *s);
  * up to 8 uses in one printf's arguments.
  */
 const char *tv_cli_text(const char *s);
-/* SIZE: bytes with an optional K, M or G (powers of 1024), 64K..64G: 0 or -1. */
-int tv_cli_parse_size(const char *arg, uint64_t *out);
+/*
+ * --flight-recorder SIZE: bytes with an optional K, M or G (powers of 1024),
+ * 64K..64G: 0, or -1 after the usage error for @cmd.
+ */
+int tv_cli_parse_flight_size(const char *cmd, const char *arg, uint64_t *out);
 /* Exit status for a library error code. */
 int tv_cli_status(int err);
 /* Silence the library's messages (a probe whose failure the real call will

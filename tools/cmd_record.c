@@ -277,13 +277,15 @@ static int parse_bytes(const char *arg, unsigned long long *v, char **end)
 	return 0;
 }
 
-int tv_cli_parse_size(const char *arg, uint64_t *out)
+int tv_cli_parse_flight_size(const char *cmd, const char *arg, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
-	if (parse_bytes(arg, &v, &end) || *end || v < (64ull << 10) || v > (64ull << 30))
+	if (parse_bytes(arg, &v, &end) || *end || v < (64ull << 10) || v > (64ull << 30)) {
+		tv_cli_error(cmd, "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)", arg);
 		return -1;
+	}
 	*out = v;
 	return 0;
 }
@@ -451,11 +453,8 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 					return -1;
 			break;
 		case OPT_FLIGHT:
-			if (tv_cli_parse_size(optarg, &cli->flight_bytes)) {
-				tv_cli_error("record", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
-					     optarg);
+			if (tv_cli_parse_flight_size("record", optarg, &cli->flight_bytes))
 				return -1;
-			}
 			break;
 		case OPT_TRIGGER:
 			if (cli->so.nr_triggers == MAX_TRIGGERS) {

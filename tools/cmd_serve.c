@@ -98,11 +98,8 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 			o->web_config = optarg;
 			break;
 		case OPT_FLIGHT:
-			if (tv_cli_parse_size(optarg, &o->flight_bytes)) {
-				tv_cli_error("serve", "invalid --flight-recorder size: '%s' (bytes with K, M or G, 64K..64G)",
-					     optarg);
+			if (tv_cli_parse_flight_size("serve", optarg, &o->flight_bytes))
 				return -1;
-			}
 			break;
 		case 'o':
 			o->outdir = optarg;

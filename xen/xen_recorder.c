@@ -545,20 +545,15 @@ int tv_xen_recorder_create(const struct tv_xen_record_opts *opts, struct tv_xen_
 	return tv_xen_recorder_create_in(NULL, opts, out);
 }
 
-int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
-			      struct tv_xen_recorder **out)
+/* The options with their defaults, before any step can fail. */
+static struct tv_xen_recorder *xen_recorder_alloc(const struct tv_xen_record_opts *opts)
 {
 	struct tv_xen_recorder *rec = calloc(1, sizeof(*rec));
-	int ret;
 
-	*out = NULL;
 	if (!rec)
-		return -ENOMEM;
+		return NULL;
 	rec->opts = *opts;
-	if (tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session)) {
-		free(rec);
-		return -ENOMEM;
-	}
+	rec->stop_fd = -1;
 	if (!rec->opts.pages)
 		rec->opts.pages = TV_XEN_DEFAULT_PAGES;
 	if (!rec->opts.evt_mask)
@@ -571,17 +566,32 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 	 * (doc/sync-probes.md, "Xen domUs in the lab").
 	 */
 	rec->opts.evt_mask |= TV_XEN_GEN_CLASS;
-	rec->stop_fd = -1;
 	rec->info.source = "tracevisor";
 	rec->info.evt_mask = rec->opts.evt_mask;
-	ret = xen_open_handles(rec);
+	return rec;
+}
+
+int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_record_opts *opts,
+			      struct tv_xen_recorder **out)
+{
+	struct tv_xen_recorder *rec = xen_recorder_alloc(opts);
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	if (!rec)
+		goto out;
+	ret = tv_session_writer_use(w, opts->outdir, &rec->session, &rec->own_session);
+	if (!ret)
+		ret = xen_open_handles(rec);
 	if (!ret)
 		ret = tv_xen_make_domain_dir(rec->session, rec->dir, sizeof(rec->dir));
 	if (!ret)
 		ret = xen_setup(rec);
-	if (ret) {
-		/* the session goes only if it was made for xen/ (a Xen-only one) */
+	/* the session goes only if it was made for xen/ (a Xen-only one) */
+	if (ret && rec->session)
 		tv_session_writer_discard(rec->session, "xen");
+out:
+	if (ret) {
 		tv_xen_recorder_destroy(rec);
 		return ret;
 	}
