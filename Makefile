@@ -183,16 +183,17 @@ $(TESTVMM): tests/vmm/tv-testvmm.c
 # The guest agent: static, libc only (it runs in minimal guests).
 AGENT_SRCS := $(wildcard guest/*.c)
 $(AGENT): $(AGENT_SRCS) guest/agent.h lib/format/proto.c lib/format/proto.h lib/util/elf_sym.c lib/util/elf_sym.h \
+	  lib/util/write_all.c lib/util/write_all.h \
 	  lib/ust/ust_consumer.c lib/ust/ust_consumer.h lib/ust/ust_listen.c lib/ust/ust_listen.h lib/ust/ust_abi.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers \
-		-Wno-format-truncation $(LIB_INC) -static -pthread -o $@ $(AGENT_SRCS) lib/format/proto.c lib/util/elf_sym.c \
+		-Wno-format-truncation $(LIB_INC) -static -pthread -o $@ $(AGENT_SRCS) lib/format/proto.c lib/util/elf_sym.c lib/util/write_all.c \
 		lib/ust/ust_consumer.c lib/ust/ust_listen.c
 
 # libFuzzer targets: the host's guest-stream parser (tests/unit/fuzz-guest-stream.sh), and below.
 fuzz: $(FUZZ_GUEST) $(FUZZ_SESSION) $(FUZZ_UST) $(FUZZ_GSESSION)
 FUZZ_GUEST_SRCS := tests/fuzz/fuzz_guest_stream.c host/guest_stream.c host/guest_ust.c lib/format/proto.c \
-	lib/format/meta.c lib/util/log.c lib/ust/ust_consumer.c lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/format/session_file.c
+	lib/format/meta.c lib/util/log.c lib/ust/ust_consumer.c lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/util/write_all.c lib/format/session_file.c
 $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) tests/fuzz/fuzz_dir.h host/guest_stream.h lib/ust/ust_consumer.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -Iinclude $(LIB_INC) -Ihost -o $@ \
@@ -203,7 +204,7 @@ $(FUZZ_GUEST): $(FUZZ_GUEST_SRCS) tests/fuzz/fuzz_dir.h host/guest_stream.h lib/
 # (tests/unit/fuzz-guest-session.sh): host/guest_session.c over the parser.
 FUZZ_GSESSION_SRCS := tests/fuzz/fuzz_guest_session.c host/guest_session.c host/probe_sched.c \
 	host/guest_stream.c host/guest_ust.c lib/format/proto.c lib/format/meta.c lib/util/log.c lib/ust/ust_consumer.c \
-	lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/format/session_file.c
+	lib/ust/ust_session.c lib/util/strbuf.c lib/util/write_mapped.c lib/util/write_all.c lib/format/session_file.c
 $(FUZZ_GSESSION): $(FUZZ_GSESSION_SRCS) tests/fuzz/fuzz_dir.h host/guest_session.h host/guest_stream.h host/probe_sched.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

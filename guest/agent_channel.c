@@ -28,6 +28,7 @@
 
 
 #include "agent.h"
+#include "write_all.h"
 
 /* The channel is full: wait for the host to read, but not for ever. */
 int wait_writable(int fd)
@@ -54,26 +55,7 @@ int wait_writable(int fd)
 
 int write_all(int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			int ret = wait_writable(fd);
-
-			if (ret)
-				return ret;
-			continue;
-		}
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return tv_write_all_wait(fd, buf, len, wait_writable);
 }
 
 int send_frame(struct session *s, uint16_t type, uint32_t arg, const void *payload,

@@ -17,6 +17,7 @@
 
 #include "tracevisor/tracevisor.h"
 #include "session_writer.h"
+#include "write_all.h"
 
 /* ------------------------------------------------------------------ log */
 
@@ -52,8 +53,6 @@ struct tv_bounce {
  * Threads: one thread per @b.  Return: 0 or -errno (nothing logged).
  */
 int tv_write_mapped(int fd, const struct iovec *iov, int n, struct tv_bounce *b);
-/* @len bytes at @buf to @fd whole, short writes and EINTR resumed: 0 or -errno. */
-int tv_write_all(int fd, const void *buf, size_t len);
 void tv_bounce_free(struct tv_bounce *b);
 
 /*

@@ -21,23 +21,6 @@
 
 #define BOUNCE_SIZE (256u * 1024)	/* one write per 256 KiB copied */
 
-int tv_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int write_bounced(int fd, const char *p, size_t len, struct tv_bounce *b)
 {
 	if (!b->buf) {
