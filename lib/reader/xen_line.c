@@ -164,6 +164,19 @@ uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc, size_t *h
 	return scale_apply(scale_at_tsc(&l->pcpu[0], tsc), tsc);
 }
 
+void tv_xen_line_span_at(const struct tv_xen_line *l, uint64_t tsc, struct tv_xen_line_span *span)
+{
+	const struct line_pcpu *p = &l->pcpu[0];
+	const struct line_scale *s = scale_at_tsc(p, tsc);
+	size_t i = (size_t)(s - p->s);
+
+	/* where scale_at_tsc_hint() keeps index i without a search */
+	*span = (struct tv_xen_line_span){
+		.lo = s->from_tsc, .hi = i + 1 < p->nr ? p->s[i + 1].from_tsc : UINT64_MAX,
+		.tsc0 = s->tsc0, .stime0 = s->stime0, .mul = s->mul, .shift = s->shift,
+	};
+}
+
 int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t common_ns)
 {
 	uint64_t tsc;
@@ -213,6 +226,12 @@ static int line_runstate(struct tv_xen_line *l, const struct tv_xen_rec *rec, in
 	return 0;
 }
 
+/* The records the line is made of: time scales and runstate changes. */
+static bool line_wants(uint32_t event)
+{
+	return event == XT_TSCALE || (event & ~0xff0u) == XT_SCHED_RUNSTATE;
+}
+
 /* pCPU @cpu's scales and runs, from its file read through the Xen stream. */
 static int line_read_cpu(struct tv_xen_line *l, struct tv_domain *xen, int cpu)
 {
@@ -224,8 +243,8 @@ static int line_read_cpu(struct tv_xen_line *l, struct tv_domain *xen, int cpu)
 	ret = tv_xen_stream_open(&st, xen, cpu);
 	if (ret)
 		return ret;
-	/* the records alone: making each one's event was most of the line's cost */
-	while (!st.done && (ret = tv_xen_stream_next_record(&st)) > 0) {
+	/* its records alone: making each one's event was most of the line's cost */
+	while (!st.done && (ret = tv_xen_stream_next_record(&st, line_wants)) > 0) {
 		rec = tv_xen_stream_last(&st);
 		if (rec->event == XT_TSCALE && rec->nr_extra >= 6) {
 			struct line_scale sc = {
