@@ -117,7 +117,7 @@ struct tv_domain {
 	 * @line_domid.N and its clock @pvclock_ns behind its pCPU's system time.
 	 */
 	const struct tv_xen_line *line;
-	int no_streams;		/* its records are not read (tv_reader_open_moved: xen/) */
+	int no_streams;		/* its records are not read (tv_reader_open_moved: xen/, loaded without formats) */
 	int line_moved;
 	uint32_t line_domid;
 	int64_t pvclock_ns;
