@@ -21,7 +21,8 @@
  * readers on a session (two probe scans, the vCPU check, the runstate
  * check) and `stat` three, and each used to read the whole xen/ domain
  * again to build the same line (issue 28: 0.27 s of a 1.2M-record
- * session's 0.55 s).  The last line built is kept (line_cache), keyed by
+ * session's 0.55 s; what the line adds now: doc/sync-probes.md, "Its
+ * cost", bench/xen-line-cost).  The last line built is kept (line_cache), keyed by
  * its directory and every file in it (inode, size, modification time: a
  * session recovered or recompressed in between is read again), and handed
  * to the next reader of that directory with a reference; the last
