@@ -133,35 +133,14 @@ static const struct line_scale *scale_at_tsc(const struct line_pcpu *p, uint64_t
 	return scale_find(p, tsc, false);
 }
 
-/*
- * scale_at_tsc() for a reader whose TSCs mostly go forward: *@hint (the
- * index found last time) is checked first, a binary search only when the
- * TSC left its scale (once a second of trace).  Every Xen record goes
- * through here: the search was 12% of a patched-Xen session's sync.
- */
-static const struct line_scale *scale_at_tsc_hint(const struct line_pcpu *p, uint64_t tsc, size_t *hint)
-{
-	size_t h = *hint;
-	const struct line_scale *s;
-
-	if (h < p->nr && p->s[h].from_tsc <= tsc && (h + 1 == p->nr || p->s[h + 1].from_tsc > tsc))
-		return &p->s[h];
-	if (!h && p->s[0].from_tsc > tsc)
-		return &p->s[0];	/* before the first: the first, as scale_find */
-	s = scale_find(p, tsc, false);
-	*hint = (size_t)(s - p->s);
-	return s;
-}
-
 static const struct line_scale *scale_at_st(const struct line_pcpu *p, uint64_t st)
 {
 	return scale_find(p, st, true);
 }
 
-uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc, size_t *hint)
+/* The line's time at @tsc: pCPU 0's system time by its scale then. */
+static uint64_t line_common(const struct tv_xen_line *l, uint64_t tsc)
 {
-	if (hint)
-		return scale_apply(scale_at_tsc_hint(&l->pcpu[0], tsc, hint), tsc);
 	return scale_apply(scale_at_tsc(&l->pcpu[0], tsc), tsc);
 }
 
@@ -171,7 +150,7 @@ void tv_xen_line_span_at(const struct tv_xen_line *l, uint64_t tsc, struct tv_xe
 	const struct line_scale *s = scale_at_tsc(p, tsc);
 	size_t i = (size_t)(s - p->s);
 
-	/* where scale_at_tsc_hint() keeps index i without a search */
+	/* the TSCs for which scale_at_tsc() finds index i (the scales in TSC order) */
 	*span = (struct tv_xen_line_span){
 		.lo = s->from_tsc, .hi = i + 1 < p->nr ? p->s[i + 1].from_tsc : UINT64_MAX,
 		.tsc0 = s->tsc0, .stime0 = s->stime0, .mul = s->mul, .shift = s->shift,
@@ -502,5 +481,5 @@ uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvc
 		return ts;	/* on pCPU 0, the line's own scale, or unknown */
 	sc = scale_at_st(&l->pcpu[p], (uint64_t)s);
 	tsc = scale_invert(sc, (uint64_t)s);
-	return (uint64_t)((int64_t)ts + (int64_t)(tv_xen_line_common(l, tsc, NULL) - (uint64_t)s));
+	return (uint64_t)((int64_t)ts + (int64_t)(line_common(l, tsc) - (uint64_t)s));
 }
