@@ -41,6 +41,7 @@ struct tv_reader {
 	size_t nr_waiting;
 	const char *only;	/* read this domain alone (tv_reader_open_domain()) */
 	int no_ust;		/* without the traced processes' domains */
+	int no_xen_records;	/* the xen/ domain there for its line only */
 	struct tv_xen_line *line;	/* Xen's common time line (xen_line.c), or NULL */
 };
 
@@ -343,6 +344,7 @@ static int reader_load_one(struct tv_reader *rd, const char *dir, const char *d)
 	dom = &rd->domains[rd->nr_domains];
 	memset(dom, 0, sizeof(*dom));
 	dom->incomplete = rd->incomplete;
+	dom->no_streams = rd->no_xen_records && !strcmp(d, "xen");
 	dom->skip_bad_pages = domain_quarantinable(d);
 	if (dom->skip_bad_pages) {
 		ret = reader_load_guest(rd, dom, dir, d);
@@ -673,6 +675,7 @@ static int reader_open(const char *dir, const struct open_how *how, struct tv_re
 	rd->follow = how->follow;
 	rd->only = how->only;
 	rd->no_ust = how->no_ust;
+	rd->no_xen_records = how->no_xen_records;
 	ret = reader_load_domains(rd, dir);
 	if (!ret && how->only && !rd->nr_domains) {
 		tv_err("No such domain in session: path=\"%s\", domain=\"%s\"", dir, how->only);

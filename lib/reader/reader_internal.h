@@ -117,7 +117,7 @@ struct tv_domain {
 	 * @line_domid.N and its clock @pvclock_ns behind its pCPU's system time.
 	 */
 	const struct tv_xen_line *line;
-	int no_streams;		/* its records are not read (tv_reader_open_moved: xen/) */
+	int no_streams;		/* its records are not read (tv_reader_open_moved: xen/, loaded without formats) */
 	int line_moved;
 	uint32_t line_domid;
 	int64_t pvclock_ns;
@@ -202,12 +202,13 @@ struct tv_xen_stream;
 int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu);
 int tv_xen_stream_next(struct tv_cpu_stream *st);
 /*
- * tv_xen_stream_next() without making the event: the next record
- * (tv_xen_stream_last()) and its time (st->rec.ts) only, for a reader of
- * the raw records (Xen's line: lib/reader/xen_line.c).  Return: 1, 0 at
- * the end, -errno.
+ * tv_xen_stream_next() without making the event: the next record whose
+ * event id @want takes (tv_xen_stream_last()) and its time (st->rec.ts)
+ * only, for a reader of the raw records (Xen's line:
+ * lib/reader/xen_line.c); the others are passed over by their header.
+ * Return: 1, 0 at the end, -errno.
  */
-int tv_xen_stream_next_record(struct tv_cpu_stream *st);
+int tv_xen_stream_next_record(struct tv_cpu_stream *st, bool (*want)(uint32_t event));
 void tv_xen_stream_close(struct tv_cpu_stream *st);
 struct tv_xen_rec;
 /* The Xen record behind the stream's current event. */
@@ -218,15 +219,26 @@ const struct tv_xen_rec *tv_xen_stream_last(const struct tv_cpu_stream *st);
  * the xen/ domain @xen: 0 with *out NULL when there is nothing to correct
  * (stock Xen, one pCPU, no time-scale record), else the caller frees *out
  * with tv_xen_line_free() (a reference: readers of the same unchanged
- * session in one process share one line, built once).  tv_xen_line_common() is pCPU 0's system time at
- * @tsc (@hint: NULL, or the caller's index of the scale used last, kept
- * between calls: its TSCs mostly go forward); tv_xen_line_move() moves time stamp @ts of vCPU @key (domid << 16 |
+ * session in one process share one line, built once).  tv_xen_line_move() moves time stamp @ts of vCPU @key (domid << 16 |
  * vcpu), whose clock is @pvclock_ns behind the system time of its pCPU, to
  * the line, @cur walking the vCPU's runs in the order of its stream.
  */
 int tv_xen_line_load(struct tv_domain *xen, struct tv_xen_line **out);
 void tv_xen_line_free(struct tv_xen_line *l);
-uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc, size_t *hint);
+/*
+ * The line's time is pCPU 0's system time, by pCPU 0's scale in force
+ * at the TSC.  That scale over TSCs [lo, hi): a Xen stream keeps the one
+ * its last record fell in and maps its records with it directly, asking
+ * tv_xen_line_span_at() again only when a TSC leaves it (once a second
+ * of trace; a search per record was 12% of a patched-Xen session's sync).
+ */
+struct tv_xen_line_span {
+	uint64_t lo, hi;
+	uint64_t tsc0, stime0;
+	uint32_t mul;
+	int8_t shift;
+};
+void tv_xen_line_span_at(const struct tv_xen_line *l, uint64_t tsc, struct tv_xen_line_span *span);
 uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvclock_ns,
 			  uint64_t ts, struct tv_xen_line_cursor *cur);
 

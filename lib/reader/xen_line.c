@@ -21,7 +21,8 @@
  * readers on a session (two probe scans, the vCPU check, the runstate
  * check) and `stat` three, and each used to read the whole xen/ domain
  * again to build the same line (issue 28: 0.27 s of a 1.2M-record
- * session's 0.55 s).  The last line built is kept (line_cache), keyed by
+ * session's 0.55 s; what the line adds now: doc/sync-probes.md, "Its
+ * cost", bench/xen-line-cost).  The last line built is kept (line_cache), keyed by
  * its directory and every file in it (inode, size, modification time: a
  * session recovered or recompressed in between is read again), and handed
  * to the next reader of that directory with a reference; the last
@@ -132,36 +133,28 @@ static const struct line_scale *scale_at_tsc(const struct line_pcpu *p, uint64_t
 	return scale_find(p, tsc, false);
 }
 
-/*
- * scale_at_tsc() for a reader whose TSCs mostly go forward: *@hint (the
- * index found last time) is checked first, a binary search only when the
- * TSC left its scale (once a second of trace).  Every Xen record goes
- * through here: the search was 12% of a patched-Xen session's sync.
- */
-static const struct line_scale *scale_at_tsc_hint(const struct line_pcpu *p, uint64_t tsc, size_t *hint)
-{
-	size_t h = *hint;
-	const struct line_scale *s;
-
-	if (h < p->nr && p->s[h].from_tsc <= tsc && (h + 1 == p->nr || p->s[h + 1].from_tsc > tsc))
-		return &p->s[h];
-	if (!h && p->s[0].from_tsc > tsc)
-		return &p->s[0];	/* before the first: the first, as scale_find */
-	s = scale_find(p, tsc, false);
-	*hint = (size_t)(s - p->s);
-	return s;
-}
-
 static const struct line_scale *scale_at_st(const struct line_pcpu *p, uint64_t st)
 {
 	return scale_find(p, st, true);
 }
 
-uint64_t tv_xen_line_common(const struct tv_xen_line *l, uint64_t tsc, size_t *hint)
+/* The line's time at @tsc: pCPU 0's system time by its scale then. */
+static uint64_t line_common(const struct tv_xen_line *l, uint64_t tsc)
 {
-	if (hint)
-		return scale_apply(scale_at_tsc_hint(&l->pcpu[0], tsc, hint), tsc);
 	return scale_apply(scale_at_tsc(&l->pcpu[0], tsc), tsc);
+}
+
+void tv_xen_line_span_at(const struct tv_xen_line *l, uint64_t tsc, struct tv_xen_line_span *span)
+{
+	const struct line_pcpu *p = &l->pcpu[0];
+	const struct line_scale *s = scale_at_tsc(p, tsc);
+	size_t i = (size_t)(s - p->s);
+
+	/* the TSCs for which scale_at_tsc() finds index i (the scales in TSC order) */
+	*span = (struct tv_xen_line_span){
+		.lo = s->from_tsc, .hi = i + 1 < p->nr ? p->s[i + 1].from_tsc : UINT64_MAX,
+		.tsc0 = s->tsc0, .stime0 = s->stime0, .mul = s->mul, .shift = s->shift,
+	};
 }
 
 int64_t tv_xen_line_pcpu_offset(const struct tv_xen_line *l, int cpu, uint64_t common_ns)
@@ -213,6 +206,12 @@ static int line_runstate(struct tv_xen_line *l, const struct tv_xen_rec *rec, in
 	return 0;
 }
 
+/* The records the line is made of: time scales and runstate changes. */
+static bool line_wants(uint32_t event)
+{
+	return event == XT_TSCALE || (event & ~0xff0u) == XT_SCHED_RUNSTATE;
+}
+
 /* pCPU @cpu's scales and runs, from its file read through the Xen stream. */
 static int line_read_cpu(struct tv_xen_line *l, struct tv_domain *xen, int cpu)
 {
@@ -224,8 +223,8 @@ static int line_read_cpu(struct tv_xen_line *l, struct tv_domain *xen, int cpu)
 	ret = tv_xen_stream_open(&st, xen, cpu);
 	if (ret)
 		return ret;
-	/* the records alone: making each one's event was most of the line's cost */
-	while (!st.done && (ret = tv_xen_stream_next_record(&st)) > 0) {
+	/* its records alone: making each one's event was most of the line's cost */
+	while (!st.done && (ret = tv_xen_stream_next_record(&st, line_wants)) > 0) {
 		rec = tv_xen_stream_last(&st);
 		if (rec->event == XT_TSCALE && rec->nr_extra >= 6) {
 			struct line_scale sc = {
@@ -482,5 +481,5 @@ uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvc
 		return ts;	/* on pCPU 0, the line's own scale, or unknown */
 	sc = scale_at_st(&l->pcpu[p], (uint64_t)s);
 	tsc = scale_invert(sc, (uint64_t)s);
-	return (uint64_t)((int64_t)ts + (int64_t)(tv_xen_line_common(l, tsc, NULL) - (uint64_t)s));
+	return (uint64_t)((int64_t)ts + (int64_t)(line_common(l, tsc) - (uint64_t)s));
 }

@@ -39,7 +39,7 @@ struct tv_xen_stream {
 	uint32_t mul;
 	int8_t shift;
 	const struct tv_xen_line *line;	/* Xen's common line, or NULL */
-	size_t line_hint;		/* its scale used last (tv_xen_line_common) */
+	struct tv_xen_line_span span;	/* its scale used last; lo > hi: none yet */
 	struct tv_xen_rec last;		/* behind the current event */
 };
 
@@ -217,6 +217,7 @@ int tv_xen_stream_open(struct tv_cpu_stream *st, struct tv_domain *dom, int cpu)
 	tv_xen_cpu_state_init(&st->xen->cs);
 	xen_stream_clock(st->xen, dom, cpu);
 	st->xen->line = dom->line;
+	st->xen->span.lo = 1;	/* an empty span: the first record looks its scale up */
 	xen_stream_start_state(st, cpu);
 	return 0;
 }
@@ -260,8 +261,13 @@ static long xen_stream_fill(struct tv_cpu_stream *st)
 
 static uint64_t xen_stream_ns(struct tv_xen_stream *xs, uint64_t tsc)
 {
-	if (xs->line)
-		return tv_xen_line_common(xs->line, tsc, &xs->line_hint);
+	if (xs->line) {
+		struct tv_xen_line_span *sp = &xs->span;
+
+		if (tsc < sp->lo || tsc >= sp->hi)
+			tv_xen_line_span_at(xs->line, tsc, sp);
+		return tv_xen_tsc_to_stime(tsc, sp->tsc0, sp->stime0, sp->mul, sp->shift);
+	}
 	if (xs->system_time)
 		return tv_xen_tsc_to_stime(tsc, xs->tsc0, xs->stime0, xs->mul, xs->shift);
 	return tv_xen_tsc_to_ns(tsc, xs->khz);
@@ -315,7 +321,52 @@ static void xen_stream_first_tsc(struct tv_xen_stream *xs)
 	}
 }
 
-int tv_xen_stream_next_record(struct tv_cpu_stream *st)
+/*
+ * A record the reader passes over still times the records after it that
+ * have no TSC of their own, as it would have read it (the TSC of a CPU
+ * change never counted: no event).  xs->pos is past it.
+ */
+static void xen_stream_pass(struct tv_xen_stream *xs, uint32_t event, bool has_tsc, uint64_t tsc)
+{
+	if (event == XT_CPU_CHANGE)
+		return;
+	if (has_tsc) {
+		xs->cs.last_tsc = tsc;
+		xs->cs.have_tsc = true;
+	} else if (!xs->cs.have_tsc) {
+		xen_stream_first_tsc(xs);
+	}
+}
+
+/*
+ * Past the whole records in the buffer that @want does not take, from
+ * their header and TSC alone: the line's reader takes 2 records in 100,
+ * and parsing every one was most of its cost.
+ */
+static void xen_stream_skip(struct tv_xen_stream *xs, bool (*want)(uint32_t event))
+{
+	for (;;) {
+		const unsigned char *p = xs->buf + xs->pos;
+		size_t avail = xs->len - xs->pos;
+		uint32_t hdr, lo, hi;
+		unsigned int size;
+
+		if (avail < 4)
+			return;
+		memcpy(&hdr, p, 4);
+		size = 4 + (hdr >> 31 ? 8 : 0) + 4 * ((hdr >> 28) & 7);
+		if (avail < size || want(hdr & 0x0fffffffu))
+			return;
+		xs->pos += size;
+		if (hdr >> 31) {
+			memcpy(&lo, p + 4, 4);
+			memcpy(&hi, p + 8, 4);
+		}
+		xen_stream_pass(xs, hdr & 0x0fffffffu, hdr >> 31, (uint64_t)hi << 32 | lo);
+	}
+}
+
+int tv_xen_stream_next_record(struct tv_cpu_stream *st, bool (*want)(uint32_t event))
 {
 	struct tv_xen_stream *xs = st->xen;
 	struct tv_xen_rec rec;
@@ -323,20 +374,19 @@ int tv_xen_stream_next_record(struct tv_cpu_stream *st)
 
 	if (st->done)
 		return 0;
-	do {
-		ret = xen_stream_parse(st, &rec);
+	for (;;) {
+		xen_stream_skip(xs, want);
+		ret = xen_stream_parse(st, &rec);	/* one it takes, or one cut by the buffer's end */
 		if (ret <= 0) {
 			st->done = 1;
 			return ret;
 		}
-	} while (rec.event == XT_CPU_CHANGE);	/* no event: tv_xen_rec_to_event() skips it too */
-	if (!rec.has_tsc && !xs->cs.have_tsc)
-		xen_stream_first_tsc(xs);
-	/* tv_xen_rec_to_event()'s time: a record without a TSC is at the previous one's */
-	if (rec.has_tsc) {
-		xs->cs.last_tsc = rec.tsc;
-		xs->cs.have_tsc = true;
+		if (rec.event != XT_CPU_CHANGE && want(rec.event))
+			break;
+		xen_stream_pass(xs, rec.event, rec.has_tsc, rec.tsc);
 	}
+	/* tv_xen_rec_to_event()'s time: a record without a TSC is at the previous one's */
+	xen_stream_pass(xs, rec.event, rec.has_tsc, rec.tsc);
 	st->rec.ts = xen_stream_ns(xs, xs->cs.last_tsc);
 	xs->last = rec;
 	xs->last.tsc = xs->cs.last_tsc;

@@ -30,6 +30,7 @@
 #include "tv_test.h"
 #include "tv_internal.h"
 #include "../../xen/xen_stat.h"
+#include "reader_internal.h"
 
 static const char *root(void)
 {
@@ -614,6 +615,122 @@ static void test_first_record_without_tsc(const char *tmp)
 	tv_reader_close(rd);
 }
 
+/*
+ * The line's reader (tv_xen_stream_next_record() with a choice of events,
+ * lib/reader/xen_line.c) passes over the records it does not take by
+ * their header: the records it takes must come with the times and bytes
+ * they have when every record is parsed.  A stream of 200k records (the
+ * 64 KiB buffer refilled mid-record many times) opening with records
+ * without a TSC, then a CPU change with one (whose TSC never counts),
+ * runstate changes with and without a TSC, time scales, and other
+ * records of 0-6 extra words with and without a TSC.
+ */
+static bool want_all(uint32_t event)
+{
+	(void)event;
+	return true;
+}
+
+static bool want_line(uint32_t event)
+{
+	return event == XT_TSCALE || (event & ~0xff0u) == XT_SCHED_RUNSTATE;
+}
+
+struct taken {
+	uint64_t ts, tsc, offset;
+	uint32_t event, extra0;
+};
+
+/* The records @want takes of @dom's cpu0, in order; their count. */
+static size_t read_taken(struct tv_domain *dom, bool (*want)(uint32_t), struct taken *out, size_t max)
+{
+	struct tv_cpu_stream st;
+	size_t n = 0;
+
+	if (tv_xen_stream_open(&st, dom, 0))
+		return 0;
+	while (tv_xen_stream_next_record(&st, want) > 0) {
+		const struct tv_xen_rec *r = tv_xen_stream_last(&st);
+
+		if (!want_line(r->event))
+			continue;
+		if (n < max)
+			out[n] = (struct taken){ st.rec.ts, r->tsc, st.rec.offset, r->event, r->extra[0] };
+		n++;
+	}
+	tv_xen_stream_close(&st);
+	return n;
+}
+
+static void put_rec(FILE *f, uint32_t ev, int has_tsc, uint64_t tsc, unsigned int n, uint32_t x)
+{
+	uint32_t w[10], k = 0;
+
+	w[k++] = ev | n << 28 | (has_tsc ? 1u << 31 : 0);
+	if (has_tsc) {
+		w[k++] = (uint32_t)tsc;
+		w[k++] = (uint32_t)(tsc >> 32);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		w[k++] = i ? i : x;
+	fwrite(w, 4, k, f);
+}
+
+static void test_line_reader_skips(const char *tmp)
+{
+	char in[4096], dir[4096], path[4200];
+	struct taken *all = calloc(20000, sizeof(*all)), *line = calloc(20000, sizeof(*line));
+	struct tv_domain dom;
+	uint64_t tsc = 5000000;
+	size_t n_all, n_line, same = 0;
+	FILE *f;
+
+	snprintf(in, sizeof(in), "%s/tests/samples/xen-two-cpus.xentrace", root());
+	snprintf(dir, sizeof(dir), "%s/skip", tmp);
+	TV_CHECK(all && line && tv_xen_import_xentrace(in, dir, 1000) == 0, "import %s", in);
+	snprintf(path, sizeof(path), "%s/xen/cpu0.xen", dir);
+	f = fopen(path, "w");
+	if (!f || !all || !line) {
+		TV_CHECK(0, "write %s", path);
+		return;
+	}
+	put_rec(f, 0x0008201au, 0, 0, 2, 7);				/* no TSC yet */
+	put_rec(f, XT_SCHED_RUNSTATE | 0x010, 0, 0, 1, 1u << 16);	/* taken, no TSC yet */
+	put_rec(f, XT_CPU_CHANGE, 1, 4000000, 2, 0);			/* its TSC never counts */
+	put_rec(f, 0x0008201au, 0, 0, 2, 8);
+	for (uint32_t i = 0; i < 200000; i++) {
+		tsc += 1000 + i % 7;
+		if (i % 97 == 0)
+			put_rec(f, XT_TSCALE, 1, tsc, 6, (uint32_t)tsc);
+		else if (i % 13 == 0)
+			put_rec(f, XT_SCHED_RUNSTATE | (i % 3) << 8 | (i % 2) << 4, i % 5 != 0, tsc, 1, i);
+		else if (i % 501 == 0)
+			put_rec(f, XT_CPU_CHANGE, 1, tsc + 777777, 2, 0);
+		else
+			put_rec(f, 0x00082000u + i % 16, i % 3 != 0, tsc, i % 7, i);
+	}
+	TV_CHECK(fclose(f) == 0, "write %s", path);
+	memset(&dom, 0, sizeof(dom));
+	if (tv_domain_load(&dom, dir, "xen")) {
+		TV_CHECK(0, "load %s/xen", dir);
+		tv_domain_unload(&dom);
+		return;
+	}
+	n_all = read_taken(&dom, want_all, all, 20000);
+	n_line = read_taken(&dom, want_line, line, 20000);
+	for (size_t i = 0; i < n_all && i < n_line && i < 20000; i++)
+		same += !memcmp(&all[i], &line[i], sizeof(all[i]));
+	TV_CHECK(n_all == n_line && same == n_all,
+		 "line reader: %zu records taken passing over the others, %zu parsing all, %zu the same",
+		 n_line, n_all, same);
+	/* 1 + the time scales (i % 97 == 0) and runstate changes (i % 13 == 0) */
+	TV_CHECK(n_all == 17289 && all[0].event == (XT_SCHED_RUNSTATE | 0x010),
+		 "line reader: %zu records taken, want 17289, the first a runstate change", n_all);
+	tv_domain_unload(&dom);
+	free(all);
+	free(line);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/tv-xen-test.XXXXXX";
@@ -628,13 +745,14 @@ int main(void)
 	test_stat(tmp);
 	test_system_time(tmp);
 	test_first_record_without_tsc(tmp);
+	test_line_reader_skips(tmp);
 	test_short_records();
 	test_ring();
 	test_ring_window();
 	test_count_windows(tmp);
 	test_tinfo();
 	test_helpers();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two' '%s/classes' '%s/notsc'", tmp, tmp, tmp);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/two' '%s/classes' '%s/notsc' '%s/skip'", tmp, tmp, tmp, tmp);
 	if (system(cmd))
 		fprintf(stderr, "cannot clean %s\n", tmp);
 	return tv_test_done("test_xen");
