@@ -546,11 +546,9 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		tv_cli_error("record", "--flight-recorder SIZE sets the host's buffers (SIZE split over the CPUs): not with -b");
 		return -1;
 	}
-	if (cli->flight_bytes && cli->so.xen && !cli->so.host.nr_events) {
-		tv_cli_error("record", "--flight-recorder keeps the host kernel's events: with --xen, give -e EVENT (Xen's buffers are not kept in memory yet)");
-		return -1;
-	}
 	cli->so.host.flight_bytes = cli->flight_bytes;
+	if (cli->so.xen)
+		cli->so.xen_opts.flight_bytes = cli->flight_bytes;	/* Xen's rings, in dom0 */
 	if (cli->so.ust)
 		cli->so.ust_flight_bytes = cli->flight_bytes;
 	if (optind < argc)
@@ -665,6 +663,23 @@ static void flight_show(const struct record_cli *cli)
 	tv_meta_free(m);
 }
 
+/* Xen's rings as DIR/xen/meta has them (written at the start of a flight recorder). */
+static void flight_show_xen(const struct record_cli *cli)
+{
+	char path[4200];
+	struct tv_meta *m;
+	long long ring, ncpus;
+
+	snprintf(path, sizeof(path), "%s/xen/meta", cli->so.host.outdir);
+	if (tv_meta_read(path, &m))
+		return;
+	ring = tv_meta_get_ll(m, "flight_ring_bytes", 0);
+	ncpus = tv_meta_get_ll(m, "ncpus", 0);
+	fprintf(stderr, "tracevisor record: flight recorder: Xen %.1f MB = %lld KB x %lld pCPUs in dom0 memory\n",
+		(double)(ring * ncpus) / 1048576.0, ring / 1024, ncpus);
+	tv_meta_free(m);
+}
+
 static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 {
 	char abs[4096];
@@ -672,6 +687,8 @@ static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 
 	if (rec && !cli->quiet)
 		flight_show(cli);
+	if (cli->so.xen && !cli->quiet)
+		flight_show_xen(cli);
 	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
 	ret = flight_state(cli, NULL, NULL);
 	if (ret) {
