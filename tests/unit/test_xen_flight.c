@@ -100,6 +100,7 @@ static void test_ring(void)
 	size_t *offs = malloc((N + 1) * sizeof(*offs));
 	size_t len = make_stream(stream, N, offs);
 	struct tv_xen_fring r;
+	unsigned int untimed = 0;
 
 	/* whole, in one window */
 	TV_CHECK(!tv_xen_fring_init(&r, TV_XEN_FRING_MIN_BYTES + 4), "init");
@@ -109,8 +110,12 @@ static void test_ring(void)
 
 	/* cut anywhere: windows of 1..97 bytes, records split across them */
 	TV_CHECK(!tv_xen_fring_init(&r, TV_XEN_FRING_MIN_BYTES + 4), "init");
-	for (size_t off = 0, step = 1; off < len; off += step, step = step % 97 + 1)
+	for (size_t off = 0, step = 1; off < len; off += step, step = step % 97 + 1) {
 		tv_xen_fring_feed(&r, stream + off, off + step > len ? len - off : step);
+		/* after every window: the head record has its own TSC */
+		untimed += r.len && !(r.buf[(r.head + 3) % r.cap] >> 7);
+	}
+	TV_CHECK(untimed == 0, "%u windows left a record without a TSC at the head", untimed);
 	TV_CHECK(r.part_len == 0, "no partial record left");
 	check_tail(&r, stream, offs, N, "cut windows");
 	tv_xen_fring_free(&r);
