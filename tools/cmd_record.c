@@ -647,38 +647,33 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	return ret;
 }
 
-/* The per-CPU sizes the library derived from SIZE, as DIR/host/meta has them. */
-static void flight_show(const struct record_cli *cli)
+/*
+ * The per-CPU sizes the library derived from SIZE, as DIR/DOMAIN/meta has
+ * them: the host kernel's instance (host/meta) and Xen's rings (xen/meta,
+ * written at the start of a flight recorder).
+ */
+static void flight_show(const struct record_cli *cli, const char *domain)
 {
 	char path[4200];
 	struct tv_meta *m;
-	long long kb, ncpus;
+	long long ncpus;
 
-	snprintf(path, sizeof(path), "%s/host/meta", cli->so.host.outdir);
+	snprintf(path, sizeof(path), "%s/%s/meta", cli->so.host.outdir, domain);
 	if (tv_meta_read(path, &m))
 		return;
-	kb = tv_meta_get_ll(m, "buffer_kb", 0);
 	ncpus = tv_meta_get_ll(m, "ncpus", 0);
-	fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
-		(double)(kb * ncpus) / 1024.0, kb, ncpus,
-		tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
-	tv_meta_free(m);
-}
+	if (!strcmp(domain, "host")) {
+		long long kb = tv_meta_get_ll(m, "buffer_kb", 0);
 
-/* Xen's rings as DIR/xen/meta has them (written at the start of a flight recorder). */
-static void flight_show_xen(const struct record_cli *cli)
-{
-	char path[4200];
-	struct tv_meta *m;
-	long long ring, ncpus;
+		fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
+			(double)(kb * ncpus) / 1024.0, kb, ncpus,
+			tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
+	} else {
+		long long ring = tv_meta_get_ll(m, "flight_ring_bytes", 0);
 
-	snprintf(path, sizeof(path), "%s/xen/meta", cli->so.host.outdir);
-	if (tv_meta_read(path, &m))
-		return;
-	ring = tv_meta_get_ll(m, "flight_ring_bytes", 0);
-	ncpus = tv_meta_get_ll(m, "ncpus", 0);
-	fprintf(stderr, "tracevisor record: flight recorder: Xen %.1f MB = %lld KB x %lld pCPUs in dom0 memory\n",
-		(double)(ring * ncpus) / 1048576.0, ring / 1024, ncpus);
+		fprintf(stderr, "tracevisor record: flight recorder: Xen %.1f MB = %lld KB x %lld pCPUs in dom0 memory\n",
+			(double)(ring * ncpus) / 1048576.0, ring / 1024, ncpus);
+	}
 	tv_meta_free(m);
 }
 
@@ -688,9 +683,9 @@ static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 	int ret;
 
 	if (rec && !cli->quiet)
-		flight_show(cli);
+		flight_show(cli, "host");
 	if (cli->so.xen && !cli->quiet)
-		flight_show_xen(cli);
+		flight_show(cli, "xen");
 	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
 	ret = flight_state(cli, NULL, NULL);
 	if (ret) {
