@@ -71,7 +71,7 @@ int tv_flight_xen_arm(struct tv_xen_recorder *xen, const char *rule, uint64_t li
 	if (ret == -EINVAL)
 		tv_err("Invalid trigger: rule=\"%s\": exit-latency on Xen needs --flight-recorder (Xen's rings)", rule);
 	else if (ret == -EBUSY)
-		tv_err("Invalid trigger: rule=\"%s\": one exit-latency rule at a time on Xen", rule);
+		tv_err("Invalid trigger: rule=\"%s\": at most 16 exit-latency rules on Xen", rule);
 	else if (ret)
 		tv_err("Cannot arm trigger: rule=\"%s\", errno=%d (%s)", rule, -ret, strerror(-ret));
 	return ret;

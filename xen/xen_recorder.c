@@ -44,6 +44,7 @@
 
 #define XEN_PAGE 4096u
 #define DRAIN_POLL_MS 100
+#define XEN_MAX_WATCHES 16	/* host/flight.c's MAX_RULES */
 
 /* Our sub-op of the patched hypervisor (xen/patches/): per-CPU time scale. */
 #define TV_TBUFOP_get_tscale 6
@@ -109,12 +110,14 @@ struct tv_xen_recorder {
 	size_t nr_scale;		/* of them the time scale keys (the first) */
 	/*
 	 * A flight recorder (opts.flight_bytes, xen/xen_flight.c): the drain
-	 * thread feeds rings[cpu] instead of cpuN.xen, and @watch if one is
-	 * attached; both under flight_lock, which snapshots take to copy.
+	 * thread feeds rings[cpu] instead of cpuN.xen, and the exit watches
+	 * attached (one per exit rule); all under flight_lock, which
+	 * snapshots take to copy.
 	 */
 	struct tv_xen_fring *rings;
 	size_t ring_bytes;		/* per CPU */
-	struct tv_xen_exit_watch *watch;
+	struct tv_xen_exit_watch *watch[XEN_MAX_WATCHES];
+	int nr_watch;
 	pthread_mutex_t flight_lock;
 };
 
@@ -255,8 +258,8 @@ static void xen_flight_feed(struct tv_xen_recorder *rec, int cpu, const struct t
 	pthread_mutex_lock(&rec->flight_lock);
 	for (int i = 0; i < n; i++) {
 		tv_xen_fring_feed(&rec->rings[cpu], piece[i].data, piece[i].len);
-		if (rec->watch)
-			tv_xen_exit_watch_feed(rec->watch, cpu, piece[i].data, piece[i].len);
+		for (int w = 0; w < rec->nr_watch; w++)
+			tv_xen_exit_watch_feed(rec->watch[w], cpu, piece[i].data, piece[i].len);
 		rec->cpus[cpu].bytes += piece[i].len;
 	}
 	pthread_mutex_unlock(&rec->flight_lock);
@@ -345,8 +348,8 @@ static void *xen_drain_thread(void *arg)
 		rec->drain_err = xen_drain_all(rec);
 		if (rec->rings) {
 			pthread_mutex_lock(&rec->flight_lock);
-			if (rec->watch)
-				tv_xen_exit_watch_pass(rec->watch);
+			for (int w = 0; w < rec->nr_watch; w++)
+				tv_xen_exit_watch_pass(rec->watch[w]);
 			pthread_mutex_unlock(&rec->flight_lock);
 		}
 		/* the pass's writes (and drain_err) before the count a flush waits on */
@@ -880,12 +883,12 @@ int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&rec->flight_lock);
-	if (rec->watch) {
+	if (rec->nr_watch == XEN_MAX_WATCHES) {
 		ret = -EBUSY;
 		tv_xen_exit_watch_free(*out);
 		*out = NULL;
 	} else {
-		rec->watch = *out;
+		rec->watch[rec->nr_watch++] = *out;
 	}
 	pthread_mutex_unlock(&rec->flight_lock);
 	return ret;
@@ -896,8 +899,9 @@ void tv_xen_recorder_unwatch_exits(struct tv_xen_recorder *rec, struct tv_xen_ex
 	if (!w)
 		return;
 	pthread_mutex_lock(&rec->flight_lock);
-	if (rec->watch == w)
-		rec->watch = NULL;
+	for (int i = 0; i < rec->nr_watch; i++)
+		if (rec->watch[i] == w)
+			rec->watch[i--] = rec->watch[--rec->nr_watch];
 	pthread_mutex_unlock(&rec->flight_lock);
 	tv_xen_exit_watch_free(w);
 }

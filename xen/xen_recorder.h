@@ -115,10 +115,10 @@ struct tv_xen_exit_rule;
 struct tv_xen_exit_watch;
 /*
  * tv_xen_recorder_watch_exits - exit-latency on the records as they are
- * drained (one watch per recorder; rule->hlt is filled here when the rule
- * leaves hlt out).  The watch is the caller's: tv_xen_recorder_unwatch_exits()
- * detaches and frees it.  Return: 0, -EINVAL not a flight recorder,
- * -EBUSY one watches already, -ENOMEM.
+ * drained (one watch per rule, at most 16; rule->hlt is filled here when
+ * the rule leaves hlt out).  The watch is the caller's:
+ * tv_xen_recorder_unwatch_exits() detaches and frees it.  Return: 0,
+ * -EINVAL not a flight recorder, -EBUSY 16 watch already, -ENOMEM.
  */
 int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen_exit_rule *rule,
 				struct tv_xen_exit_watch **out);
