@@ -362,7 +362,7 @@ static int flight_check(struct tv_session_record *s)
 	if (!o->nr_triggers && !o->trigger_post && !o->trigger_holdoff && !o->max_snapshots)
 		return 0;
 	if (!o->host.flight_bytes && !(o->xen && o->xen_opts.flight_bytes)) {
-		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the host kernel's ring the snapshot freezes)");
+		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the rings a snapshot writes: the host kernel's, with --xen Xen's)");
 		return -EINVAL;
 	}
 	ret = tv_flight_rules_check(o->triggers, o->nr_triggers);
