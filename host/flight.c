@@ -39,6 +39,8 @@
 #include "tracevisor/tracevisor.h"
 #include "tv_internal.h"
 #include "flight.h"
+#include "flight_xen.h"
+#include "../xen/xen_flight.h"
 #include "../kvm/flight_bpf.h"
 #include "../kvm/kvm_recorder.h"
 #include "../kvm/vcpu_scan.h"
@@ -60,6 +62,7 @@ struct rule {
 	struct tracefs_instance *inst;	/* event rules */
 	int pipe_fd;
 	struct tv_flight_bpf *bpf;	/* exit rules */
+	struct tv_xen_exit_watch *xw;	/* exit rules on Xen (o.xen): host/flight_xen.c */
 	struct tv_flight *f;		/* for the BPF callback */
 };
 
@@ -69,6 +72,7 @@ struct pending {
 	uint64_t time_ns;		/* the event's time stamp, the exit's kvm_exit */
 	int cpu;			/* event rules */
 	struct tv_flight_exit_hit exit;	/* exit rules */
+	struct tv_xen_exit_hit xhit;	/* exit rules on Xen */
 	char vm[64];
 	double hit_s;			/* CLOCK_MONOTONIC seconds when seen */
 	double due_s;			/* 0: not known yet (an exit still open) */
@@ -316,6 +320,16 @@ static void exit_hit(void *ctx, const struct tv_flight_exit_hit *hit)
 	flight_hit(f, &p);
 }
 
+/* Xen's consumer saw an exit of an exit rule pass its limit (xen/xen_flight.c). */
+static void xen_exit_hit(void *ctx, const struct tv_xen_exit_hit *hit)
+{
+	struct rule *r = ctx;
+	struct pending p = { .rule = (int)(r - r->f->rules), .time_ns = hit->exit_ns, .xhit = *hit,
+			     .cpu = (int)hit->pcpu };
+
+	flight_hit(r->f, &p);
+}
+
 static void *watch_thread(void *arg)
 {
 	struct tv_flight *f = arg;
@@ -335,6 +349,8 @@ static void *watch_thread(void *arg)
 				return NULL;	/* the stop eventfd */
 			if (f->rules[i].kind == RULE_EVENT)
 				read_event_rule(f, i);
+			else if (f->rules[i].xw)
+				tv_flight_xen_consume(f->rules[i].xw, xen_exit_hit, &f->rules[i]);
 			else
 				tv_flight_bpf_consume(f->rules[i].bpf);
 		}
@@ -404,6 +420,8 @@ static int arm_exit(struct tv_flight *f, struct rule *r)
 	struct tv_flight_bpf_opts bo = { .limit_ns = r->limit_ns };
 
 	r->f = f;
+	if (f->o.xen)
+		return tv_flight_xen_arm(f->o.xen, r->text, r->limit_ns, r->vm, r->reason, &r->xw);
 	if (r->reason[0]) {
 		bo.match_reason = 1;
 		reason_codes(r->reason, &bo.reason_vmx, &bo.reason_svm);
@@ -435,7 +453,8 @@ static int flight_arm(struct tv_flight *f)
 		ret = r->kind == RULE_EVENT ? arm_event(f, r, (int)i) : arm_exit(f, r);
 		if (!ret)
 			ret = flight_watch(f, (int)i, r->kind == RULE_EVENT ? r->pipe_fd
-									    : tv_flight_bpf_fd(r->bpf));
+						      : r->xw ? tv_xen_exit_watch_fd(r->xw)
+							      : tv_flight_bpf_fd(r->bpf));
 	}
 	if (!ret)
 		ret = flight_watch(f, -1, f->stop_fd);
@@ -498,7 +517,8 @@ static void pending_update(struct tv_flight *f, double now)
 		p->due_s = p->hit_s + opt_s(f->o.post_ns);
 		return;
 	}
-	closed = tv_flight_bpf_closed(r->bpf, &p->exit, &latency);
+	closed = r->xw ? tv_xen_exit_watch_closed(r->xw, &p->xhit, &latency)
+		       : tv_flight_bpf_closed(r->bpf, &p->exit, &latency);
 	if (closed == 1) {
 		p->latency_ns = latency;
 		p->due_s = now + opt_s(f->o.post_ns);
@@ -549,6 +569,25 @@ static void fire_key(struct tv_flight_fire *fire, size_t *nk, size_t *used, cons
 	*used += (size_t)n + 1;
 }
 
+/* A Xen exit's keys: its domain, vCPU and pCPU, times in the xen-tsc clock (TSC / cpu_khz). */
+static void fire_xen(struct tv_flight *f, struct tv_flight_fire *fire, size_t *nk, size_t *used)
+{
+	const struct pending *p = &f->p;
+	char vm[64], reason[64];
+
+	tv_flight_xen_names(f->o.xen, &p->xhit, vm, sizeof(vm), reason, sizeof(reason));
+	fire_key(fire, nk, used, "trigger_clock", "xen-tsc");
+	fire_key(fire, nk, used, "trigger_tsc", "%llu", (unsigned long long)p->xhit.exit_tsc);
+	fire_key(fire, nk, used, "trigger_vm", "%s", vm);
+	fire_key(fire, nk, used, "trigger_domid", "%u", p->xhit.domid);
+	fire_key(fire, nk, used, "trigger_vcpu", "%u", p->xhit.vcpu);
+	fire_key(fire, nk, used, "trigger_cpu", "%u", p->xhit.pcpu);
+	fire_key(fire, nk, used, "trigger_reason", "%s", reason);
+	fire_key(fire, nk, used, "trigger_latency_ns", "%llu", (unsigned long long)p->latency_ns);
+	if (p->exit_open)
+		fire_key(fire, nk, used, "trigger_exit_open", "1");
+}
+
 /* The session.meta keys of the pending trigger (doc/session-format.md). */
 static void fire_fill(struct tv_flight *f, struct tv_flight_fire *fire)
 {
@@ -560,7 +599,9 @@ static void fire_fill(struct tv_flight *f, struct tv_flight_fire *fire)
 	memset(fire, 0, sizeof(*fire));
 	fire_key(fire, &nk, &used, "trigger", "%s", r->text);
 	fire_key(fire, &nk, &used, "trigger_time", "%llu", (unsigned long long)p->time_ns);
-	if (r->kind == RULE_EVENT) {
+	if (r->xw) {
+		fire_xen(f, fire, &nk, &used);
+	} else if (r->kind == RULE_EVENT) {
 		fire_key(fire, &nk, &used, "trigger_clock", "%s", f->o.clock ? f->o.clock : "local");
 		fire_key(fire, &nk, &used, "trigger_event", "%s:%s", r->system, r->event);
 		fire_key(fire, &nk, &used, "trigger_cpu", "%d", p->cpu);
@@ -641,6 +682,7 @@ void tv_flight_disarm(struct tv_flight *f)
 			tracefs_instance_free(r->inst);
 		}
 		tv_flight_bpf_close(r->bpf);
+		tv_flight_xen_disarm(f->o.xen, r->xw);
 	}
 	if (f->epfd >= 0)
 		close(f->epfd);

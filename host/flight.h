@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct tv_xen_recorder;
+
 struct tv_flight_opts {
 	const char *const *rules;
 	size_t nr_rules;
@@ -21,6 +23,7 @@ struct tv_flight_opts {
 	uint64_t holdoff_ns;		/* after a snapshot, before the next trigger counts */
 	unsigned int max_snapshots;	/* 0: TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS */
 	const char *clock;		/* the host's trace clock (NULL: local) */
+	struct tv_xen_recorder *xen;	/* exit rules on Xen's records (host/flight_xen.c), NULL: BPF */
 };
 
 /* The trigger that fired, as session.meta keys: key, value, ..., NULL. */

@@ -65,6 +65,7 @@ struct tv_session_record {
 	char ust_list[600];		/* the --ust globs for the agents */
 	unsigned int snapshots;		/* the last snapshot-N tried */
 	bool host_flight;		/* the host kernel's ring kept (host.flight_bytes) */
+	bool xen_flight;		/* Xen's rings kept in dom0 (xen_opts.flight_bytes) */
 	struct tv_flight_opts flight_opts;	/* --trigger, checked before anything starts */
 	struct tv_flight *flight;	/* armed once every recorder runs */
 	struct tv_probe_sched xen_sched;
@@ -360,8 +361,8 @@ static int flight_check(struct tv_session_record *s)
 
 	if (!o->nr_triggers && !o->trigger_post && !o->trigger_holdoff && !o->max_snapshots)
 		return 0;
-	if (!o->host.flight_bytes || (o->xen && !o->host.nr_events)) {
-		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the host kernel's ring the snapshot freezes)");
+	if (!o->host.flight_bytes && !(o->xen && o->xen_opts.flight_bytes)) {
+		tv_err("--trigger, --post, --trigger-holdoff and --max-snapshots need --flight-recorder SIZE (the rings a snapshot writes: the host kernel's, with --xen Xen's)");
 		return -EINVAL;
 	}
 	ret = tv_flight_rules_check(o->triggers, o->nr_triggers);
@@ -375,7 +376,7 @@ static int flight_check(struct tv_session_record *s)
 	fo->rules = o->triggers;
 	fo->nr_rules = o->nr_triggers;
 	fo->max_snapshots = o->max_snapshots;
-	for (size_t i = 0; i < o->nr_triggers && !s->opts.host.clock; i++)
+	for (size_t i = 0; i < o->nr_triggers && !s->opts.host.clock && !o->xen; i++)
 		if (!strncmp(o->triggers[i], "exit-latency>", 13))
 			s->opts.host.clock = "mono";
 	fo->clock = s->opts.host.clock;
@@ -420,6 +421,8 @@ static int session_record_start(struct tv_session_record *s,
 	add_sync_events(s);
 	ret = start_recorders(s);
 	s->host_flight = s->host && s->opts.host.flight_bytes;
+	s->xen_flight = s->xen && s->opts.xen_opts.flight_bytes;
+	s->flight_opts.xen = s->xen_flight ? s->xen : NULL;	/* exit rules on Xen's records */
 	if (!ret && s->opts.nr_guests && !s->host) {
 		tv_err("--guest needs the host recorder: give -e EVENT with --xen");
 		ret = -EINVAL;
@@ -649,7 +652,7 @@ static int snapshot_ust(struct tv_session_record *s, struct tv_session_writer *w
 	char domains[4096];
 	int ret = tv_ust_recorder_snapshot(s->ust, path, domains, sizeof(domains));
 
-	if (ret == -ENODATA && s->host_flight)
+	if (ret == -ENODATA && (s->host_flight || s->xen_flight))
 		return 0;
 	if (ret == -ENODATA)
 		tv_err("Nothing to snapshot yet: no traced process has registered or traced an event: path=\"%s\"", path);
@@ -670,7 +673,7 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 	struct tv_flight_shot shot = { 0 };
 	int ret = 0;
 
-	if (!s->host_flight && (!s->ust || !s->opts.ust_flight_bytes)) {
+	if (!s->host_flight && !s->xen_flight && (!s->ust || !s->opts.ust_flight_bytes)) {
 		tv_err("Not a flight recorder: the session records without --flight-recorder");
 		return -EINVAL;
 	}
@@ -686,6 +689,8 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 	if (s->host_flight)
 		ret = snapshot_host(s, w, &shot);
 	tv_flight_shot_free(s->host, &shot);
+	if (!ret && s->xen_flight)
+		ret = tv_xen_recorder_flight_write(s->xen, w);
 	if (!ret && s->ust && s->opts.ust_flight_bytes)
 		ret = snapshot_ust(s, w, path);
 	for (size_t i = 0; !ret && keys && keys[i]; i += 2)

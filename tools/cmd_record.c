@@ -148,15 +148,17 @@ static void record_usage(FILE *out)
 		"                          _NR_SUBBUFS override both; the summary says each process's policy\n"
 		"      --flight-recorder SIZE  keep only the last SIZE bytes (K, M, G suffixes), in\n"
 		"                          memory, of the host kernel's events (SIZE split over\n"
-		"                          the CPUs, shown at the start) and, with --ust, of each\n"
-		"                          traced process; SIGUSR1 or `tracevisor snapshot DIR`\n"
+		"                          the CPUs, shown at the start), with --xen of Xen's\n"
+		"                          records (SIZE split over the pCPUs, in dom0) and, with\n"
+		"                          --ust, of each traced process; SIGUSR1 or `tracevisor snapshot DIR`\n"
 		"                          writes them to DIR/snapshot-N/ while the recording\n"
 		"                          goes on, and the end into DIR\n"
 		"      --trigger RULE      (repeatable) a snapshot when RULE fires:\n"
 		"                            event=SYSTEM:EVENT[,filter=FILTER]  a host event\n"
 		"                            exit-latency>DURATION[,vm=NAME][,reason=REASON]  a VM\n"
 		"                            exit open longer than DURATION (seen in the kernel, by\n"
-		"                            BPF, while open; hlt exits only with reason=hlt)\n"
+		"                            BPF, while open; with --xen, on Xen's records as\n"
+		"                            dom0 drains them; hlt exits only with reason=hlt)\n"
 		"      --post DURATION     keep recording this long after the trigger (an exit's:\n"
 		"                          after its end) before the snapshot (default: 100ms)\n"
 		"      --trigger-holdoff DURATION  no trigger counts this long after a snapshot\n"
@@ -545,11 +547,9 @@ static int parse_record_args(int argc, char **argv, struct record_cli *cli)
 		tv_cli_error("record", "--flight-recorder SIZE sets the host's buffers (SIZE split over the CPUs): not with -b");
 		return -1;
 	}
-	if (cli->flight_bytes && cli->so.xen && !cli->so.host.nr_events) {
-		tv_cli_error("record", "--flight-recorder keeps the host kernel's events: with --xen, give -e EVENT (Xen's buffers are not kept in memory yet)");
-		return -1;
-	}
 	cli->so.host.flight_bytes = cli->flight_bytes;
+	if (cli->so.xen)
+		cli->so.xen_opts.flight_bytes = cli->flight_bytes;	/* Xen's rings, in dom0 */
 	if (cli->so.ust)
 		cli->so.ust_flight_bytes = cli->flight_bytes;
 	if (optind < argc)
@@ -646,21 +646,33 @@ static int flight_state(struct record_cli *cli, const char *last, const char *er
 	return ret;
 }
 
-/* The per-CPU sizes the library derived from SIZE, as DIR/host/meta has them. */
-static void flight_show(const struct record_cli *cli)
+/*
+ * The per-CPU sizes the library derived from SIZE, as DIR/DOMAIN/meta has
+ * them: the host kernel's instance (host/meta) and Xen's rings (xen/meta,
+ * written at the start of a flight recorder).
+ */
+static void flight_show(const struct record_cli *cli, const char *domain)
 {
 	char path[4200];
 	struct tv_meta *m;
-	long long kb, ncpus;
+	long long ncpus;
 
-	snprintf(path, sizeof(path), "%s/host/meta", cli->so.host.outdir);
+	snprintf(path, sizeof(path), "%s/%s/meta", cli->so.host.outdir, domain);
 	if (tv_meta_read(path, &m))
 		return;
-	kb = tv_meta_get_ll(m, "buffer_kb", 0);
 	ncpus = tv_meta_get_ll(m, "ncpus", 0);
-	fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
-		(double)(kb * ncpus) / 1024.0, kb, ncpus,
-		tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
+	if (!strcmp(domain, "host")) {
+		long long kb = tv_meta_get_ll(m, "buffer_kb", 0);
+
+		fprintf(stderr, "tracevisor record: flight recorder: host kernel %.1f MB = %lld KB x %lld CPUs in memory, frozen by %s\n",
+			(double)(kb * ncpus) / 1024.0, kb, ncpus,
+			tv_meta_get(m, "flight_freeze") ? tv_meta_get(m, "flight_freeze") : "?");
+	} else {
+		long long ring = tv_meta_get_ll(m, "flight_ring_bytes", 0);
+
+		fprintf(stderr, "tracevisor record: flight recorder: Xen %.1f MB = %lld KB x %lld pCPUs in dom0 memory\n",
+			(double)(ring * ncpus) / 1048576.0, ring / 1024, ncpus);
+	}
 	tv_meta_free(m);
 }
 
@@ -670,7 +682,9 @@ static int flight_begin(struct record_cli *cli, const struct tv_recorder *rec)
 	int ret;
 
 	if (rec && !cli->quiet)
-		flight_show(cli);
+		flight_show(cli, "host");
+	if (cli->so.xen && !cli->quiet)
+		flight_show(cli, "xen");
 	snprintf(cli->flight_file, sizeof(cli->flight_file), "%s/flight-recorder", cli->so.host.outdir);
 	ret = flight_state(cli, NULL, NULL);
 	if (ret) {

@@ -270,7 +270,8 @@ static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct t
 /*
  * A triggered snapshot (session.meta's trigger keys, record --trigger):
  * the event that fired, found in a first pass as the host event of the
- * trigger's kind (its event, or the exit's kvm_exit on its thread) whose
+ * trigger's kind (its event, the exit's kvm_exit on its thread, or on Xen
+ * the VMEXIT record of its domain's vCPU, in the xen-tsc clock) whose
  * own time stamp is nearest trigger_time, within 1 ms (the trigger's time
  * comes from its own instance or from BPF's clock: a few microseconds off).
  */
@@ -279,14 +280,30 @@ struct trigger_mark {
 	const char *rule;
 	char system[64], name[128];
 	int cpu, tid;			/* -1: any */
+	int domid, vcpu;		/* a Xen exit's (trigger_domid): -1 none */
 	uint64_t time;
 	uint64_t best_n, best_d;	/* the nearest so far: its ordinal (from 1), distance */
 };
 
 #define TRIGGER_WINDOW_NS 1000000ULL
 
+/* A Xen exit rule's VMEXIT: its vCPU's, in the xen domain (trigger_time is in its raw clock). */
+static int trigger_matches_xen(const struct trigger_mark *t, const struct tv_event *ev)
+{
+	unsigned long long dom = ~0ULL, vcpu = ~0ULL;
+
+	if (strcmp(ev->domain_info->name, "xen") || strcmp(ev->format->name, "xen_vmexit"))
+		return 0;
+	if (tep_get_field_val(NULL, ev->format, "cur_dom", ev->record, &dom, 0) ||
+	    tep_get_field_val(NULL, ev->format, "cur_vcpu", ev->record, &vcpu, 0))
+		return 0;
+	return dom == (uint64_t)t->domid && vcpu == (uint64_t)t->vcpu;
+}
+
 static int trigger_matches(const struct trigger_mark *t, const struct tv_event *ev)
 {
+	if (t->domid >= 0)
+		return trigger_matches_xen(t, ev);
 	return strcmp(ev->domain_info->name, "host") == 0 && (t->cpu < 0 || ev->cpu == t->cpu) &&
 	       (t->tid < 0 || ev->pid == t->tid) && !strcmp(ev->format->system, t->system) &&
 	       !strcmp(ev->format->name, t->name);
@@ -311,9 +328,11 @@ static int trigger_find(const char *dir, struct trigger_mark *t)
 	t->time = (uint64_t)tv_meta_get_ll(t->meta, "trigger_time", 0);
 	t->cpu = (int)tv_meta_get_ll(t->meta, "trigger_cpu", -1);
 	t->tid = (int)tv_meta_get_ll(t->meta, "trigger_tid", -1);
+	t->domid = (int)tv_meta_get_ll(t->meta, "trigger_domid", -1);
+	t->vcpu = (int)tv_meta_get_ll(t->meta, "trigger_vcpu", -1);
 	what = tv_meta_get(t->meta, "trigger_event");
 	if (!what)
-		what = t->tid >= 0 ? "kvm:kvm_exit" : "";
+		what = t->domid >= 0 ? "xen:xen_vmexit" : t->tid >= 0 ? "kvm:kvm_exit" : "";
 	if (sscanf(what, "%63[^:]:%127s", t->system, t->name) != 2)
 		return 0;
 	ret = tv_reader_open(dir, &rd);

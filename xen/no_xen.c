@@ -122,4 +122,46 @@ int tv_xen_inject(unsigned int event, const uint32_t *data, unsigned int nr, uin
 {
 	return tv_xen_inject_hooked(event, data, nr, mono, NULL, NULL);
 }
+int tv_xen_recorder_flight_write(struct tv_xen_recorder *rec, struct tv_session_writer *w)
+{
+	(void)rec;
+	(void)w;
+	return -ENOTSUP;
+}
+
+int tv_xen_recorder_flight_bytes(const struct tv_xen_recorder *rec, size_t *per_cpu, int *ncpus)
+{
+	(void)rec;
+	*per_cpu = 0;
+	*ncpus = 0;
+	return -ENOTSUP;
+}
+
+int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen_exit_rule *rule,
+				struct tv_xen_exit_watch **out)
+{
+	(void)rec;
+	(void)rule;
+	*out = NULL;
+	return -ENOTSUP;
+}
+
+void tv_xen_recorder_unwatch_exits(struct tv_xen_recorder *rec, struct tv_xen_exit_watch *w)
+{
+	(void)rec;
+	(void)w;
+}
+
+int tv_xen_recorder_isa(const struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return 0;
+}
+
+uint32_t tv_xen_recorder_hlt_code(const struct tv_xen_recorder *rec)
+{
+	(void)rec;
+	return ~0u;
+}
+
 #endif

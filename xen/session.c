@@ -193,6 +193,11 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 		total.records += cnt.records;
 		total.lost += cnt.lost;
 	}
+	if (info->flight_bytes) {
+		tv_meta_set(m, "flight_bytes", "%llu", (unsigned long long)info->flight_bytes);
+		tv_meta_set(m, "flight_ring_bytes", "%llu", (unsigned long long)info->flight_ring_bytes);
+		tv_meta_set(m, "flight_dropped", "%llu", (unsigned long long)info->flight_dropped);
+	}
 	for (size_t i = 0; i < info->nr_extra; i++)
 		tv_meta_set(m, info->extra[i].key, "%s", info->extra[i].value);
 	tv_meta_set(m, "events_total", "%llu", (unsigned long long)total.records);

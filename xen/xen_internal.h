@@ -58,6 +58,8 @@ struct tv_xen_meta_info {
 	char missing[160];	/* what the stock hypervisor lacks */
 	struct tv_xen_meta_kv *extra;	/* per-CPU time scale and the like */
 	size_t nr_extra;
+	/* a flight recorder's (0: none): SIZE, per CPU, records pushed out */
+	uint64_t flight_bytes, flight_ring_bytes, flight_dropped;
 	/* ncpus counts taken while recording, or NULL: count the cpuN.xen files */
 	const struct tv_xen_cpu_count *counts;
 };

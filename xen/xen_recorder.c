@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -39,9 +40,11 @@
 #include "xen_internal.h"
 #include "tv_internal.h"
 #include "xen_recorder.h"
+#include "xen_flight.h"
 
 #define XEN_PAGE 4096u
 #define DRAIN_POLL_MS 100
+#define XEN_MAX_WATCHES 16	/* host/flight.c's MAX_RULES */
 
 /* Our sub-op of the patched hypervisor (xen/patches/): per-CPU time scale. */
 #define TV_TBUFOP_get_tscale 6
@@ -104,6 +107,18 @@ struct tv_xen_recorder {
 	struct tv_xen_meta_info info;
 	/* per CPU: 4 time scale keys (patched Xen) + cpuN.running */
 	struct tv_xen_meta_kv scale[5 * 256];
+	size_t nr_scale;		/* of them the time scale keys (the first) */
+	/*
+	 * A flight recorder (opts.flight_bytes, xen/xen_flight.c): the drain
+	 * thread feeds rings[cpu] instead of cpuN.xen, and the exit watches
+	 * attached (one per exit rule); all under flight_lock, which
+	 * snapshots take to copy.
+	 */
+	struct tv_xen_fring *rings;
+	size_t ring_bytes;		/* per CPU */
+	struct tv_xen_exit_watch *watch[XEN_MAX_WATCHES];
+	int nr_watch;
+	pthread_mutex_t flight_lock;
 };
 
 uint64_t tv_xen_host_cpu_khz(void)
@@ -237,6 +252,19 @@ static volatile uint32_t *buf_prod(struct xen_cpu_buf *b)
 	return (volatile uint32_t *)b->map + 1;
 }
 
+/* A flight recorder's window: into the CPU's ring and the exit watch, not to disk. */
+static void xen_flight_feed(struct tv_xen_recorder *rec, int cpu, const struct tv_xen_piece *piece, int n)
+{
+	pthread_mutex_lock(&rec->flight_lock);
+	for (int i = 0; i < n; i++) {
+		tv_xen_fring_feed(&rec->rings[cpu], piece[i].data, piece[i].len);
+		for (int w = 0; w < rec->nr_watch; w++)
+			tv_xen_exit_watch_feed(rec->watch[w], cpu, piece[i].data, piece[i].len);
+		rec->cpus[cpu].bytes += piece[i].len;
+	}
+	pthread_mutex_unlock(&rec->flight_lock);
+}
+
 /*
  * Write one CPU's window from the mapping itself (as xentrace does: Xen does
  * not touch cons..prod until we publish cons), then publish the new cons.
@@ -263,6 +291,10 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 	}
 	if (!n)
 		return 0;
+	if (rec->rings) {
+		xen_flight_feed(rec, cpu, piece, n);
+		goto publish;
+	}
 	for (int i = 0; i < n; i++) {
 		iov[i].iov_base = (void *)piece[i].data;
 		iov[i].iov_len = piece[i].len;
@@ -276,6 +308,7 @@ static int xen_drain_cpu(struct tv_xen_recorder *rec, int cpu)
 	for (int i = 0; i < n; i++)
 		tv_xen_count_feed(&b->count, piece[i].data, piece[i].len);
 	b->bytes += (uint64_t)len;
+publish:
 	/* Our reads of the window (writev's and the count's) happen before the
 	 * store of cons that lets Xen overwrite it (a full fence, as xentrace's
 	 * mb()). */
@@ -313,6 +346,12 @@ static void *xen_drain_thread(void *arg)
 				xenevtchn_unmask(rec->xce, (evtchn_port_t)port);
 		}
 		rec->drain_err = xen_drain_all(rec);
+		if (rec->rings) {
+			pthread_mutex_lock(&rec->flight_lock);
+			for (int w = 0; w < rec->nr_watch; w++)
+				tv_xen_exit_watch_pass(rec->watch[w]);
+			pthread_mutex_unlock(&rec->flight_lock);
+		}
 		/* the pass's writes (and drain_err) before the count a flush waits on */
 		__atomic_add_fetch(&rec->drains, 1, __ATOMIC_RELEASE);
 		if (n > 0 && (pfd[1].revents & POLLIN))
@@ -388,6 +427,7 @@ static void xen_read_time_scale(struct tv_xen_recorder *rec)
 		rec->info.missing[0] = '\0';
 		rec->info.extra = rec->scale;
 		rec->info.nr_extra = k;
+		rec->nr_scale = k;
 	}
 	xc_hypercall_buffer_free(rec->xch, buf);
 }
@@ -454,7 +494,7 @@ static int xen_open_files(struct tv_xen_recorder *rec)
 
 	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
 		rec->cpus[cpu].fd = -1;
-		if (!rec->cpus[cpu].map)
+		if (!rec->cpus[cpu].map || rec->rings)
 			continue;
 		snprintf(path, sizeof(path), "%s/cpu%d.xen", rec->dir, cpu);
 		rec->cpus[cpu].fd = tv_file_create(path, 0, "stream file");
@@ -504,6 +544,31 @@ static int xen_physinfo(struct tv_xen_recorder *rec)
 	return rec->cpus && rec->counts ? 0 : -ENOMEM;
 }
 
+/* --flight-recorder SIZE: SIZE over the CPUs that have a buffer, a ring each. */
+static int xen_flight_rings(struct tv_xen_recorder *rec)
+{
+	int n = 0, ret = 0;
+
+	for (int cpu = 0; cpu < rec->ncpus; cpu++)
+		n += rec->cpus[cpu].map != NULL;
+	rec->ring_bytes = n ? (size_t)(rec->opts.flight_bytes / (uint64_t)n) & ~(size_t)3 : 0;
+	if (rec->ring_bytes < TV_XEN_FRING_MIN_BYTES || rec->ring_bytes > TV_XEN_FRING_MAX_BYTES) {
+		tv_err("Invalid flight recorder size for Xen: bytes=%llu over %d pCPUs gives %zu bytes per CPU (%u..%llu)",
+		       (unsigned long long)rec->opts.flight_bytes, n, rec->ring_bytes,
+		       TV_XEN_FRING_MIN_BYTES, (unsigned long long)TV_XEN_FRING_MAX_BYTES);
+		return -EINVAL;
+	}
+	rec->rings = calloc((size_t)rec->ncpus, sizeof(*rec->rings));
+	if (!rec->rings)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < rec->ncpus && !ret; cpu++)
+		if (rec->cpus[cpu].map)
+			ret = tv_xen_fring_init(&rec->rings[cpu], rec->ring_bytes);
+	rec->info.flight_bytes = rec->opts.flight_bytes;
+	rec->info.flight_ring_bytes = rec->ring_bytes;
+	return ret;
+}
+
 static int xen_setup(struct tv_xen_recorder *rec)
 {
 	uint64_t mfn;
@@ -528,6 +593,8 @@ static int xen_setup(struct tv_xen_recorder *rec)
 			return ret;
 	}
 	ret = xen_map_buffers(rec, mfn, size);
+	if (!ret && rec->opts.flight_bytes)
+		ret = xen_flight_rings(rec);
 	if (ret)
 		return ret;
 	rec->virq_port = xenevtchn_bind_virq(rec->xce, VIRQ_TBUF);
@@ -566,6 +633,7 @@ static struct tv_xen_recorder *xen_recorder_alloc(const struct tv_xen_record_opt
 	 * (doc/sync-probes.md, "Xen domUs in the lab").
 	 */
 	rec->opts.evt_mask |= TV_XEN_GEN_CLASS;
+	pthread_mutex_init(&rec->flight_lock, NULL);
 	rec->info.source = "tracevisor";
 	rec->info.evt_mask = rec->opts.evt_mask;
 	return rec;
@@ -638,11 +706,16 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (!ret && rec->stop_fd < 0)
 		ret = -errno;
+	/* a flight recorder's sizes, for the user before any snapshot */
+	if (!ret && rec->rings)
+		ret = tv_xen_write_meta(rec->dir, &rec->info);
 	if (!ret && pthread_create(&rec->thread, NULL, xen_drain_thread, rec))
 		ret = -EAGAIN;
 	rec->started = !ret;
 	return ret;
 }
+
+static int xen_flight_stop(struct tv_xen_recorder *rec);
 
 /* Put back what we changed: no consumer → disabled; the mask read at start. */
 static void xen_restore(struct tv_xen_recorder *rec)
@@ -697,6 +770,9 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	ret = rec->drain_err ? rec->drain_err : xen_drain_all(rec);
 	xen_restore(rec);
 	xen_check_restored(rec);
+	/* a flight recorder's last records: the session itself (Ctrl-C) */
+	if (rec->rings)
+		return ret ? ret : xen_flight_stop(rec);
 	for (int cpu = 0; cpu < rec->ncpus; cpu++) {
 		if (rec->cpus[cpu].fd >= 0 && close(rec->cpus[cpu].fd) && !ret)
 			ret = -EIO;
@@ -714,6 +790,150 @@ int tv_xen_recorder_stop(struct tv_xen_recorder *rec)
 	if (!ret && rec->own_session)
 		ret = tv_session_writer_commit(rec->session, "xen");
 	return ret;
+}
+
+/*
+ * The rings as they are now into @dir (cpuN.xen, meta): a snapshot's or,
+ * at the stop, the session's.  The start's cpuN.running keys are left out:
+ * the rings start later, with the scheduler records of their own.
+ */
+static int xen_flight_dump(struct tv_xen_recorder *rec, const char *dir)
+{
+	struct tv_xen_cpu_count *counts = calloc((size_t)rec->ncpus, sizeof(*counts));
+	unsigned char *buf = malloc(rec->ring_bytes);
+	struct tv_xen_meta_info info = rec->info;
+	char path[4300];
+	int ret = counts && buf ? 0 : -ENOMEM;
+
+	for (int cpu = 0; cpu < rec->ncpus && !ret; cpu++) {
+		struct tv_xen_counter c = { 0 };
+		size_t len;
+		int fd;
+
+		if (!rec->rings[cpu].buf)
+			continue;
+		pthread_mutex_lock(&rec->flight_lock);
+		len = tv_xen_fring_copy(&rec->rings[cpu], buf);
+		info.flight_dropped += rec->rings[cpu].dropped;
+		pthread_mutex_unlock(&rec->flight_lock);
+		snprintf(path, sizeof(path), "%s/cpu%d.xen", dir, cpu);
+		fd = tv_file_create(path, 0, "stream file");
+		if (fd < 0) {
+			ret = fd;
+			break;
+		}
+		ret = tv_write_all(fd, buf, len);
+		if (close(fd) && !ret)
+			ret = -EIO;
+		if (ret)
+			tv_err("Cannot write stream file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
+		tv_xen_count_feed(&c, buf, len);
+		counts[cpu] = c.cnt;
+	}
+	info.counts = counts;
+	info.nr_extra = rec->nr_scale;
+	if (!ret)
+		ret = tv_xen_write_meta(dir, &info);
+	free(counts);
+	free(buf);
+	return ret;
+}
+
+/* A flight recorder's stop: the rings are the session's xen/. */
+static int xen_flight_stop(struct tv_xen_recorder *rec)
+{
+	int ret = xen_flight_dump(rec, rec->dir);
+
+	if (!ret)
+		ret = tv_session_writer_add_domain(rec->session, "xen");
+	if (!ret && rec->own_session)
+		ret = tv_session_writer_commit(rec->session, "xen");
+	return ret;
+}
+
+int tv_xen_recorder_flight_write(struct tv_xen_recorder *rec, struct tv_session_writer *w)
+{
+	char dir[4200];
+	int ret;
+
+	if (!rec->rings)
+		return -EINVAL;
+	/* every record Xen wrote until now into the rings first */
+	ret = rec->started ? tv_xen_recorder_flush(rec, 2000) : 0;
+	if (!ret)
+		ret = tv_xen_make_domain_dir(w, dir, sizeof(dir));
+	if (!ret)
+		ret = xen_flight_dump(rec, dir);
+	return ret ? ret : tv_session_writer_add_domain(w, "xen");
+}
+
+int tv_xen_recorder_flight_bytes(const struct tv_xen_recorder *rec, size_t *per_cpu, int *ncpus)
+{
+	int n = 0;
+
+	for (int cpu = 0; rec->rings && cpu < rec->ncpus; cpu++)
+		n += rec->rings[cpu].buf != NULL;
+	*per_cpu = rec->ring_bytes;
+	*ncpus = n;
+	return rec->rings ? 0 : -EINVAL;
+}
+
+int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen_exit_rule *rule,
+				struct tv_xen_exit_watch **out)
+{
+	struct tv_xen_exit_rule r = *rule;
+	int ret;
+
+	*out = NULL;
+	if (!rec->rings)
+		return -EINVAL;
+	if (!r.match_reason)
+		r.hlt = tv_xen_recorder_hlt_code(rec);
+	ret = tv_xen_exit_watch_new(&r, rec->ncpus, rec->info.cpu_khz, out);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&rec->flight_lock);
+	if (rec->nr_watch == XEN_MAX_WATCHES) {
+		ret = -EBUSY;
+		tv_xen_exit_watch_free(*out);
+		*out = NULL;
+	} else {
+		rec->watch[rec->nr_watch++] = *out;
+	}
+	pthread_mutex_unlock(&rec->flight_lock);
+	return ret;
+}
+
+void tv_xen_recorder_unwatch_exits(struct tv_xen_recorder *rec, struct tv_xen_exit_watch *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&rec->flight_lock);
+	for (int i = 0; i < rec->nr_watch; i++)
+		if (rec->watch[i] == w)
+			rec->watch[i--] = rec->watch[--rec->nr_watch];
+	pthread_mutex_unlock(&rec->flight_lock);
+	tv_xen_exit_watch_free(w);
+}
+
+int tv_xen_recorder_isa(const struct tv_xen_recorder *rec)
+{
+	const char *isa = rec->info.hvm_isa;
+
+	return !isa ? 0 : !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX : TV_KVM_ISA_SVM;
+}
+
+uint32_t tv_xen_recorder_hlt_code(const struct tv_xen_recorder *rec)
+{
+	int isa = tv_xen_recorder_isa(rec);
+
+	for (uint32_t code = 0; isa && code < 0x500; code++) {
+		const char *name = tv_kvm_exit_reason_name((enum tv_kvm_isa)isa, code);
+
+		if (name && !strcasecmp(name, "hlt"))
+			return code;
+	}
+	return ~0u;
 }
 
 int tv_xen_recorder_checkpoint(struct tv_xen_recorder *rec)
@@ -786,6 +1006,10 @@ void tv_xen_recorder_destroy(struct tv_xen_recorder *rec)
 		xtl_logger_destroy((xentoollog_logger *)rec->log);
 	if (rec->stop_fd >= 0)
 		close(rec->stop_fd);
+	for (int cpu = 0; rec->rings && cpu < rec->ncpus; cpu++)
+		tv_xen_fring_free(&rec->rings[cpu]);
+	free(rec->rings);
+	pthread_mutex_destroy(&rec->flight_lock);
 	free(rec->cpus);
 	free(rec->counts);
 	if (rec->own_session)

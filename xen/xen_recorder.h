@@ -98,6 +98,36 @@ int tv_xen_recorder_create_in(struct tv_session_writer *w, const struct tv_xen_r
 			      struct tv_xen_recorder **out);
 
 /*
+ * A flight recorder (opts.flight_bytes, xen/xen_flight.h): the drain
+ * thread keeps each pCPU's last opts.flight_bytes / pCPUs bytes in dom0
+ * memory instead of writing cpuN.xen; _stop() writes them as the
+ * session's xen/.
+ *
+ * tv_xen_recorder_flight_write - a snapshot: every record Xen wrote so
+ * far drained into the rings, then the rings copied into @w's xen/
+ * (cpuN.xen, meta), "xen" listed in @w (its owner commits).  From the
+ * caller's thread.  Return: 0, -EINVAL not a flight recorder, -errno (logged).
+ */
+int tv_xen_recorder_flight_write(struct tv_xen_recorder *rec, struct tv_session_writer *w);
+/* The ring size per pCPU and how many: 0, -EINVAL not a flight recorder. */
+int tv_xen_recorder_flight_bytes(const struct tv_xen_recorder *rec, size_t *per_cpu, int *ncpus);
+struct tv_xen_exit_rule;
+struct tv_xen_exit_watch;
+/*
+ * tv_xen_recorder_watch_exits - exit-latency on the records as they are
+ * drained (one watch per rule, at most 16; rule->hlt is filled here when
+ * the rule leaves hlt out).  The watch is the caller's:
+ * tv_xen_recorder_unwatch_exits() detaches and frees it.  Return: 0,
+ * -EINVAL not a flight recorder, -EBUSY 16 watch already, -ENOMEM.
+ */
+int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen_exit_rule *rule,
+				struct tv_xen_exit_watch **out);
+void tv_xen_recorder_unwatch_exits(struct tv_xen_recorder *rec, struct tv_xen_exit_watch *w);
+/* enum tv_kvm_isa of the host's HVM exits (0: not known), and its hlt's code (~0: none). */
+int tv_xen_recorder_isa(const struct tv_xen_recorder *rec);
+uint32_t tv_xen_recorder_hlt_code(const struct tv_xen_recorder *rec);
+
+/*
  * tv_xen_inject() with @hook called just before (after = 0) and just after
  * (after = 1) the hypercall, inside the open handle's lifetime: how the
  * sync probe (host/xen_probe.c) brackets it with dom0 markers.

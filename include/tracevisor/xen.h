@@ -28,6 +28,7 @@ struct tv_xen_record_opts {
 	uint32_t evt_mask;	/* 0: TV_XEN_DEFAULT_MASK */
 	const char *cpus;	/* physical CPU list "0-3,6"; NULL: all */
 	unsigned int pages;	/* per CPU buffer; 0: default (used if Xen has none yet) */
+	uint64_t flight_bytes;	/* keep the last bytes in dom0 memory (over the pCPUs), 0: write */
 };
 
 /**
