@@ -40,7 +40,7 @@ QUP=$(q 'up{job="tracevisor"}')
 QALERT=$(q 'ALERTS{alertname="TracevisorVMExitLatencyHigh",alertstate="firing"}')
 QP99=$(q 'histogram_quantile(0.99, sum by (vm, le) (rate(tracevisor_vm_exit_latency_seconds_bucket{vm=~"tv-testvmm.*"}[1m])))')
 mkdir -p "$T/extra"
-cp "$REPO/contrib/prometheus/tracevisor-rules.yml" "$T/extra/"
+cp "$REPO/contrib/prometheus/tracevisor-rules.yml" "$REPO/tests/lab/serve-l1.sh" "$T/extra/"
 cat >"$T/extra/am.yml" <<'EOT'
 route:
   receiver: tracevisor-snapshot
@@ -67,6 +67,7 @@ EOT
 
 run_lab kvm '
 PATH=/opt/tracevisor:$PATH
+. '"$T"'/extra/serve-l1.sh
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
 API=http://127.0.0.1:9090/api/v1/query?query=
 F=/tmp/flight
@@ -78,18 +79,8 @@ A=$!
 prometheus --config.file='"$T"'/extra/prom.yml --storage.tsdb.path=/tmp/prom \
 	--web.listen-address=127.0.0.1:9090 > /out/prom.log 2>&1 &
 P=$!
-i=0
-until wget -q -O /out/up.json "${API}'"$QUP"'" 2>/dev/null && grep -q "\"1\"\]" /out/up.json; do
-	i=$((i + 1))
-	[ $i -lt 300 ] || { tail -20 /out/prom.log >&2; cat /out/serve.err >&2; exit 30; }
-	sleep 0.5
-done
-i=0
-until wget -q -O /dev/null http://127.0.0.1:9093/-/ready 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -lt 300 ] || { tail -20 /out/am.log >&2; exit 33; }
-	sleep 0.5
-done
+wait_for "${API}'"$QUP"'" "\"1\"\]" 30 /out/prom.log /out/serve.err
+wait_for http://127.0.0.1:9093/-/ready "" 33 /out/am.log
 /opt/tracevisor/tests/tv-testvmm --outs 40 --io-delay-us 30000 --quiet &
 V=$!
 echo $V > /out/vmm.pid

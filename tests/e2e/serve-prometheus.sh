@@ -49,10 +49,11 @@ QCOUNT=$(q "sum by (reason) (tracevisor_vm_exits_total$SEL)")
 QUP=$(q 'up{job="tracevisor"}')
 QRULE=$(q 'vm_reason:tracevisor_vm_exits:rate1m')
 mkdir -p "$T/extra"
-cp "$REPO/contrib/prometheus/tracevisor-rules.yml" "$T/extra/"
+cp "$REPO/contrib/prometheus/tracevisor-rules.yml" "$REPO/tests/lab/serve-l1.sh" "$T/extra/"
 
 run_lab kvm '
 PATH=/opt/tracevisor:$PATH
+. '"$T"'/extra/serve-l1.sh
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
 API=http://127.0.0.1:9090/api/v1/query
 printf "%s\n" "global:" "  scrape_interval: 1s" "  evaluation_interval: 1s" \
@@ -62,12 +63,7 @@ tracevisor serve > /out/serve.out 2> /out/serve.err &
 S=$!
 prometheus --config.file=/tmp/prom.yml --storage.tsdb.path=/tmp/prom --web.listen-address=127.0.0.1:9090 > /out/prom.log 2>&1 &
 P=$!
-i=0
-until wget -q -O /out/up.json "$API?query='"$QUP"'" 2>/dev/null && grep -q "\"1\"\]" /out/up.json; do
-	i=$((i + 1))
-	[ $i -lt 300 ] || { tail -20 /out/prom.log >&2; cat /out/serve.err >&2; exit 30; }
-	sleep 0.5
-done
+wait_for "$API?query='"$QUP"'" "\"1\"\]" 30 /out/prom.log /out/serve.err
 /opt/tracevisor/tests/tv-testvmm --outs '$N' --ins '$M' --cpuids '$K' --repeat 2 --pause --quiet &
 V=$!
 echo $V > /out/vmm.pid
