@@ -37,6 +37,9 @@ struct serve {
 	struct serve_web *web;
 	struct tv_session_record *flight;	/* --flight-recorder: the armed recorder */
 	uint64_t alerts;		/* snapshots taken for alerts */
+	uint64_t last_alert_ns;		/* when the last one was taken */
+	uint64_t holdoff_ns;		/* --trigger-holdoff */
+	unsigned int max_alerts;	/* --max-snapshots */
 	struct serve_metrics m;		/* vms: every VMM seen (cache); series: per scrape */
 	unsigned int other;		/* index of the "_other" VM, if have_other */
 	bool have_other, said_limit;
@@ -250,6 +253,7 @@ static int scrape(struct serve *s)
 	s->m.health.max_vms = vms_max(s);
 	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
 	s->m.health.refused = serve_http_refused(s->http);
+	s->m.health.snapshots = s->alerts;
 	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
 	return 0;
 }
@@ -264,6 +268,32 @@ static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
 	s->m.health.scrapes++;
 	s->m.health.last_scrape_s = (double)(mono_ns() - t0) / 1e9;
 	return ret;
+}
+
+/*
+ * The webhook's snapshots bounded as record's triggered ones: a flapping
+ * alert or a sender replaying webhooks cannot fill the disk (each holds
+ * up to --flight-recorder SIZE) nor freeze the ring back to back.  True
+ * (429, said in @reply and the log, counted) when refused.
+ */
+static bool alert_refused(struct serve *s, struct tv_strbuf *reply)
+{
+	uint64_t since = mono_ns() - s->last_alert_ns;
+	char why[128];
+
+	if (s->alerts >= s->max_alerts) {
+		s->m.health.snapshots_refused[1]++;
+		snprintf(why, sizeof(why), "--max-snapshots %u taken", s->max_alerts);
+	} else if (s->alerts && since < s->holdoff_ns) {
+		s->m.health.snapshots_refused[0]++;
+		snprintf(why, sizeof(why), "--trigger-holdoff %.3g s, the last one %.3g s ago",
+			 (double)s->holdoff_ns / 1e9, (double)since / 1e9);
+	} else {
+		return false;
+	}
+	tv_strbuf_append(reply, "snapshot refused: %s\n", why);
+	tv_warn("POST /snapshot refused: %s", why);
+	return true;
 }
 
 /*
@@ -287,6 +317,8 @@ static int alert_snapshot(void *ctx, const char *body, size_t len, struct tv_str
 		tv_strbuf_append(reply, "no firing alert: no snapshot\n");
 		return 200;
 	}
+	if (alert_refused(s, reply))
+		return 429;
 	if (!a.vms[0])
 		keys[2] = NULL;	/* no vm label: no alert_vm= */
 	ret = tv_session_record_snapshot_keys(s->flight, keys, path, sizeof(path));
@@ -295,6 +327,7 @@ static int alert_snapshot(void *ctx, const char *body, size_t len, struct tv_str
 		return 500;
 	}
 	s->alerts++;
+	s->last_alert_ns = mono_ns();
 	tv_info("Snapshot for alert %s%s%s: %s", a.name, a.vms[0] ? ", vm " : "", a.vms, path);
 	tv_strbuf_append(reply, "snapshot %s\n", path);
 	return 200;
@@ -341,10 +374,18 @@ static int flight_start(struct serve *s)
 	so.host.events = events;
 	so.host.nr_events = 1;
 	so.host.flight_bytes = s->opts->flight_bytes;
+	s->max_alerts = s->opts->max_snapshots ? s->opts->max_snapshots : TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS;
+	s->holdoff_ns = TV_FLIGHT_DEFAULT_HOLDOFF_NS;
+	if (s->opts->trigger_holdoff && tv_flight_parse_duration(s->opts->trigger_holdoff, &s->holdoff_ns)) {
+		tv_err("Invalid --trigger-holdoff: '%s' (a duration with its unit: 100ms, 2s, 500us)",
+		       s->opts->trigger_holdoff);
+		return -EINVAL;
+	}
 	ret = tv_session_record_start(&so, &s->flight);
 	if (!ret)
-		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N",
-			(unsigned long long)s->opts->flight_bytes, so.host.outdir);
+		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N (at most %u, %.3g s apart)",
+			(unsigned long long)s->opts->flight_bytes, so.host.outdir, s->max_alerts,
+			(double)s->holdoff_ns / 1e9);
 	return ret;
 }
 

@@ -63,6 +63,8 @@ struct serve_health {
 	uint64_t unknown_reasons;	/* rows of codes no table names (reason="unknown") */
 	unsigned int max_vms;
 	uint64_t refused;		/* HTTP requests refused (401, 429) */
+	uint64_t snapshots;		/* POST /snapshot: snapshots taken */
+	uint64_t snapshots_refused[2];	/* refused: holdoff, max-snapshots */
 };
 
 struct serve_metrics {

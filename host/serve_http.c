@@ -342,6 +342,7 @@ static const char *status_line(int code)
 	case 404: return "404 Not Found";
 	case 411: return "411 Length Required";
 	case 413: return "413 Content Too Large";
+	case 429: return "429 Too Many Requests";
 	case 503: return "503 Service Unavailable";
 	default: return "500 Internal Server Error";
 	}

@@ -214,6 +214,7 @@ static int gauge(struct tv_strbuf *sb, bool om, const char *name, const char *he
 static int render_health(const struct serve_metrics *m, bool om, struct tv_strbuf *sb)
 {
 	static const char *const causes[] = { "map_full", "no_slot", "unreadable" };
+	static const char *const snap_causes[] = { "holdoff", "max_snapshots" };
 	const struct serve_health *h = &m->health;
 	size_t vms = 0;
 	int ret;
@@ -230,6 +231,11 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	ret = ret ?: counter(sb, om, "tracevisor_http_requests_refused",
 			     "HTTP requests refused: without valid credentials (401) or over the rate bound (429).",
 			     NULL, NULL, &h->refused, 1);
+	ret = ret ?: counter(sb, om, "tracevisor_alert_snapshots", "Snapshots taken for POST /snapshot (--flight-recorder).",
+			     NULL, NULL, &h->snapshots, 1);
+	ret = ret ?: counter(sb, om, "tracevisor_alert_snapshots_refused",
+			     "POST /snapshot refused with 429 by --trigger-holdoff or --max-snapshots, by cause.",
+			     "cause", snap_causes, h->snapshots_refused, 2);
 	ret = ret ?: gauge(sb, om, "tracevisor_vms_tracked", "VMs (VMM processes) with exit series of their own.",
 			   (double)vms);
 	ret = ret ?: gauge(sb, om, "tracevisor_vms_max", "The --max-vms bound.", h->max_vms);

@@ -20,7 +20,8 @@ static void serve_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
-		"                        [--web.config.file FILE] [--flight-recorder SIZE [-o DIR]]\n\n"
+		"                        [--web.config.file FILE] [--flight-recorder SIZE [-o DIR]\n"
+		"                        [--max-snapshots N] [--trigger-holdoff DURATION]]\n\n"
 		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
 		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
 		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
@@ -42,6 +43,10 @@ static void serve_usage(FILE *out)
 		"                      writes DIR/snapshot-N, alert= and alert_vm= (the\n"
 		"                      alertname, the vm labels) in its session.meta\n"
 		"  -o, --output DIR    the flight recorder's session (default " TV_SERVE_DEFAULT_OUTDIR ")\n"
+		"      --max-snapshots N  at most N snapshots for POST /snapshot (default: 10);\n"
+		"                      then 429: their disk stays under N x about SIZE\n"
+		"      --trigger-holdoff DURATION  no snapshot this long after the last one\n"
+		"                      (default: 10s); a POST meanwhile gets 429\n"
 		"  -h, --help          this help\n",
 		TV_SERVE_DEFAULT_MAX_VMS, TV_SERVE_DEFAULT_FORGET_S);
 }
@@ -64,7 +69,8 @@ static int parse_count(const char *opt, const char *arg, unsigned long max, unsi
 
 static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 {
-	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG, OPT_FLIGHT };
+	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG, OPT_FLIGHT,
+	       OPT_MAX_SNAPSHOTS, OPT_HOLDOFF };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "per-vcpu", no_argument, NULL, OPT_PER_VCPU },
@@ -72,6 +78,8 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 		{ "forget", required_argument, NULL, OPT_FORGET },
 		{ "web.config.file", required_argument, NULL, OPT_WEB_CONFIG },
 		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
+		{ "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
+		{ "trigger-holdoff", required_argument, NULL, OPT_HOLDOFF },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -101,6 +109,13 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 			if (tv_cli_parse_flight_size("serve", optarg, &o->flight_bytes))
 				return -1;
 			break;
+		case OPT_MAX_SNAPSHOTS:
+			if (parse_count("--max-snapshots", optarg, 100000, &o->max_snapshots))
+				return -1;
+			break;
+		case OPT_HOLDOFF:
+			o->trigger_holdoff = optarg;	/* parsed by the library */
+			break;
 		case 'o':
 			o->outdir = optarg;
 			break;
@@ -114,6 +129,10 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 	}
 	if (o->outdir && !o->flight_bytes) {
 		tv_cli_error("serve", "-o DIR is the flight recorder's: give --flight-recorder SIZE");
+		return -1;
+	}
+	if ((o->max_snapshots || o->trigger_holdoff) && !o->flight_bytes) {
+		tv_cli_error("serve", "--max-snapshots and --trigger-holdoff bound the flight recorder's snapshots: give --flight-recorder SIZE");
 		return -1;
 	}
 	if (optind != argc) {

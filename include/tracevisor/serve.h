@@ -47,6 +47,15 @@ struct tv_serve_opts {
 	 */
 	uint64_t flight_bytes;
 	const char *outdir;
+	/*
+	 * The webhook's snapshots, bounded as record's triggered ones: at
+	 * most @max_snapshots (0: record's default, 10), none within
+	 * @trigger_holdoff of the last (a duration with its unit, "30s";
+	 * NULL: record's default, 10 s).  A request refused gets 429; the
+	 * disk they take is at most @max_snapshots x about @flight_bytes.
+	 */
+	unsigned int max_snapshots;
+	const char *trigger_holdoff;
 	int stop_fd;			/* readable: stop (a signalfd of SIGTERM
 					 * and SIGINT); required */
 };

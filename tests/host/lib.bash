@@ -236,6 +236,8 @@ ask() {	# WHAT N
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 serve_start() {
 	SERVE_PORT=$(free_port)
+	# emptied first: the wait below must not read a previous serve's lines
+	: >"$TV_TMP/serve.err"
 	"$TV" serve --listen "127.0.0.1:$SERVE_PORT" "$@" >"$TV_TMP/serve.out" 2>"$TV_TMP/serve.err" &
 	SERVE_PID=$!
 	SERVES+=("$SERVE_PID")

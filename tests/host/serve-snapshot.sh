@@ -15,7 +15,11 @@
 #    report and stat from the snapshot;
 #  - serve without --flight-recorder: POST /snapshot gets 404; -o alone is
 #    refused in one line;
-#  - SIGTERM: status 0, the session DIR itself written, the instance removed.
+#  - SIGTERM: status 0, the session DIR itself written, the instance removed;
+#  - --max-snapshots 2 --trigger-holdoff 1s: a POST within the holdoff and
+#    one past the cap get 429 and one line, nothing written; the counts in
+#    /metrics (promtool passes); a burst of 120 POSTs meets the rate bound
+#    (429); a bad --trigger-holdoff: one line, non-zero status.
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs
 command -v curl >/dev/null || skip "curl not installed (make deps)"
@@ -111,4 +115,52 @@ wait $SP
 "$TV" serve -o "$T/x" 2>"$T/o.err"
 expect_eq "-o without --flight-recorder: status" $? 2
 expect_eq "its error" "$(cat "$T/o.err")" "tracevisor serve: -o DIR is the flight recorder's: give --flight-recorder SIZE"
+# 6. the webhook's snapshots bounded: --max-snapshots 2 --trigger-holdoff 1s
+S2=$T/bounded
+start --flight-recorder 1M -o "$S2" --max-snapshots 2 --trigger-holdoff 1s
+grep -q "POST /snapshot writes $S2/snapshot-N (at most 2, 1 s apart)" "$T/serve.err" ||
+	fail "the bounds not said: $(cat "$T/serve.err")"
+refused() {	# WANT-LINE: POST gets 429 with it, no snapshot made
+	c=$(post "$PAYLOAD" "${AUTH[@]}")
+	[ "$c" = 429 ] && grep -q "^snapshot refused: $1" "$T/body" || fail "want 429 '$1': HTTP $c: $(cat "$T/body")"
+}
+c=$(post "$PAYLOAD" "${AUTH[@]}")
+[ "$c" = 200 ] && grep -qx "snapshot $S2/snapshot-1" "$T/body" || fail "the first: HTTP $c: $(cat "$T/body")"
+refused "--trigger-holdoff 1 s, the last one 0\.[0-9]* s ago"
+sleep 1.2
+c=$(post "$PAYLOAD" "${AUTH[@]}")
+[ "$c" = 200 ] && grep -qx "snapshot $S2/snapshot-2" "$T/body" || fail "after the holdoff: HTTP $c: $(cat "$T/body")"
+sleep 1.2
+refused "--max-snapshots 2 taken"
+expect_eq "snapshots kept" "$(cd "$S2" && echo snapshot-*)" "snapshot-1 snapshot-2"
+grep -q "POST /snapshot refused: --max-snapshots 2 taken" "$T/serve.err" || fail "the refusal not logged: $(cat "$T/serve.err")"
+curl -s "${AUTH[@]}" "http://127.0.0.1:$PORT/metrics" >"$T/m.txt"
+promtool check metrics <"$T/m.txt" >"$T/promtool.out" 2>&1 || fail "promtool check metrics: $(cat "$T/promtool.out")"
+for want in 'tracevisor_alert_snapshots_total 2' 'tracevisor_alert_snapshots_refused_total{cause="holdoff"} 1' \
+	'tracevisor_alert_snapshots_refused_total{cause="max_snapshots"} 1'; do
+	grep -qxF "$want" "$T/m.txt" || fail "/metrics lacks '$want': $(grep snapshots "$T/m.txt")"
+done
+sz=$(du -sb "$S2"/snapshot-1 "$S2"/snapshot-2 | awk '{ s += $1 } END { print s }')
+# the disk they take: about the ring each (--flight-recorder 1M)
+[ "$sz" -le $((2 * (1024 + 128) * 1024)) ] || fail "2 snapshots of a 1M ring take $sz bytes"
+echo "ok: --max-snapshots 2 --trigger-holdoff 1s: 2 snapshots ($sz bytes), a POST within the holdoff and one past the cap: 429, counted"
+# the rate bound on POST /snapshot: a burst of 120 gets 429s (resolved alerts: no snapshot either way)
+CURLS=()
+for _ in $(seq 120); do
+	curl -s -o /dev/null -w '%{http_code}\n' -X POST -H 'Content-Type: application/json' \
+		--data-binary "@$T/resolved.json" "${AUTH[@]}" "http://127.0.0.1:$PORT/snapshot" >>"$T/burst" &
+	CURLS+=("$!")
+done
+wait "${CURLS[@]}"
+n429=$(grep -cx 429 "$T/burst")
+[ "$n429" -gt 0 ] && [ "$(grep -cx 200 "$T/burst")" -ge 20 ] || fail "a burst of 120 POSTs: $(sort "$T/burst" | uniq -c)"
+echo "ok: a burst of 120 POST /snapshot: $n429 got 429"
+kill -TERM $SP
+wait $SP
+"$TV" serve --flight-recorder 1M -o "$T/y" --trigger-holdoff 5 --listen "127.0.0.1:$(free_port)" 2>"$T/h.err"
+rc=$?
+[ $rc != 0 ] && [ "$(wc -l <"$T/h.err")" = 1 ] && grep -q "Invalid --trigger-holdoff: '5'" "$T/h.err" ||
+	fail "--trigger-holdoff 5: status $rc: $(cat "$T/h.err")"
+"$TV" serve --max-snapshots 3 2>"$T/m.err"
+expect_eq "--max-snapshots without --flight-recorder: status" $? 2
 echo "PASS: serve --flight-recorder: Alertmanager's webhook takes snapshots"

@@ -3,12 +3,21 @@
  * tv-testvmm - a tiny test VMM that drives a known number of real KVM exits.
  *
  * Usage:
- *   tv-testvmm [--outs N] [--ins M] [--cpuids K] [--repeat R] [--quiet]
+ *   tv-testvmm [--outs N] [--ins M] [--cpuids K] [--repeat R]
+ *              [--io-delay-us U] [--pause] [--quiet]
  *
  *   --outs N     guest does N  `out dx,al` to port 0x1234   (default 0)
  *   --ins M      guest does M  `in al,dx` from port 0x1235  (default 0)
  *   --cpuids K   guest does K  `cpuid` with eax=0           (default 0)
  *   --repeat R   run the whole guest program R times (>= 1, default 1)
+ *   --io-delay-us U  the VMM spends U us (a sleep) on each port I/O exit
+ *                before entering the guest again: a slow device model, so
+ *                that the vCPU's thread sits in a user-space exit (a stop
+ *                of the VMM then lands in one: an exit of known reason that
+ *                lasts the whole stop)
+ *   --pause      before each run after the first, wait for SIGUSR1 (out
+ *                of KVM_RUN: no exit is open meanwhile), so that a test
+ *                can look at the VM between two runs of one process
  *   --quiet      do not print the summary line
  *
  * The guest is 16-bit real-mode code at guest-physical 0x1000, generated
@@ -64,6 +73,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/kvm.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +92,8 @@
 #define IN_BYTE 0xa5  /* value the VMM returns for every IN */
 
 struct opts {
-	uint64_t outs, ins, cpuids, repeat;
-	int quiet;
+	uint64_t outs, ins, cpuids, repeat, io_delay_us;
+	int quiet, pause;
 };
 
 struct vm {
@@ -115,7 +125,7 @@ static void die(const char *msg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " [--outs N] [--ins M] [--cpuids K]"
-		   " [--repeat R] [--quiet]\n");
+		   " [--repeat R] [--io-delay-us U] [--pause] [--quiet]\n");
 }
 
 /* Counts feed a 32-bit esi loop counter, so they are capped at 2^32-1. */
@@ -141,6 +151,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		{ "ins", required_argument, NULL, 'i' },
 		{ "cpuids", required_argument, NULL, 'c' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "io-delay-us", required_argument, NULL, 'd' },
+		{ "pause", no_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -148,12 +160,14 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	*o = (struct opts){ .repeat = 1 };
-	while ((c = getopt_long(argc, argv, "o:i:c:r:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:i:c:r:d:pqh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': o->outs = parse_count(optarg, "--outs", UINT32_MAX); break;
 		case 'i': o->ins = parse_count(optarg, "--ins", UINT32_MAX); break;
 		case 'c': o->cpuids = parse_count(optarg, "--cpuids", UINT32_MAX); break;
 		case 'r': o->repeat = parse_count(optarg, "--repeat", UINT32_MAX); break;
+		case 'd': o->io_delay_us = parse_count(optarg, "--io-delay-us", 10000000); break;
+		case 'p': o->pause = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(1);
@@ -398,8 +412,18 @@ static void handle_io(struct vm *v, struct counts *c)
 	}
 }
 
+/* The slow device of --io-delay-us: a sleep inside the exit (restarted
+ * after a stop: the whole delay is spent whatever the signals). */
+static void io_delay(uint64_t us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	while (us && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* Run the guest program once, up to and including its HLT exit. */
-static void run_once(struct vm *v, struct counts *c)
+static void run_once(struct vm *v, struct counts *c, uint64_t io_delay_us)
 {
 	reset_regs(v);
 	for (;;) {
@@ -416,6 +440,7 @@ static void run_once(struct vm *v, struct counts *c)
 		if (v->run->exit_reason != KVM_EXIT_IO)
 			die_exit(v, "Unexpected");
 		handle_io(v, c);
+		io_delay(io_delay_us);
 	}
 }
 
@@ -447,6 +472,8 @@ int main(int argc, char **argv)
 	struct vm v;
 	struct counts c = { 0 };
 	uint64_t t0, ns, r;
+	sigset_t usr1;
+	int sig;
 
 	parse_opts(argc, argv, &o);
 	open_kvm(&v);
@@ -456,9 +483,17 @@ int main(int argc, char **argv)
 	set_cpuid(&v);
 	set_sregs(&v);
 
+	/* --pause: SIGUSR1 blocked from the start, so an early one waits */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (o.pause && sigprocmask(SIG_BLOCK, &usr1, NULL))
+		die_errno("block SIGUSR1");
 	t0 = now_ns();
-	for (r = 0; r < o.repeat; r++)
-		run_once(&v, &c);
+	for (r = 0; r < o.repeat; r++) {
+		if (r && o.pause && sigwait(&usr1, &sig))
+			die("Cannot wait for SIGUSR1");
+		run_once(&v, &c, o.io_delay_us);
+	}
 	ns = now_ns() - t0;
 
 	check_counts(&o, &c);
