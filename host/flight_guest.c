@@ -43,6 +43,12 @@
 #define FILTER_MAX 1023		/* a START value */
 /* after the guests' deadline, for the guest threads to write what came */
 #define WRITE_GRACE_S 1.0
+/*
+ * A guest's TRIGGER refused (busy, holdoff, the snapshot limit): its next
+ * ones are counted, not passed on, for this long, so that a flood makes
+ * at most one refusal line a second.
+ */
+#define TRIGGER_QUIET_S 1.0
 
 enum snap_state { SNAP_IDLE, SNAP_ASKED, SNAP_RUNNING, SNAP_DONE };
 
@@ -69,6 +75,7 @@ struct tv_guest_flight {
 	unsigned files;
 	int have_end;
 	unsigned int triggers, triggers_refused;
+	double quiet_until;		/* a refused TRIGGER: the next ones dropped until then */
 };
 
 static int name_char(char c)
@@ -332,6 +339,14 @@ static void snap_start(struct tv_guest_flight *fl, double now)
 	(void)now;
 }
 
+void tv_guest_flight_counts(const struct tv_guest_flight *fl, struct tv_meta *m)
+{
+	tv_meta_set(m, "flight_bytes", "%llu", (unsigned long long)fl->bytes);
+	tv_meta_set(m, "snapshot_late_bytes", "%llu", (unsigned long long)fl->late_bytes);
+	tv_meta_set(m, "triggers", "%u", fl->triggers);
+	tv_meta_set(m, "triggers_refused", "%u", fl->triggers_refused);
+}
+
 static const char *const agent_keys[] = {
 	"kernel_release", "hostname", "machine", "clock", "ncpus", "subbuf_size",
 	"long_size", "endian", "buffer_kb", "events", "filters", "agent_version",
@@ -362,13 +377,10 @@ static int snap_meta(struct tv_guest_flight *fl)
 		total += fl->cpu_bytes[cpu];
 	}
 	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)total);
-	tv_meta_set(m, "flight_bytes", "%llu", (unsigned long long)fl->bytes);
+	tv_guest_flight_counts(fl, m);
 	tv_meta_set(m, "flight_freeze", "stop-read-restart");
 	tv_meta_set(m, "flight_gap_ns", "%llu", (unsigned long long)fl->gap_ns);
 	tv_meta_set(m, "snapshot_bytes_dropped", "%llu", (unsigned long long)fl->dropped);
-	tv_meta_set(m, "snapshot_late_bytes", "%llu", (unsigned long long)fl->late_bytes);
-	tv_meta_set(m, "triggers", "%u", fl->triggers);
-	tv_meta_set(m, "triggers_refused", "%u", fl->triggers_refused);
 	if (!strncmp(fl->status, "truncated", 9))
 		tv_meta_set(m, "truncated", "1");
 	snprintf(path, sizeof(path), "%s/meta", fl->dir);
@@ -570,6 +582,7 @@ static int trigger(struct tv_guest_flight *fl, uint32_t rule, const unsigned cha
 		   char *err, size_t err_size)
 {
 	long long v[2] = { -1, -1 };
+	double now = tv_probe_sched_now();
 	int taken = 0;
 
 	if (rule >= MAX_GUEST_RULES || !(fl->rule_mask & (1u << rule))) {
@@ -582,11 +595,18 @@ static int trigger(struct tv_guest_flight *fl, uint32_t rule, const unsigned cha
 		return -EBADMSG;
 	}
 	fl->triggers++;
+	/* after a refusal, a guest's TRIGGERs wait TRIGGER_QUIET_S unseen: a flood costs no line each */
+	if (now < fl->quiet_until) {
+		fl->triggers_refused++;
+		return 0;
+	}
 	pthread_mutex_lock(&fl->lock);
 	if (fl->flight)
 		taken = tv_flight_guest_hit(fl->flight, rule, fl->io.name, (uint64_t)v[0], (int)v[1]) == 1;
 	pthread_mutex_unlock(&fl->lock);
 	fl->triggers_refused += !taken;
+	if (!taken)
+		fl->quiet_until = now + TRIGGER_QUIET_S;
 	return 0;
 }
 

@@ -73,6 +73,8 @@ int tv_guest_flight_frame(void *ctx, const struct tv_proto_hdr *h, const unsigne
 			  size_t err_size);
 /* The guest thread, every turn of its loop: a request to send, a deadline passed. */
 void tv_guest_flight_poll(struct tv_guest_flight *fl, double now);
+/* Its counts over the recording (late snapshot bytes, TRIGGERs) into the session's guest meta @m. */
+void tv_guest_flight_counts(const struct tv_guest_flight *fl, struct tv_meta *m);
 /* The guest thread: its stream is ready (1) or over (0): snapshots may be asked or not. */
 void tv_guest_flight_set_running(struct tv_guest_flight *fl, int running);
 

@@ -814,6 +814,8 @@ static void put_counts(struct tv_meta *m, struct tv_guest *g)
 	tv_meta_set(m, "sync_hcalls_dropped", "%llu", (unsigned long long)g->sess.probes.hcalls_dropped);
 	tv_meta_set(m, "sync_index", "%u", g->opts.index);
 	tv_meta_set(m, "stale_bytes", "%llu", (unsigned long long)g->gs.stale_bytes);
+	if (g->flight)
+		tv_guest_flight_counts(g->flight, m);
 }
 
 /* The keys a guest's domain has whatever it sent: the session's and a snapshot's. */
