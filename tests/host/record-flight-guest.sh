@@ -30,18 +30,26 @@ guest_ready() {	# LOG: the agent traces (its READY went out)
 	fail "agent not tracing within 30 s: $(cat "$1")"
 }
 SIZE=256
-ncpus=$(getconf _NPROCESSORS_CONF)
+# armed TAG DIR RECORD-OPTIONS...: the real agent on a fresh pty pair (its
+# log $TV_TMP/agentTAG.log, pid APID) and a flight recorder of it as guest
+# loc, the worker's syscalls only (stderr $TV_TMP/recTAG.err, pid REC),
+# once the agent traces
+armed() {
+	local tag=$1 dir=$2
+	shift 2
+	rm -f "$TV_TMP/ptys"; pty_relay
+	"$AGENT" -p 0 -s "$GPTY" -1 -H -v 2>"$TV_TMP/agent$tag.log" &
+	APID=$!
+	"$TV" record -o "$dir" -e sched:sched_switch --guest "serial:$HPTY,name:loc" \
+		--guest-events syscalls:sys_enter_getppid,syscalls:sys_enter_getpid -f "common_pid==$worker" \
+		--flight-recorder ${SIZE}K "$@" 2>"$TV_TMP/rec$tag.err" &
+	REC=$!
+	guest_ready "$TV_TMP/agent$tag.log"
+}
 
 # 1. On request: nothing of the guest on disk, then its tail in snapshot-1.
-rm -f "$TV_TMP/ptys"; pty_relay
-"$AGENT" -p 0 -s "$GPTY" -1 -H -v 2>"$TV_TMP/agent.log" &
-APID=$!
 S=$TV_TMP/s
-"$TV" record -o "$S" -e sched:sched_switch --guest "serial:$HPTY,name:loc" \
-	--guest-events syscalls:sys_enter_getppid,syscalls:sys_enter_getpid -f "common_pid==$worker" \
-	--flight-recorder ${SIZE}K --sync-interval 0.2 2>"$TV_TMP/rec.err" &
-REC=$!
-guest_ready "$TV_TMP/agent.log"
+armed "" "$S" --sync-interval 0.2
 ask BULK 200000
 ask MARK 7
 bytes=$(cat "$S"/guest-loc/cpu*.raw 2>/dev/null | wc -c)
@@ -100,16 +108,9 @@ ls /sys/kernel/tracing/instances | grep -q "^tracevisor-agent-$APID" && fail "ag
 kill $RELAY
 
 # 3. A guest= trigger: one snapshot naming it; hits within the holdoff refused.
-rm -f "$TV_TMP/ptys"; pty_relay
-"$AGENT" -p 0 -s "$GPTY" -1 -H -v 2>"$TV_TMP/agent3.log" &
-APID=$!
 S3=$TV_TMP/s3
-"$TV" record -o "$S3" -e sched:sched_switch --guest "serial:$HPTY,name:loc" \
-	--guest-events syscalls:sys_enter_getppid,syscalls:sys_enter_getpid -f "common_pid==$worker" \
-	--flight-recorder ${SIZE}K --trigger "guest=loc:syscalls:sys_enter_getpid,filter=common_pid==$worker" \
-	--trigger-holdoff 4s --post 100ms 2>"$TV_TMP/rec3.err" &
-REC=$!
-guest_ready "$TV_TMP/agent3.log"
+armed 3 "$S3" --trigger "guest=loc:syscalls:sys_enter_getpid,filter=common_pid==$worker" \
+	--trigger-holdoff 4s --post 100ms
 sleep 0.5	# armed after the guests are ready
 ask BULK 1000
 t0=$(date +%s%N)
