@@ -98,6 +98,7 @@ void flight_size(struct session *s, int ncpus)
 	if (!s->flight_bytes || ncpus <= 0)
 		return;
 	kb = s->flight_bytes / (unsigned long long)ncpus / 1024;
+	kb = kb / (page / 1024) * (page / 1024);	/* whole pages: no rounding up */
 	kb = kb > page / 1024 + 4 ? kb - page / 1024 : 4;
 	s->buffer_kb = kb > (1u << 20) ? (1u << 20) : (unsigned)kb;
 }
@@ -244,8 +245,10 @@ static uint64_t mono_ns(void)
 
 /*
  * CPU @cpu's frozen pages, oldest first, as SNAP_DATA frames of whole
- * sub-buffers, at most @budget bytes (the rest is read and dropped: it is
- * older than what the next snapshot should hold).  Return: bytes sent.
+ * sub-buffers, at most @budget bytes: the ring is sized to hold no more
+ * (flight_size()); pages past it (a kernel that sized it larger) are read
+ * and dropped, so that the next snapshot starts after this one.
+ * Return: bytes sent.
  */
 static size_t snap_cpu(struct session *s, uint32_t id, int cpu, unsigned char *buf, size_t cap,
 		       size_t budget)
