@@ -246,7 +246,7 @@ static int handle_data(struct tv_guest_stream *gs, uint32_t cpu, const unsigned 
 /* ----------------------------------------------------------------- END */
 
 /*
- * A "cpuN.lost" or "cpuN.events" key: 1 when N (decimal digits only, no
+ * A "cpuN.lost", "cpuN.events" or "cpuN.overwritten" (a flight recorder's) key: 1 when N (decimal digits only, no
  * sign, space or leading zero) is a CPU below @ncpus, -EINVAL when it is
  * not, 0 for any other key.  No sscanf: its %d wrapped "cpu4294967296" to
  * CPU 0.
@@ -259,7 +259,8 @@ static int end_key_cpu(const char *key, int ncpus)
 	if (strncmp(key, "cpu", 3))
 		return 0;
 	n = strspn(p, "0123456789");
-	if (!n || (p[0] == '0' && n > 1) || (strcmp(p + n, ".lost") && strcmp(p + n, ".events")))
+	if (!n || (p[0] == '0' && n > 1) ||
+	    (strcmp(p + n, ".lost") && strcmp(p + n, ".events") && strcmp(p + n, ".overwritten")))
 		return 0;
 	/* more than 4 digits is beyond TV_PROTO_MAX_CPUS, and beyond ncpus */
 	return n > 4 || strtoul(p, NULL, 10) >= (unsigned long)ncpus ? -EINVAL : 1;
@@ -274,7 +275,8 @@ static int end_key(const char *key, const char *val, void *ctx)
 
 	if (cpu_key < 0)
 		return cpu_key;
-	if (!cpu_key && strcmp(key, "lost_total") && strcmp(key, "events_total"))
+	if (!cpu_key && strcmp(key, "lost_total") && strcmp(key, "events_total") &&
+	    strcmp(key, "overwritten_total"))
 		return 0;
 	if (parse_count(val, 0, INT64_MAX, &v))
 		return -EINVAL;

@@ -100,6 +100,10 @@ rc=$?
 [ $rc = 0 ] || fail "record exited $rc: $(cat "$TV_TMP/rec.err")"
 wait $APID || fail "agent exited $?"
 grep -q "^status=complete" "$S/guest-loc/meta" || fail "session's guest: $(grep status "$S/guest-loc/meta")"
+# the guest's ring turned over by design: overwritten, not lost (as the host's)
+over=$(sed -n 's/^overwritten_total=//p' "$S/guest-loc/meta")
+[ "${over:-0}" -gt 100000 ] || fail "the guest's turnover not counted as overwritten: '$over'"
+expect_eq "the guest's losses in the session (overwritten apart)" "$(sed -n 's/^lost_total=//p' "$S/guest-loc/meta")" 0
 # the frozen agent's answer came after its snapshot was written: dropped, counted
 late=$(sed -n 's/^snapshot_late_bytes=//p' "$S/guest-loc/meta")
 [ "${late:-0}" -gt 0 ] || fail "the frozen agent's late answer not counted: snapshot_late_bytes='$late'"
