@@ -9,7 +9,7 @@
 #    empty after seconds of a busy L2);
 #  - L2 runs /tmp/tvmark once: its agent sees the exec in its trigger
 #    instance, the host snapshots every layer: snapshot-1 has trigger=,
-#    trigger_guest=l2, trigger_time=; host and guest-l2 in it, the exec and
+#    trigger_guest=l2, trigger_time=; host and guest-l2 in it, tvmark's events and
 #    the guest's recent events read by report, L1's exits of L2's vCPU in
 #    stat, the two synchronised (sync: 0 causality violations);
 #  - L2 freezes its agent (SIGSTOP) and L1 asks a snapshot: written within
@@ -92,7 +92,7 @@ cat "$T/sync1" >&2
 caus=$(awk '$1 == "guest-l2" {print $NF}' "$T/sync1")
 case $caus in 0/[1-9]*) ;; *) fail "snapshot 1: guest-l2 causality '$caus' (want 0 violations)" ;; esac
 "$TV" export --format perfetto -q -o "$T/p1" "$S/snapshot-1" || fail "export of snapshot 1"
-echo "ok: guest trigger -> snapshot-1 in ~$(cat "$OUT/trigger-ms") ms: $ge guest events, the exec, L2's exits, sync $caus" >&2
+echo "ok: guest trigger -> snapshot-1 in ~$(cat "$OUT/trigger-ms") ms: $ge guest events, tvmark's, L2's exits, sync $caus" >&2
 [ "$(cat "$OUT/snap2.rc")" = 0 ] || fail "snapshot with a frozen agent: $(cat "$OUT/snap2.err")"
 ms=$(cat "$OUT/snap2-ms")
 [ "$ms" -ge 1900 ] && [ "$ms" -le 5000 ] || fail "snapshot with a frozen agent took $ms ms (want ~2000)"
