@@ -4,9 +4,10 @@
  * SPEC; doc/agent-protocol.md, "Flight recorder"): START's flight_bytes
  * makes the session keep its ring in the guest (the instance in overwrite
  * mode, sized so that all CPUs hold at most SIZE) and send nothing until
- * the host asks: SNAP freezes the ring (tracing off), reads every CPU's
- * pages as SNAP_DATA, sends saved_cmdlines and SNAP_END with the gap, and
- * turns tracing on again.  START's trigger.N rules are watched in
+ * the host asks: SNAP freezes the ring (a swap with the instance's
+ * snapshot buffer where the kernel has one and the guest the memory, else
+ * tracing off), reads every CPU's frozen pages as SNAP_DATA, sends
+ * saved_cmdlines and SNAP_END with the gap (tracing back on).  START's trigger.N rules are watched in
  * instances of their own ("tracevisor-agent-PID-tN", removed as a dead
  * agent's with the rest), each tracing only its event with its filter in
  * the kernel; a thread reads their trace_pipe and sends TRIGGER.
@@ -35,6 +36,7 @@ struct agent_trigger {
 };
 
 struct agent_flight {
+	int swap;		/* the instance's snapshot buffer: a freeze is one swap */
 	struct agent_trigger trig[AGENT_MAX_TRIGGERS];
 	int stop_pipe[2];
 	pthread_t thread;
@@ -157,16 +159,51 @@ static int trigger_arm(struct session *s, int n, struct agent_trigger *t)
 	return write_file(path, val);
 }
 
+/* MemAvailable of /proc/meminfo in bytes, 0 unknown. */
+static unsigned long long mem_available(void)
+{
+	char *text = read_file("/proc/meminfo", NULL), *line;
+	unsigned long long kb = 0;
+
+	line = text ? strstr(text, "MemAvailable:") : NULL;
+	if (line)
+		kb = strtoull(line + 13, NULL, 10);
+	free(text);
+	return kb * 1024;
+}
+
+/*
+ * The instance's snapshot buffer, allocated now the size of the ring (a
+ * kernel with CONFIG_TRACER_SNAPSHOT), so that a snapshot is one swap
+ * with no gap, as the host's flight recorder does.  It doubles the ring's
+ * memory: only while the guest has 4 x SIZE available; else a snapshot
+ * stops tracing while it reads (the gap is measured).
+ */
+static void flight_swap_setup(struct session *s, struct agent_flight *f)
+{
+	char path[320];
+
+	snprintf(path, sizeof(path), "%s/snapshot", s->inst);
+	if (access(path, W_OK) || mem_available() < 4 * s->flight_bytes)
+		return;
+	f->swap = !write_file(path, "1");
+	if (!f->swap)
+		say("Cannot allocate the snapshot buffer: path=\"%s\": snapshots stop tracing while they read", path);
+}
+
 int flight_arm(struct session *s)
 {
 	int ret = 0;
 
+	if (s->flight_bytes && !flight_get(s))
+		return -ENOMEM;
 	if (!s->flight)
 		return 0;
 	if (!s->flight_bytes) {
 		snprintf(s->error, sizeof(s->error), "trigger.N without flight_bytes in START");
 		return -EINVAL;
 	}
+	flight_swap_setup(s, s->flight);
 	for (int n = 0; n < AGENT_MAX_TRIGGERS && !ret; n++)
 		if (s->flight->trig[n].event[0])
 			ret = trigger_arm(s, n, &s->flight->trig[n]);
@@ -257,7 +294,8 @@ static size_t snap_cpu(struct session *s, uint32_t id, int cpu, unsigned char *b
 	char path[400];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", s->inst, cpu);
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/%s", s->inst, cpu,
+		 s->flight && s->flight->swap ? "snapshot_raw" : "trace_pipe_raw");
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;	/* an offline CPU */
@@ -288,7 +326,8 @@ void flight_snapshot(struct session *s, uint32_t id)
 	size_t sb = s->subbuf_size, cap = sb * (sb < 65536 ? 64 : 1), budget;
 	unsigned char *buf = malloc(cap);
 	unsigned long long total = 0;
-	uint64_t off_ns, on_ns;
+	uint64_t off_ns, on_ns, frozen_ns;
+	int swap;
 	char text[128], path[320];
 
 	if (!buf || !s->flight_bytes) {
@@ -298,8 +337,14 @@ void flight_snapshot(struct session *s, uint32_t id)
 		return;
 	}
 	budget = (size_t)(s->flight_bytes / (unsigned long long)s->ncpus) / sb * sb;
+	swap = s->flight && s->flight->swap;
 	off_ns = mono_ns();
-	inst_write(s, "tracing_on", "0");
+	/* the freeze: one swap (tracing goes on in the other buffer), or tracing off */
+	if (swap && inst_write(s, "snapshot", "1"))
+		swap = s->flight->swap = 0;	/* it failed: the other way from now on */
+	if (!swap)
+		inst_write(s, "tracing_on", "0");
+	frozen_ns = mono_ns();
 	for (int cpu = 0; cpu < s->ncpus; cpu++)
 		total += snap_cpu(s, id, cpu, buf, cap, budget ? budget : sb);
 	free(buf);
@@ -308,14 +353,16 @@ void flight_snapshot(struct session *s, uint32_t id)
 	snprintf(path, sizeof(path), "%s/saved_tgids", s->tracing);
 	if (access(path, R_OK) == 0)
 		send_file_as(s, TV_MSG_SNAP_FILE, id, path, "saved_tgids");
-	inst_write(s, "tracing_on", "1");
-	on_ns = mono_ns();
-	snprintf(text, sizeof(text), "gap_ns=%llu\nbytes_total=%llu\n",
-		 (unsigned long long)(on_ns - off_ns), total);
+	if (!swap)
+		inst_write(s, "tracing_on", "1");
+	on_ns = swap ? off_ns : mono_ns();
+	snprintf(text, sizeof(text), "gap_ns=%llu\nfreeze_ns=%llu\nfreeze=%s\nbytes_total=%llu\n",
+		 (unsigned long long)(on_ns - off_ns), (unsigned long long)(frozen_ns - off_ns),
+		 swap ? "snapshot-buffer" : "stop-read-restart", total);
 	send_text_arg(s, TV_MSG_SNAP_END, id, text);
 	if (verbose)
-		say("Snapshot %u: %llu bytes, tracing off for %llu us", id, total,
-		    (unsigned long long)(on_ns - off_ns) / 1000);
+		say("Snapshot %u: %llu bytes, frozen by %s, tracing off for %llu us", id, total,
+		    swap ? "snapshot-buffer" : "stop-read-restart", (unsigned long long)(on_ns - off_ns) / 1000);
 }
 
 void flight_unwatch(struct session *s)

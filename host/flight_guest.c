@@ -71,7 +71,8 @@ struct tv_guest_flight {
 	/* the guest thread's alone: the snapshot being received */
 	int *fd;
 	uint64_t *cpu_bytes, got, late_bytes;
-	uint64_t gap_ns;
+	uint64_t gap_ns, freeze_ns;
+	char freeze[24];		/* SNAP_END's: how the agent froze its ring */
 	unsigned files;
 	int have_end;
 	unsigned int triggers, triggers_refused;
@@ -320,7 +321,8 @@ static void snap_start(struct tv_guest_flight *fl, double now)
 {
 	int ret;
 
-	fl->got = fl->gap_ns = 0;
+	fl->got = fl->gap_ns = fl->freeze_ns = 0;
+	fl->freeze[0] = '\0';
 	fl->files = 0;
 	fl->have_end = 0;
 	fl->dropped = 0;
@@ -378,7 +380,8 @@ static int snap_meta(struct tv_guest_flight *fl)
 	}
 	tv_meta_set(m, "bytes_total", "%llu", (unsigned long long)total);
 	tv_guest_flight_counts(fl, m);
-	tv_meta_set(m, "flight_freeze", "stop-read-restart");
+	tv_meta_set(m, "flight_freeze", "%s", fl->freeze[0] ? fl->freeze : "stop-read-restart");
+	tv_meta_set(m, "flight_freeze_ns", "%llu", (unsigned long long)fl->freeze_ns);
 	tv_meta_set(m, "flight_gap_ns", "%llu", (unsigned long long)fl->gap_ns);
 	tv_meta_set(m, "snapshot_bytes_dropped", "%llu", (unsigned long long)fl->dropped);
 	if (!strncmp(fl->status, "truncated", 9))
@@ -538,6 +541,17 @@ static int end_key(const char *key, const char *val, void *ctx)
 	if (!strcmp(key, "gap_ns")) {
 		errno = 0;
 		fl->gap_ns = strtoull(val, &end, 10);
+		return errno || *end || end == val ? -EINVAL : 0;
+	}
+	if (!strcmp(key, "freeze")) {
+		if (strcmp(val, "snapshot-buffer") && strcmp(val, "stop-read-restart"))
+			return -EINVAL;
+		snprintf(fl->freeze, sizeof(fl->freeze), "%s", val);
+		return 0;
+	}
+	if (!strcmp(key, "freeze_ns")) {
+		errno = 0;
+		fl->freeze_ns = strtoull(val, &end, 10);
 		return errno || *end || end == val ? -EINVAL : 0;
 	}
 	if (!strcmp(key, "error") && !fl->status[0])

@@ -81,6 +81,14 @@ grep -qx "trigger_guest=l2" "$M" || fail "no trigger_guest=l2"
 grep -q "^trigger_time=[1-9]" "$M" || fail "no trigger_time"
 grep -qx "domains=host,guest-l2" "$M" || fail "snapshot 1's domains"
 grep -qx "status=complete" "$S/snapshot-1/guest-l2/meta" || fail "guest-l2 in snapshot 1: $(grep status "$S/snapshot-1/guest-l2/meta")"
+G1=$S/snapshot-1/guest-l2/meta
+freeze=$(sed -n 's/^flight_freeze=//p' "$G1") gap=$(sed -n 's/^flight_gap_ns=//p' "$G1")
+case $freeze in
+snapshot-buffer) [ "$gap" = 0 ] || fail "the guest froze by a swap with a gap of $gap ns" ;;
+stop-read-restart) [ "${gap:-0}" -gt 0 ] || fail "the guest stopped tracing with no gap measured" ;;
+*) fail "the guest's flight_freeze='$freeze'" ;;
+esac
+echo "ok: the guest's ring frozen by $freeze (gap $gap ns, freeze $(sed -n 's/^flight_freeze_ns=//p' "$G1") ns)" >&2
 "$TV" report "$S/snapshot-1" >"$T/r1" || fail "report of snapshot 1"
 grep -q "^guest:l2 *tvmark-" "$T/r1" || fail "the triggering process (tvmark) not in the snapshot"
 ge=$(grep -c "^guest:l2 " "$T/r1")
