@@ -16,10 +16,12 @@
 
 /* 2: filter.N in START, filters in META; 3: HELLO echoing START's nonce,
  * a START during a session ends it and starts anew, the host's frames are
- * searched for after stray bytes */
-#define AGENT_VERSION "3"
+ * searched for after stray bytes; 4: a flight recorder (START's flight_bytes,
+ * trigger.N; SNAP, SNAP_DATA, SNAP_FILE, SNAP_END, TRIGGER) */
+#define AGENT_VERSION "4"
 #define MAX_EVENTS 64
-#define MAX_SPECS 64		/* items of the host's event list that may have a filter */
+#define MAX_SPECS 64
+#define AGENT_MAX_TRIGGERS 16	/* START's trigger.N: N below it (the host's --trigger limit) */		/* items of the host's event list that may have a filter */
 #define SEND_TIMEOUT_MS 10000
 #define DEFAULT_EVENTS "sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry," \
 	"irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit," \
@@ -85,6 +87,8 @@ struct session {
 	unsigned char *restart;		/* a START received during the session, or NULL */
 	size_t restart_len;
 	struct agent_cpu *cpus;
+	unsigned long long flight_bytes;	/* START's: a flight recorder, 0: streaming */
+	struct agent_flight *flight;	/* its triggers (agent_flight.c), or NULL */
 };
 
 /* agent_channel.c */
@@ -93,6 +97,7 @@ int write_all(int fd, const void *buf, size_t len);
 int send_frame(struct session *s, uint16_t type, uint32_t arg, const void *payload,
 		      size_t len);
 int send_text(struct session *s, uint16_t type, const char *text);
+int send_text_arg(struct session *s, uint16_t type, uint32_t arg, const char *text);
 int recv_frame(int fd, struct tv_proto_hdr *hdr, unsigned char **payload, int timeout_ms);
 
 /* agent_tracefs.c */
@@ -111,6 +116,7 @@ size_t subbuf_size(struct session *s);
 
 /* agent_files.c */
 int send_file(struct session *s, const char *src, const char *name);
+int send_file_as(struct session *s, uint16_t type, uint32_t arg, const char *src, const char *name);
 int send_formats(struct session *s);
 int send_meta(struct session *s);
 
@@ -126,6 +132,19 @@ void answer_ping(struct session *s, const unsigned char *p, size_t len);
 /* agent_ust.c: the guest's traced processes (own thread) */
 int ust_start(struct session *s, const char *globs);
 void ust_stop(void);
+
+/* agent_flight.c: the ring kept in the guest until the host's SNAP; triggers */
+/* START's flight_bytes, trigger.N, trigger_filter.N: 1 taken, 0 not one, -errno */
+int flight_start_opt(struct session *s, const char *key, const char *val);
+void flight_size(struct session *s, int ncpus);
+/* The triggers' instances (before READY): 0, or -errno with s->error set. */
+int flight_arm(struct session *s);
+/* Their watcher thread (after READY: it sends TRIGGER). */
+void flight_watch(struct session *s);
+/* No TRIGGER after this (the end: nothing may follow END). */
+void flight_unwatch(struct session *s);
+void flight_snapshot(struct session *s, uint32_t id);
+void flight_cleanup(struct session *s);
 
 /* agent_session.c */
 void run_session(int fd);

@@ -84,6 +84,11 @@ int send_text(struct session *s, uint16_t type, const char *text)
 	return send_frame(s, type, 0, text, strlen(text));
 }
 
+int send_text_arg(struct session *s, uint16_t type, uint32_t arg, const char *text)
+{
+	return send_frame(s, type, arg, text, strlen(text));
+}
+
 static int read_all(int fd, void *buf, size_t len, int timeout_ms)
 {
 	char *p = buf;

@@ -276,8 +276,8 @@ static unsigned long long stat_value(const char *stats, const char *key)
  */
 int send_counts(struct session *s, uint16_t type)
 {
-	char *text = malloc(256 + (size_t)s->ncpus * 96), path[400];
-	unsigned long long lost_total = 0, events_total = 0;
+	char *text = malloc(256 + (size_t)s->ncpus * 160), path[400];
+	unsigned long long lost_total = 0, events_total = 0, over_total = 0;
 	size_t off = 0;
 	int ret;
 
@@ -285,7 +285,7 @@ int send_counts(struct session *s, uint16_t type)
 		return -ENOMEM;
 	text[0] = '\0';
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		unsigned long long lost, events;
+		unsigned long long lost, events, over = 0;
 		char *st;
 
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", s->inst, cpu);
@@ -294,6 +294,13 @@ int send_counts(struct session *s, uint16_t type)
 			continue;
 		lost = stat_value(st, "overrun: ") + stat_value(st, "commit overrun: ") +
 		       stat_value(st, "dropped events: ");
+		/* a flight recorder's ring turns over by design: overwritten, not lost */
+		if (s->flight_bytes) {
+			over = stat_value(st, "overrun: ");
+			lost -= over;
+			over_total += over;
+			off += (size_t)sprintf(text + off, "cpu%d.overwritten=%llu\n", cpu, over);
+		}
 		events = stat_value(st, "read events: ");
 		free(st);
 		lost_total += lost;
@@ -304,6 +311,8 @@ int send_counts(struct session *s, uint16_t type)
 		else
 			off += (size_t)sprintf(text + off, "cpu%d.lost=%llu\n", cpu, lost);
 	}
+	if (s->flight_bytes)
+		off += (size_t)sprintf(text + off, "overwritten_total=%llu\n", over_total);
 	if (type == TV_MSG_END)
 		sprintf(text + off, "lost_total=%llu\nevents_total=%llu\n", lost_total, events_total);
 	else

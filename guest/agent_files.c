@@ -31,6 +31,11 @@
 
 int send_file(struct session *s, const char *src, const char *name)
 {
+	return send_file_as(s, TV_MSG_FILE, 0, src, name);
+}
+
+int send_file_as(struct session *s, uint16_t type, uint32_t arg, const char *src, const char *name)
+{
 	size_t len, nlen = strlen(name);
 	char *data = read_file(src, &len);
 	unsigned char *msg;
@@ -49,7 +54,7 @@ int send_file(struct session *s, const char *src, const char *name)
 	msg[1] = (unsigned char)(nlen >> 8);
 	memcpy(msg + 2, name, nlen);
 	memcpy(msg + 2 + nlen, data, len);
-	ret = send_frame(s, TV_MSG_FILE, 0, msg, len + nlen + 2);
+	ret = send_frame(s, type, arg, msg, len + nlen + 2);
 	free(msg);
 	free(data);
 	return ret;

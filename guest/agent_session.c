@@ -32,7 +32,10 @@
 static int start_opt(const char *key, const char *val, void *ctx)
 {
 	struct session *s = ctx;
+	int taken = flight_start_opt(s, key, val);
 
+	if (taken)
+		return taken < 0 ? taken : 0;
 	if (!strcmp(key, "events")) {
 		snprintf(s->events_spec, sizeof(s->events_spec), "%s", val);
 	} else if (!strcmp(key, "clock")) {
@@ -78,6 +81,8 @@ static int session_start(struct session *s, const char *text, size_t len)
 			 MAX_SPECS);
 	if (ret)
 		return ret;
+	s->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	flight_size(s, s->ncpus);
 	ret = setup_instance(s);
 	if (ret)
 		return ret;
@@ -86,9 +91,8 @@ static int session_start(struct session *s, const char *text, size_t len)
 		return ret;
 	if (!s->nr_events)
 		return -ENOENT;
-	s->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	s->subbuf_size = subbuf_size(s);
-	return 0;
+	return flight_arm(s);
 }
 
 static void session_cleanup(struct session *s)
@@ -109,6 +113,7 @@ static void session_cleanup(struct session *s)
 			say("Cannot remove tracefs instance: path=\"%s\", errno=%d", s->inst, errno);
 		remove_dynamic_probes(s, 1);	/* after: an enabled probe cannot go */
 	}
+	flight_cleanup(s);
 	for (int i = 0; i < s->nr_events; i++)
 		free(s->events[i]);
 	for (int i = 0; i < MAX_SPECS; i++)
@@ -146,6 +151,8 @@ static void session_serve(struct session *s)
 			answer_ping(s, p, hdr.len);
 		else if (hdr.type == TV_MSG_HCALL)
 			answer_hcall(s, p, hdr.len);
+		else if (hdr.type == TV_MSG_SNAP)
+			flight_snapshot(s, hdr.arg);
 		free(p);
 		if (hdr.type == TV_MSG_STOP)
 			return;
@@ -205,12 +212,15 @@ static unsigned char *one_session(int fd, unsigned char *start, size_t start_len
 	ret = send_meta(&s);
 	if (!ret)
 		ret = send_formats(&s);
-	if (!ret)
+	/* a flight recorder sends nothing until asked: its readers start at STOP */
+	if (!ret && !s.flight_bytes)
 		ret = start_cpus(&s);
 	if (!ret)
 		ret = inst_write(&s, "tracing_on", "1");
 	if (!ret)
 		ret = send_frame(&s, TV_MSG_READY, 0, NULL, 0);
+	if (!ret)
+		flight_watch(&s);
 	/* traced processes: their own thread; the kernel's trace goes on without them */
 	if (!ret && s.ust_spec[0] && ust_start(&s, s.ust_spec))
 		say("Not tracing processes: no registration socket, or a bad policy from the host");
@@ -226,12 +236,16 @@ static unsigned char *one_session(int fd, unsigned char *start, size_t start_len
 		s.dead = 1;
 		pthread_mutex_unlock(&s.send_lock);
 	}
+	flight_unwatch(&s);
 	/* their last events while the kernel still traces: one timeline to the end */
 	ust_stop();
 	inst_write(&s, "tracing_on", "0");
 	/* the losses are final now: said before a drain that may not finish */
 	if (!s.restart && s.nonce)
 		send_counts(&s, TV_MSG_LOSS);
+	/* a flight recorder's last buffers: the session itself (its Ctrl-C) */
+	if (!s.cpus && s.flight_bytes && !ret)
+		start_cpus(&s);
 	stop_cpus(&s);
 	if (!s.restart) {
 		snprintf(path, sizeof(path), "%s/saved_cmdlines", s.tracing);

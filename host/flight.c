@@ -9,7 +9,10 @@
  *       its trace_pipe (its time stamp and CPU are all that is needed);
  *   exit-latency>DURATION[,vm=NAME][,reason=REASON]   a VM exit open
  *       longer than DURATION, seen by kvm/flight_bpf.c in the kernel while
- *       it is still open; hlt exits are left out unless reason=hlt.
+ *       it is still open; hlt exits are left out unless reason=hlt;
+ *   guest=NAME:SYSTEM:EVENT[,filter=FILTER]   a guest's event, watched by
+ *       its agent (host/flight_guest.c), whose hits come through
+ *       tv_flight_guest_hit().
  *
  * One watcher thread polls them all.  A hit becomes the one pending
  * trigger unless one is pending already (busy), the holdoff since the last
@@ -40,6 +43,8 @@
 #include "tv_internal.h"
 #include "flight.h"
 #include "flight_xen.h"
+#include "flight_guest.h"
+#include "proto.h"
 #include "../xen/xen_flight.h"
 #include "../kvm/flight_bpf.h"
 #include "../kvm/kvm_recorder.h"
@@ -49,7 +54,7 @@
 #define TRIG_BUFFER_KB "64"
 #define RULE_MAX 512
 
-enum rule_kind { RULE_EVENT, RULE_EXIT };
+enum rule_kind { RULE_EVENT, RULE_EXIT, RULE_GUEST };
 
 struct rule {
 	enum rule_kind kind;
@@ -57,7 +62,7 @@ struct rule {
 	char system[64], event[128];
 	const char *filter;		/* inside text, or NULL */
 	uint64_t limit_ns;
-	char vm[64];			/* "": any */
+	char vm[64];			/* "": any; a guest= rule: the guest's name */
 	char reason[48];		/* "": any but hlt */
 	struct tracefs_instance *inst;	/* event rules */
 	int pipe_fd;
@@ -183,8 +188,13 @@ static int rule_parse(struct rule *r, const char *text)
 			return rule_bad(text, "unknown exit reason (names as stat shows them: hlt, HLT, npf, EPT_VIOLATION...)");
 		return 0;
 	}
+	if (!strncmp(spec, "guest=", 6)) {
+		r->kind = RULE_GUEST;
+		return tv_flight_guest_rule_parse(r->text, r->vm, sizeof(r->vm), r->system, sizeof(r->system),
+						  r->event, sizeof(r->event), &r->filter);
+	}
 	if (strncmp(spec, "event=", 6))
-		return rule_bad(text, "a rule is event=SYSTEM:EVENT[,filter=FILTER] or exit-latency>DURATION[,vm=NAME][,reason=REASON]");
+		return rule_bad(text, "a rule is event=SYSTEM:EVENT[,filter=FILTER], guest=NAME:SYSTEM:EVENT[,filter=FILTER] or exit-latency>DURATION[,vm=NAME][,reason=REASON]");
 	r->kind = RULE_EVENT;
 	/* the filter is the rest, commas and all */
 	colon = strstr(spec, ",filter=");
@@ -227,10 +237,11 @@ int tv_flight_rules_check(const char *const *rules, size_t nr)
  * A hit of rule @i: the pending trigger, unless refused.  Called by the
  * watcher thread.
  */
-static void flight_hit(struct tv_flight *f, const struct pending *p)
+static int flight_hit(struct tv_flight *f, const struct pending *p)
 {
 	uint64_t one = 1;
 	double now = now_s();
+	int taken = 0;
 
 	pthread_mutex_lock(&f->lock);
 	if (f->has_pending || f->taking) {
@@ -243,45 +254,21 @@ static void flight_hit(struct tv_flight *f, const struct pending *p)
 		f->p = *p;
 		f->p.hit_s = now;
 		f->has_pending = true;
+		taken = 1;
 	}
 	pthread_mutex_unlock(&f->lock);
 	if (write(f->hit_fd, &one, sizeof(one)) < 0)
 		tv_debug("Cannot wake the session for a trigger: errno=%d", errno);
+	return taken;
 }
 
-/* "  comm-pid  [001] d..1.  1234.567890: name: ..." -> CPU and time stamp. */
-static int parse_trace_line(const char *line, int *cpu, uint64_t *ns)
+int tv_flight_guest_hit(struct tv_flight *f, size_t rule, const char *guest, uint64_t time_ns, int cpu)
 {
-	const char *b = strstr(line, "] ");
-	const char *open = b ? memrchr(line, '[', (size_t)(b - line)) : NULL;
-	char tok[64];
-	int n, off;
+	struct pending p = { .rule = (int)rule, .time_ns = time_ns, .cpu = cpu };
 
-	if (!open || sscanf(open + 1, "%d", cpu) != 1)
-		return -1;
-	/* after the CPU: an optional flags word, then the stamp with its ':' */
-	for (const char *p = b + 1; sscanf(p, "%63s%n", tok, &off) == 1; p += off) {
-		unsigned long long sec, frac;
-		size_t len = strlen(tok);
-
-		if (len < 2 || tok[len - 1] != ':')
-			continue;
-		if (sscanf(tok, "%llu.%llu:%n", &sec, &frac, &n) == 2 && n == (int)len) {
-			const char *dot = strchr(tok, '.');
-			size_t digits = (size_t)(len - 1 - (size_t)(dot - tok) - 1);
-
-			while (digits < 9)
-				frac *= 10, digits++;
-			*ns = sec * 1000000000ULL + frac;
-			return 0;
-		}
-		if (sscanf(tok, "%llu:%n", &sec, &n) == 1 && n == (int)len) {
-			*ns = sec;	/* a counter clock (x86-tsc, counter) */
-			return 0;
-		}
-		return -1;
-	}
-	return -1;
+	if (rule >= f->nr || f->rules[rule].kind != RULE_GUEST || strcmp(f->rules[rule].vm, guest))
+		return -EINVAL;
+	return flight_hit(f, &p);
 }
 
 /* An event rule's pipe is readable: the first event it holds fires (the rest is drained). */
@@ -298,7 +285,7 @@ static void read_event_rule(struct tv_flight *f, int i)
 		buf[n] = '\0';
 		for (char *save, *line = strtok_r(buf, "\n", &save); line && !fired;
 		     line = strtok_r(NULL, "\n", &save)) {
-			if (parse_trace_line(line, &p.cpu, &p.time_ns))
+			if (tv_proto_trace_line_parse(line, &p.cpu, &p.time_ns))
 				continue;
 			flight_hit(f, &p);
 			fired = true;
@@ -450,6 +437,8 @@ static int flight_arm(struct tv_flight *f)
 	for (size_t i = 0; i < f->nr && !ret; i++) {
 		struct rule *r = &f->rules[i];
 
+		if (r->kind == RULE_GUEST)
+			continue;	/* its agent watches it */
 		ret = r->kind == RULE_EVENT ? arm_event(f, r, (int)i) : arm_exit(f, r);
 		if (!ret)
 			ret = flight_watch(f, (int)i, r->kind == RULE_EVENT ? r->pipe_fd
@@ -513,7 +502,7 @@ static void pending_update(struct tv_flight *f, double now)
 
 	if (p->due_s > 0)
 		return;
-	if (r->kind == RULE_EVENT) {
+	if (r->kind != RULE_EXIT) {
 		p->due_s = p->hit_s + opt_s(f->o.post_ns);
 		return;
 	}
@@ -601,8 +590,11 @@ static void fire_fill(struct tv_flight *f, struct tv_flight_fire *fire)
 	fire_key(fire, &nk, &used, "trigger_time", "%llu", (unsigned long long)p->time_ns);
 	if (r->xw) {
 		fire_xen(f, fire, &nk, &used);
-	} else if (r->kind == RULE_EVENT) {
+	} else if (r->kind != RULE_EXIT) {
+		/* a guest's stamp is in the guest's trace clock, the session's */
 		fire_key(fire, &nk, &used, "trigger_clock", "%s", f->o.clock ? f->o.clock : "local");
+		if (r->kind == RULE_GUEST)
+			fire_key(fire, &nk, &used, "trigger_guest", "%s", r->vm);
 		fire_key(fire, &nk, &used, "trigger_event", "%s:%s", r->system, r->event);
 		fire_key(fire, &nk, &used, "trigger_cpu", "%d", p->cpu);
 	} else {

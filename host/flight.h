@@ -66,6 +66,14 @@ void tv_flight_done(struct tv_flight *f, int ok);
  */
 void tv_flight_refused(struct tv_flight *f, unsigned int *busy, unsigned int *holdoff,
 		       unsigned int *max);
+/*
+ * tv_flight_guest_hit - a guest= rule's event, seen by the guest's agent
+ * (host/flight_guest.c, from the guest's thread): @rule its index in
+ * opts.rules, @time_ns and @cpu the guest's.  Refused like any hit (busy,
+ * holdoff, --max-snapshots: counted).  Return: 1 taken, 0 refused,
+ * -EINVAL when @rule is not a guest= rule naming @guest.
+ */
+int tv_flight_guest_hit(struct tv_flight *f, size_t rule, const char *guest, uint64_t time_ns, int cpu);
 /* Stop watching, free; NULL-safe. */
 void tv_flight_disarm(struct tv_flight *f);
 

@@ -43,6 +43,7 @@
 #include "../xen/xen_recorder.h"
 #include "../kvm/recorder_session.h"
 #include "guest.h"
+#include "flight_guest.h"
 #include "../kvm/kvm_recorder.h"
 
 #define CONNECT_TIMEOUT_S 30.0
@@ -88,6 +89,7 @@ struct tv_guest {
 	/* phases, deadlines, probes, status (host/guest_session.c); stop_asked: the thread saw stop_req */
 	struct tv_guest_session sess;
 	int listed;
+	struct tv_guest_flight *flight;	/* a flight recorder's guest (host/flight_guest.c), or NULL */
 };
 
 static double now_s(void)
@@ -317,14 +319,15 @@ static int guest_wait_ms(struct tv_guest *g, int cap_ms)
 	return left <= 0 ? 0 : left < cap_ms ? (int)left + 1 : cap_ms;
 }
 
-static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, size_t len)
+static int guest_send_arg(struct tv_guest *g, uint16_t type, uint32_t arg, const void *payload,
+			  size_t len)
 {
 	unsigned char frame[TV_PROTO_HDR_SIZE + 512];
 	size_t n = TV_PROTO_HDR_SIZE + len, off = 0;
 
 	if (len > sizeof(frame) - TV_PROTO_HDR_SIZE)
 		return -EMSGSIZE;
-	tv_proto_hdr_encode(frame, type, 0, (uint32_t)len);
+	tv_proto_hdr_encode(frame, type, arg, (uint32_t)len);
 	memcpy(frame + TV_PROTO_HDR_SIZE, payload, len);
 	while (off < n) {
 		ssize_t w = send(g->fd, frame + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -355,6 +358,11 @@ static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, si
 		off += (size_t)w;
 	}
 	return 0;
+}
+
+static int guest_send(struct tv_guest *g, uint16_t type, const void *payload, size_t len)
+{
+	return guest_send_arg(g, type, 0, payload, len);
 }
 
 /* ------------------------------------------------------------ TSC files */
@@ -501,13 +509,13 @@ static int guest_connect(struct tv_guest *g)
 	nonce |= 1;	/* 0 would mean none */
 	tv_guest_stream_expect_hello(&g->gs, nonce);
 	guest_ust_policy_keys(g, ust_policy, sizeof(ust_policy));
-	if (asprintf(&start, "guest=%u\nnonce=%016llx\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s%s",
+	if (asprintf(&start, "guest=%u\nnonce=%016llx\nclock=%s\nbuffer_kb=%u\n%s%s%s%s%s%s%s%s%s",
 		     g->opts.index, (unsigned long long)nonce,
 		     g->clock, g->opts.buffer_kb ? g->opts.buffer_kb : 2048,
 		     g->events[0] ? "events=" : "", g->events, g->events[0] ? "\n" : "",
 		     g->filters_start ? g->filters_start : "",
 		     g->opts.ust ? "ust=" : "", g->opts.ust ? g->opts.ust : "", g->opts.ust ? "\n" : "",
-		     ust_policy) < 0) {
+		     ust_policy, g->flight ? tv_guest_flight_start_keys(g->flight) : "") < 0) {
 		guest_end(g, "failed: out of memory");
 		return -ENOMEM;
 	}
@@ -541,6 +549,16 @@ static void guest_thread_done(struct tv_guest *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
+/* A flight recorder's turn: snapshots only while the guest traces and no stop began. */
+static void guest_flight_turn(struct tv_guest *g)
+{
+	if (!g->flight)
+		return;
+	tv_guest_flight_set_running(g->flight, g->gs.ready && !g->gs.failed && !g->sess.stop_asked &&
+					       g->sess.phase == TV_GUEST_PHASE_RUN);
+	tv_guest_flight_poll(g->flight, now_s());
+}
+
 static void guest_loop(struct tv_guest *g, unsigned char *buf)
 {
 	while (g->sess.phase != TV_GUEST_PHASE_DONE) {
@@ -563,7 +581,10 @@ static void guest_loop(struct tv_guest *g, unsigned char *buf)
 			guest_read(g, buf);
 		if (g->sess.phase != TV_GUEST_PHASE_DONE)
 			tv_guest_session_tick(&g->sess, now_s());
+		guest_flight_turn(g);
 	}
+	if (g->flight)
+		tv_guest_flight_set_running(g->flight, 0);
 }
 
 static void *guest_thread(void *arg)
@@ -678,6 +699,28 @@ static struct tv_guest *guest_new(struct tv_recorder *rec, const struct tv_guest
 	return g;
 }
 
+static void guest_meta_base(void *ctx, struct tv_meta *m);
+
+static int flight_send(void *ctx, uint16_t type, uint32_t arg)
+{
+	return guest_send_arg(ctx, type, arg, NULL, 0);
+}
+
+/* A flight recorder's guest: its state, and its stream expects an agent that keeps its ring. */
+static int guest_flight_new(struct tv_guest *g, const struct tv_guest_opts *opts)
+{
+	struct tv_guest_flight_io io = {
+		.send = flight_send, .base_meta = guest_meta_base, .ctx = g,
+		.name = g->spec.name, .src_dir = g->dir, .gs = &g->gs,
+	};
+	int ret = tv_guest_flight_new(&io, opts->flight_bytes, opts->triggers, opts->nr_triggers, &g->flight);
+
+	g->gs.flight_asked = !ret;
+	g->gs.on_flight = tv_guest_flight_frame;
+	g->gs.flight_ctx = g->flight;
+	return ret;
+}
+
 int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 		   const struct tv_guest_opts *opts, struct tv_guest **out)
 {
@@ -705,6 +748,8 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 				   opts->max_bytes ? opts->max_bytes
 						   : (uint64_t)TV_GUEST_DEFAULT_LIMIT_MB << 20);
 	g->gs.check_domain = tv_domain_check;
+	if (!ret && opts->flight_bytes)
+		ret = guest_flight_new(g, opts);
 	tv_guest_session_init(&g->sess, &g->gs, &guest_session_ops, g, rec, (uint16_t)g->opts.index,
 			      g->opts.sync_interval, 0);
 	g->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -769,16 +814,18 @@ static void put_counts(struct tv_meta *m, struct tv_guest *g)
 	tv_meta_set(m, "sync_hcalls_dropped", "%llu", (unsigned long long)g->sess.probes.hcalls_dropped);
 	tv_meta_set(m, "sync_index", "%u", g->opts.index);
 	tv_meta_set(m, "stale_bytes", "%llu", (unsigned long long)g->gs.stale_bytes);
+	if (g->flight)
+		tv_guest_flight_counts(g->flight, m);
 }
 
-static int guest_write_meta(struct tv_guest *g)
+/* The keys a guest's domain has whatever it sent: the session's and a snapshot's. */
+static void guest_meta_base(void *ctx, struct tv_meta *m)
 {
-	struct tv_meta *m = g->gs.guest_meta;
-	char path[PATH_MAX + 8];
+	struct tv_guest *g = ctx;
 
 	tv_meta_set(m, "domain", "guest:%s", g->spec.name);
 	tv_meta_set(m, "kind", "linux-ftrace");
-	tv_meta_set(m, "status", "%s", g->sess.status);
+	tv_meta_set(m, "sync_index", "%u", g->opts.index);
 	if (g->spec.vsock_cid)
 		tv_meta_set(m, "transport", "vsock:%u:%u", g->spec.vsock_cid,
 			    g->spec.vsock_port ? g->spec.vsock_port : TV_AGENT_VSOCK_PORT);
@@ -793,6 +840,15 @@ static int guest_write_meta(struct tv_guest *g)
 	}
 	if (g->spec.qemu_pid)
 		tv_meta_set(m, "qemu_pid", "%d", (int)g->spec.qemu_pid);
+}
+
+static int guest_write_meta(struct tv_guest *g)
+{
+	struct tv_meta *m = g->gs.guest_meta;
+	char path[PATH_MAX + 8];
+
+	guest_meta_base(g, m);
+	tv_meta_set(m, "status", "%s", g->sess.status);
 	put_counts(m, g);
 	snprintf(path, sizeof(path), "%s/meta", g->dir);
 	return tv_meta_write(m, path);
@@ -932,6 +988,17 @@ const char *tv_guest_name(const struct tv_guest *g)
 	return g->spec.name;
 }
 
+struct tv_guest_flight *tv_guest_flight_of(const struct tv_guest *g)
+{
+	return g->flight;
+}
+
+void tv_guest_wake(struct tv_guest *g)
+{
+	if (g->started)
+		guest_wake(g);
+}
+
 void tv_guest_destroy(struct tv_guest *g)
 {
 	if (!g)
@@ -945,6 +1012,7 @@ void tv_guest_destroy(struct tv_guest *g)
 		close(g->fd);
 	if (g->stop_fd >= 0)
 		close(g->stop_fd);
+	tv_guest_flight_free(g->flight);
 	tv_guest_stream_fini(&g->gs);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);

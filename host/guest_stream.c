@@ -161,6 +161,12 @@ static int handle_meta(struct tv_guest_stream *gs, const unsigned char *p, size_
 		return stream_fail(gs, -EPROTONOSUPPORT,
 				   "the agent (version %s) did not take the %u event filters sent (agent version 2 or later needed)",
 				   tv_meta_get(gs->guest_meta, "agent_version") ?: "?", gs->filters_sent);
+	/* an agent that streams (version 3 or older) would send what a flight recorder keeps */
+	if (gs->flight_asked && (parse_count(tv_meta_get(gs->guest_meta, "agent_version"), 0, 1 << 16,
+					     &filters) || filters < 4))
+		return stream_fail(gs, -EPROTONOSUPPORT,
+				   "the agent (version %s) cannot keep its ring for a flight recorder (--flight-recorder with --guest needs agent version 4 or later)",
+				   tv_meta_get(gs->guest_meta, "agent_version") ?: "?");
 	gs->ncpus = (int)ncpus;
 	gs->subbuf_size = (size_t)subbuf;
 	return open_cpu_files(gs);
@@ -240,7 +246,7 @@ static int handle_data(struct tv_guest_stream *gs, uint32_t cpu, const unsigned 
 /* ----------------------------------------------------------------- END */
 
 /*
- * A "cpuN.lost" or "cpuN.events" key: 1 when N (decimal digits only, no
+ * A "cpuN.lost", "cpuN.events" or "cpuN.overwritten" (a flight recorder's) key: 1 when N (decimal digits only, no
  * sign, space or leading zero) is a CPU below @ncpus, -EINVAL when it is
  * not, 0 for any other key.  No sscanf: its %d wrapped "cpu4294967296" to
  * CPU 0.
@@ -253,7 +259,8 @@ static int end_key_cpu(const char *key, int ncpus)
 	if (strncmp(key, "cpu", 3))
 		return 0;
 	n = strspn(p, "0123456789");
-	if (!n || (p[0] == '0' && n > 1) || (strcmp(p + n, ".lost") && strcmp(p + n, ".events")))
+	if (!n || (p[0] == '0' && n > 1) ||
+	    (strcmp(p + n, ".lost") && strcmp(p + n, ".events") && strcmp(p + n, ".overwritten")))
 		return 0;
 	/* more than 4 digits is beyond TV_PROTO_MAX_CPUS, and beyond ncpus */
 	return n > 4 || strtoul(p, NULL, 10) >= (unsigned long)ncpus ? -EINVAL : 1;
@@ -268,7 +275,8 @@ static int end_key(const char *key, const char *val, void *ctx)
 
 	if (cpu_key < 0)
 		return cpu_key;
-	if (!cpu_key && strcmp(key, "lost_total") && strcmp(key, "events_total"))
+	if (!cpu_key && strcmp(key, "lost_total") && strcmp(key, "events_total") &&
+	    strcmp(key, "overwritten_total"))
 		return 0;
 	if (parse_count(val, 0, INT64_MAX, &v))
 		return -EINVAL;
@@ -324,6 +332,22 @@ static int handle_ust(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
 	return 0;
 }
 
+/* A flight recorder's frames (host/flight_guest.c): only from its guest, after READY. */
+static int handle_flight(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
+			 const unsigned char *p)
+{
+	char err[200] = "";
+	int ret;
+
+	if (!gs->on_flight)
+		return stream_fail(gs, -EBADMSG, "protocol error: %s, but the recording is not a flight recorder",
+				   tv_proto_type_name(h->type));
+	if (!gs->ready)
+		return stream_fail(gs, -EBADMSG, "protocol error: %s before READY", tv_proto_type_name(h->type));
+	ret = gs->on_flight(gs->flight_ctx, h, p, err, sizeof(err));
+	return ret ? stream_fail(gs, ret, "protocol error: %s", err) : 0;
+}
+
 static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h,
 			const unsigned char *p)
 {
@@ -374,6 +398,11 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 		return handle_ust(gs, h, p);
 	case TV_MSG_HELLO:
 		return stream_fail(gs, -EBADMSG, "protocol error: a second HELLO");
+	case TV_MSG_SNAP_DATA:
+	case TV_MSG_SNAP_FILE:
+	case TV_MSG_SNAP_END:
+	case TV_MSG_TRIGGER:
+		return handle_flight(gs, h, p);
 	}
 	return stream_fail(gs, -EBADMSG, "protocol error: guest sent a host command (%s)",
 			   tv_proto_type_name(h->type));

@@ -14,6 +14,7 @@
 struct tv_meta;
 struct tv_guest_ust;
 struct tv_ust_meta_pool;
+struct tv_proto_hdr;
 
 #define TV_GUEST_MAX_FILES 4096
 /* CPU stream files one guest holds open at once (host/guest_stream.c) */
@@ -55,6 +56,17 @@ struct tv_guest_stream {
 	 */
 	int (*check_domain)(const char *dir, const struct tv_meta *meta, char *why, size_t size);
 	struct tv_ust_meta_pool *ust_pool;	/* their metadata bytes, in all (host/guest_ust.c) */
+	/*
+	 * A flight recorder's guest (START had flight_bytes; host/
+	 * flight_guest.c): META must come from an agent that keeps its ring
+	 * (agent_version >= 4), and SNAP_DATA, SNAP_FILE, SNAP_END, TRIGGER frames after READY go to
+	 * @on_flight (-EBADMSG with @err: a protocol error).  NULL: they are
+	 * protocol errors.
+	 */
+	int flight_asked;
+	int (*on_flight)(void *ctx, const struct tv_proto_hdr *h, const unsigned char *p, char *err,
+			 size_t err_size);
+	void *flight_ctx;
 	void (*on_pong)(void *ctx, uint64_t seq);
 	void (*on_hcall_done)(void *ctx, uint64_t first, uint32_t count, uint32_t done);
 	void *ctx;

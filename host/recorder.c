@@ -44,6 +44,7 @@
 #include "guest.h"
 #include "xen_probe.h"
 #include "flight.h"
+#include "flight_guest.h"
 #include "../kvm/kvm_recorder.h"
 #include "../xen/xen_recorder.h"
 
@@ -367,6 +368,8 @@ static int flight_check(struct tv_session_record *s)
 	}
 	ret = tv_flight_rules_check(o->triggers, o->nr_triggers);
 	if (!ret)
+		ret = tv_flight_guest_rules_check(o->triggers, o->nr_triggers, o->guests, o->nr_guests);
+	if (!ret)
 		ret = flight_duration("--post", o->trigger_post, TV_FLIGHT_DEFAULT_POST_NS, &fo->post_ns);
 	if (!ret)
 		ret = flight_duration("--trigger-holdoff", o->trigger_holdoff,
@@ -409,6 +412,10 @@ static int session_record_start(struct tv_session_record *s,
 		s->opts.host.clock = "mono";
 	s->opts.guest_opts.clock = s->opts.host.clock;
 	s->flight_opts.clock = s->opts.host.clock;
+	/* the guests keep their rings too, SIZE each, their triggers evaluated in them */
+	s->opts.guest_opts.flight_bytes = s->opts.host.flight_bytes;
+	s->opts.guest_opts.triggers = s->opts.triggers;
+	s->opts.guest_opts.nr_triggers = s->opts.nr_triggers;
 	if (ust_policy_check(s) || (s->opts.ust && s->opts.nr_guests && ust_join(s)))
 		return -EINVAL;
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
@@ -435,6 +442,8 @@ static int session_record_start(struct tv_session_record *s,
 		xen_probes(s, tv_probe_sched_begin(&s->xen_sched, tv_probe_sched_now()));
 	if (!ret && s->opts.nr_triggers)
 		ret = tv_flight_arm(&s->flight_opts, &s->flight);
+	if (!ret && s->flight)
+		tv_guest_flight_attach(s->guests, s->opts.nr_guests, s->flight);
 	s->next_scan = tv_probe_sched_now() + VCPU_SCAN_INTERVAL_S;
 	return ret;
 }
@@ -545,6 +554,7 @@ int tv_session_record_stop(struct tv_session_record *s)
 	int ret = 0;
 
 	/* no trigger while the recorders stop */
+	tv_guest_flight_attach(s->guests, s->opts.nr_guests, NULL);
 	tv_flight_disarm(s->flight);
 	s->flight = NULL;
 	/* All at once: a dead guest's timeout must not hold the others. */
@@ -579,7 +589,7 @@ void tv_session_record_destroy(struct tv_session_record *s)
 	for (size_t i = 0; s->guests && i < s->opts.nr_guests; i++)
 		tv_guest_destroy(s->guests[i]);
 	free(s->guests);
-	tv_flight_disarm(s->flight);
+	tv_flight_disarm(s->flight);	/* the guests' threads are joined: none uses it */
 	tv_ust_recorder_destroy(s->ust);
 	tv_xen_recorder_destroy(s->xen);
 	tv_recorder_destroy(s->host);
@@ -686,6 +696,8 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 		tv_flight_shot_free(s->host, &shot);
 		return ret;
 	}
+	/* the guests freeze theirs and send it while the host's is written */
+	tv_guest_flight_snapshots_begin(s->guests, s->opts.nr_guests, w, s->snapshots);
 	if (s->host_flight)
 		ret = snapshot_host(s, w, &shot);
 	tv_flight_shot_free(s->host, &shot);
@@ -693,6 +705,9 @@ static int session_snapshot(struct tv_session_record *s, const char *const *keys
 		ret = tv_xen_recorder_flight_write(s->xen, w);
 	if (!ret && s->ust && s->opts.ust_flight_bytes)
 		ret = snapshot_ust(s, w, path);
+	/* waited for even after a failure: nothing may still write into @path */
+	if (tv_guest_flight_snapshots_end(s->guests, s->opts.nr_guests, w) && !ret)
+		ret = -ENOMEM;
 	for (size_t i = 0; !ret && keys && keys[i]; i += 2)
 		ret = tv_session_writer_set(w, keys[i], keys[i + 1]);
 	if (!ret)

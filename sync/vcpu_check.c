@@ -23,6 +23,8 @@
 struct pending {
 	uint64_t ts[MAX_PENDING];
 	size_t nr;
+	size_t over_nr;		/* more than MAX_PENDING: counted, the first one's time kept */
+	uint64_t over_first;
 };
 
 struct guest_check {
@@ -43,6 +45,7 @@ struct vcpu_check {
 	 * mode, since its last exit; ptr: its struct pending, or NULL.
 	 */
 	struct tv_exit_tracker vcpus;
+	uint64_t ref_last;	/* the reference's last event: its trace ends there */
 };
 
 /* The guest a host vCPU thread runs: by the vcpus file, or the only guest. */
@@ -73,8 +76,10 @@ static void resolve_pending(struct guest_check *g, struct tv_exit_slot *v, uint6
 	for (size_t i = 0; p && i < p->nr; i++)
 		if (entry - p->ts[i] > (uint64_t)g->res->est.bound_ns)
 			g->res->vcpu_violations++;
-	if (p)
-		p->nr = 0;
+	if (p) {
+		g->res->vcpu_violations += p->over_nr;	/* beyond the table: taken as outside */
+		p->nr = p->over_nr = 0;
+	}
 }
 
 static uint64_t vcpu_key(const struct guest_check *g, uint64_t vcpu)
@@ -113,10 +118,10 @@ static int guest_event(struct vcpu_check *c, struct guest_check *g, const struct
 	if (!v->ptr && !(v->ptr = calloc(1, sizeof(struct pending))))
 		return -ENOMEM;
 	p = v->ptr;
-	if (p->nr == MAX_PENDING)
-		g->res->vcpu_violations++;
-	else
+	if (p->nr < MAX_PENDING)
 		p->ts[p->nr++] = ev->ts;
+	else if (!p->over_nr++)
+		p->over_first = ev->ts;
 	return 0;
 }
 
@@ -198,6 +203,8 @@ int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res)
 	}
 	check_init(&c, res);
 	while (c.entry && c.exit && (ret = tv_reader_next(c.rd, &ev)) > 0) {
+		if (ev.domain_index == c.ref && ev.ts > c.ref_last)
+			c.ref_last = ev.ts;
 		if (ev.domain_index == c.ref && ev.format == c.entry)
 			ret = host_event(&c, &ev, 1);
 		else if (ev.domain_index == c.ref && ev.format == c.exit)
@@ -207,14 +214,24 @@ int tv_sync_check_vcpus(const char *dir, struct tv_sync_result *res)
 		if (ret < 0)
 			break;
 	}
-	/* Guest events still undecided when the session ended. */
+	/*
+	 * Guest events still undecided when the session ended: a violation
+	 * when the host's trace went on past them with the vCPU out; after the
+	 * host's last event nothing says where the vCPU was (a flight
+	 * recorder's snapshot freezes the host's ring before a guest's).
+	 */
 	for (size_t i = 0; i < c.vcpus.cap; i++) {
 		struct tv_exit_slot *v = &c.vcpus.slots[i];
 		struct pending *p = v->ptr;
+		struct guest_check *g;
 
 		if (!v->key || !p)
 			continue;
-		c.g[(v->key - 1) >> 32].res->vcpu_violations += p->nr;
+		g = &c.g[(v->key - 1) >> 32];
+		for (size_t k = 0; k < p->nr; k++)
+			g->res->vcpu_violations += p->ts[k] <= c.ref_last;
+		if (p->over_nr && p->over_first <= c.ref_last)
+			g->res->vcpu_violations += p->over_nr;
 		free(p);
 	}
 	tv_exit_tracker_free(&c.vcpus);

@@ -92,6 +92,13 @@ struct tv_guest_opts {
 	 * fields of the same names); NULL / 0: the process's default */
 	const char *ust_mode;
 	uint32_t ust_subbuf_size, ust_nr_subbufs;
+	/* > 0: a flight recorder (record --flight-recorder SIZE): the agent
+	 * keeps the last @flight_bytes in the guest until a snapshot asks;
+	 * @triggers (the session's --trigger rules): the guest=NAME ones
+	 * naming this guest are evaluated by its agent (doc/agent-protocol.md) */
+	uint64_t flight_bytes;
+	const char *const *triggers;
+	size_t nr_triggers;
 };
 
 struct tv_guest_stats {

@@ -5,6 +5,7 @@
  * All integers are little endian, whatever the host is.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto.h"
@@ -73,6 +74,11 @@ const char *tv_proto_type_name(uint16_t type)
 	case TV_MSG_UST_END: return "UST_END";
 	case TV_MSG_HELLO: return "HELLO";
 	case TV_MSG_LOSS: return "LOSS";
+	case TV_MSG_SNAP: return "SNAP";
+	case TV_MSG_SNAP_DATA: return "SNAP_DATA";
+	case TV_MSG_SNAP_FILE: return "SNAP_FILE";
+	case TV_MSG_SNAP_END: return "SNAP_END";
+	case TV_MSG_TRIGGER: return "TRIGGER";
 	}
 	return NULL;
 }
@@ -219,4 +225,47 @@ int tv_proto_file_split(const unsigned char *p, size_t len, char path[TV_PROTO_M
 	*content = p + 2 + plen;
 	*content_len = len - 2 - plen;
 	return 0;
+}
+
+/* The stamp token "SEC.FRAC:" (or "COUNT:" for a counter clock) in ns.  Return: 0 or -1. */
+static int trace_stamp(const char *tok, size_t len, uint64_t *ns)
+{
+	unsigned long long sec, frac;
+	int n;
+
+	if (sscanf(tok, "%llu.%llu:%n", &sec, &frac, &n) == 2 && n == (int)len) {
+		size_t digits = len - 1 - (size_t)(strchr(tok, '.') - tok) - 1;
+
+		for (; digits < 9; digits++)
+			frac *= 10;
+		*ns = sec * 1000000000ULL + frac;
+		return 0;
+	}
+	if (sscanf(tok, "%llu:%n", &sec, &n) == 1 && n == (int)len) {
+		*ns = sec;	/* a counter clock (x86-tsc, counter) */
+		return 0;
+	}
+	return -1;
+}
+
+int tv_proto_trace_line_parse(const char *line, int *cpu, uint64_t *ns)
+{
+	const char *b = strstr(line, "] "), *open = NULL;
+	char tok[64];
+	int off;
+
+	for (const char *p = b; p && p > line && !open; p--)
+		if (p[-1] == '[')
+			open = p - 1;
+	if (!open || sscanf(open + 1, "%d", cpu) != 1)
+		return -1;
+	/* after the CPU: an optional flags word, then the stamp with its ':' */
+	for (const char *p = b + 1; sscanf(p, "%63s%n", tok, &off) == 1; p += off) {
+		size_t len = strlen(tok);
+
+		if (len < 2 || tok[len - 1] != ':')
+			continue;
+		return trace_stamp(tok, len, ns);
+	}
+	return -1;
 }

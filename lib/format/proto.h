@@ -27,6 +27,8 @@ enum tv_proto_type {
 	TV_MSG_STOP = 0x02,
 	TV_MSG_PING = 0x03,	/* u64 seq */
 	TV_MSG_HCALL = 0x04,	/* u64 first seq, u32 count */
+	/* a flight recorder's snapshot (START "flight_bytes"): arg = its id */
+	TV_MSG_SNAP = 0x05,
 	/* guest -> host */
 	TV_MSG_META = 0x10,	/* text key=value */
 	TV_MSG_FILE = 0x11,	/* u16 path length, path, content */
@@ -46,7 +48,17 @@ enum tv_proto_type {
 	/* guest -> host, to a host that sent a nonce: the loss counts, final
 	 * once tracing is off, sent before the last drain (END may not come) */
 	TV_MSG_LOSS = 0x1d,	/* text: cpuN.lost, lost_total */
+	/* guest -> host, a flight recorder (agent version 4, host/flight_guest.c) */
+	TV_MSG_SNAP_DATA = 0x1e,	/* arg = snapshot id << 16 | cpu; whole sub-buffers */
+	TV_MSG_SNAP_FILE = 0x1f,	/* arg = snapshot id; as FILE: saved_cmdlines, saved_tgids */
+	TV_MSG_SNAP_END = 0x20,	/* arg = snapshot id; text: cpuN.lost, lost_total, gap_ns */
+	TV_MSG_TRIGGER = 0x21,	/* arg = rule (START's trigger.N); text: time, cpu */
 };
+
+/* A SNAP_DATA frame's arg: the snapshot id (low 16 bits) and the CPU. */
+#define TV_PROTO_SNAP_ARG(id, cpu)	((uint32_t)((id) & 0xffffu) << 16 | ((uint32_t)(cpu) & 0xffffu))
+#define TV_PROTO_SNAP_ID(arg)		((arg) >> 16)
+#define TV_PROTO_SNAP_CPU(arg)		((arg) & 0xffffu)
 
 /*
  * The HELLO frame an agent answers START "nonce=N" with: a fixed 24 bytes,
@@ -150,5 +162,13 @@ int tv_proto_kv_parse(const char *text, size_t len,
 /* Split a FILE payload into path and content. Return: 0 or -EINVAL. */
 int tv_proto_file_split(const unsigned char *p, size_t len, char path[TV_PROTO_MAX_PATH + 1],
 			const unsigned char **content, size_t *content_len);
+
+/*
+ * The CPU and time stamp of a text trace line ("  comm-pid  [001] d..1.
+ * 1234.567890: name: ..."; a counter clock's stamp is one integer): the
+ * trace_pipe of a trigger's instance, on the host (host/flight.c) and in
+ * the agent (guest/agent_flight.c).  Return: 0 or -1 (not an event line).
+ */
+int tv_proto_trace_line_parse(const char *line, int *cpu, uint64_t *ns);
 
 #endif

@@ -501,6 +501,50 @@ static void test_qmp_cpus(void)
 	TV_CHECK(s.nr_vcpus == 0, "out-of-range or truncated QMP: %u vCPUs", s.nr_vcpus);
 }
 
+/* A trigger instance's trace_pipe lines: CPU and stamp (ns; a counter clock's as is). */
+static void test_trace_line(void)
+{
+	uint64_t ns = 0;
+	int cpu = -1;
+
+	TV_CHECK(!tv_proto_trace_line_parse("  python3-3035    [001] d..1. 22930.096393: sys_enter_getpid: ()",
+					    &cpu, &ns) && cpu == 1 && ns == 22930096393000ULL,
+		 "flags and a us stamp: cpu %d ns %llu", cpu, (unsigned long long)ns);
+	TV_CHECK(!tv_proto_trace_line_parse("  a-[12]-7 [3] 1234567: x: y", &cpu, &ns) && cpu == 3 &&
+		 ns == 1234567, "a counter clock, a comm with brackets: cpu %d ns %llu", cpu,
+		 (unsigned long long)ns);
+	TV_CHECK(tv_proto_trace_line_parse("# tracer: nop", &cpu, &ns) == -1, "a header line parsed");
+	TV_CHECK(tv_proto_trace_line_parse("x [001] d..1. notastamp: y", &cpu, &ns) == -1,
+		 "a line without a stamp parsed");
+}
+
+/* SNAP_* and TRIGGER: protocol errors unless the stream is a flight recorder's; an old agent refused. */
+static void test_stream_flight(void)
+{
+	static const char v3_meta[] = "ncpus=1\nsubbuf_size=4096\nlong_size=8\nagent_version=3\n";
+	unsigned char buf[4096];
+	struct tv_guest_stream gs;
+	size_t n = 0;
+	int ret;
+
+	n += frame(buf + n, TV_MSG_META, 0, good_meta, strlen(good_meta));
+	n += file_frame(buf + n, "header_page", "hp");
+	n += frame(buf + n, TV_MSG_READY, 0, "", 0);
+	n += frame(buf + n, TV_MSG_TRIGGER, 0, "time=1\ncpu=0\n", 14);
+	new_stream(&gs, "flight-none", 1 << 20);
+	ret = tv_guest_stream_feed(&gs, buf, n);
+	TV_CHECK(ret == -EBADMSG && strstr(gs.error, "not a flight recorder"), "TRIGGER without a flight recorder: %d %s",
+		 ret, gs.error);
+	tv_guest_stream_fini(&gs);
+	n = frame(buf, TV_MSG_META, 0, v3_meta, strlen(v3_meta));
+	new_stream(&gs, "flight-old", 1 << 20);
+	gs.flight_asked = 1;
+	ret = tv_guest_stream_feed(&gs, buf, n);
+	TV_CHECK(ret == -EPROTONOSUPPORT && strstr(gs.error, "(version 3) cannot keep its ring"),
+		 "an agent of version 3 for a flight recorder: %d %s", ret, gs.error);
+	tv_guest_stream_fini(&gs);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof(root), "/tmp/tv-test-proto.XXXXXX");
@@ -513,6 +557,8 @@ int main(void)
 	test_stream_good();
 	test_stream_hostile();
 	test_stream_resync();
+	test_trace_line();
+	test_stream_flight();
 	test_specs();
 	test_libvirt_xml();
 	test_qmp_cpus();
