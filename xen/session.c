@@ -176,6 +176,8 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 		tv_meta_set(m, "hvm_isa", "%s", info->hvm_isa);
 	if (info->missing[0])
 		tv_meta_set(m, "missing", "%s", info->missing);
+	if (info->builtin_formats)
+		tv_meta_set(m, "formats", "builtin");
 	for (int cpu = 0; cpu < info->ncpus; cpu++) {
 		snprintf(path, sizeof(path), "%s/cpu%d.xen", domain_dir, cpu);
 		ret = info->counts ? 0 : tv_xen_count_stream(path, &cnt);
@@ -205,9 +207,11 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 }
 
 
-int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size)
+int tv_xen_make_domain_dir(struct tv_session_writer *w, bool formats, char *out, size_t size)
 {
 	int ret = tv_session_writer_domain_dir(w, "xen", out, size);
 
-	return ret ? ret : tv_xen_write_formats(out);
+	if (ret)
+		return ret;
+	return formats ? tv_xen_write_formats(out) : tv_xen_write_header_page(out);
 }
