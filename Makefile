@@ -54,7 +54,9 @@ LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wil
             $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN) $(HTML_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
-CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+# ncursesw: headers at build time, dlopen() when top's full-screen view
+# starts (tools/top_screen.c says why it is not linked).
+CLI_LIBS := -ldl
 UNIT_SRCS := $(filter-out tests/unit/test_ust_%,$(wildcard tests/unit/test_*.c))
 UST_UNIT_SRCS := $(wildcard tests/unit/test_ust_*.c)
 
