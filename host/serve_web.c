@@ -22,7 +22,7 @@
 
 #include "tv_internal.h"
 #include "serve.h"
-#include "serve_ssl.h"
+#include "serve_dl.h"
 
 #define MAX_USERS 64
 #define TOKEN_MAX 4096
@@ -236,7 +236,7 @@ int serve_web_load(const char *path, struct serve_web **out)
 	int ret = 0;
 
 	*out = NULL;
-	ret = serve_ssl_load();
+	ret = serve_dl_load();
 	if (ret) {
 		free(w);
 		if (f)
