@@ -34,10 +34,10 @@ CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno
            -fPIC -fvisibility=hidden -fno-semantic-interposition \
            -Iinclude $(LIB_INC) $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # OpenSSL, libcrypt, libyaml, json-c (serve's web config and alerts,
-# host/serve_dl.h) and
-# libbpf (when a BPF view or watchdog opens, kvm/bpf_dl.h): headers at build
+# host/serve_dl.h), libbpf (when a BPF view or watchdog opens, kvm/bpf_dl.h)
+# and libzstd (compressed streams, lib/format/compress.c): headers at build
 # time, dlopen() at run time; linked, every command loaded them.
-LDLIBS  += $(shell pkg-config --libs $(filter-out openssl libcrypt yaml-0.1 json-c libbpf,$(PKGS)) 2>/dev/null) -lpthread -ldl
+LDLIBS  += $(shell pkg-config --libs $(filter-out openssl libcrypt yaml-0.1 json-c libbpf libzstd,$(PKGS)) 2>/dev/null) -lpthread -ldl
 # libvirt domains as --guest SPECs: headers at build time, dlopen() at run
 # time (host/guest_libvirt.c says why it is not linked).
 ifeq ($(shell pkg-config --exists libvirt libvirt-qemu 2>/dev/null && echo yes),yes)
