@@ -1,42 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1
 /* libbpf loaded on first use (bpf_dl.h says why). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
-#include <pthread.h>
-
 #define TV_BPF_DL_IMPL
 #include "tv_internal.h"
 #include "bpf_dl.h"
 
 struct tv_bpf_api tv_bpf;
 
-static pthread_once_t bpf_once = PTHREAD_ONCE_INIT;
-static int bpf_loaded;
-
-static void bpf_load_once(void)
-{
-	void *h = dlopen("libbpf.so.1", RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		tv_err("Cannot load libbpf.so.1 for the BPF programs: %s", dlerror());
-		bpf_loaded = -ENOENT;
-		return;
-	}
-	/* a function pointer from dlsym()'s object pointer: POSIX allows it */
-#define TV_BPF_SYM(ret, name, args)                                             \
-	*(void **)&tv_bpf.name = dlsym(h, #name);                                      \
-	if (!tv_bpf.name) {                                                            \
-		tv_err("Cannot load %s from libbpf.so.1: %s", #name, dlerror());       \
-		bpf_loaded = -ENOENT;                                                  \
-		return;                                                                \
-	}
-	TV_BPF_FUNCS(TV_BPF_SYM)
+#define TV_BPF_SYM(ret, name, args) { "libbpf.so.1", #name, (void **)&tv_bpf.name },
+static const struct tv_dl_sym bpf_syms[] = { TV_BPF_FUNCS(TV_BPF_SYM) };
 #undef TV_BPF_SYM
-}
 
 int tv_bpf_load(void)
 {
-	pthread_once(&bpf_once, bpf_load_once);
-	return bpf_loaded;
+	static struct tv_dl_once once;
+
+	return tv_dl_load(&once, "the BPF programs", bpf_syms, sizeof(bpf_syms) / sizeof(bpf_syms[0]));
 }

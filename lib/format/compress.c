@@ -8,9 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,35 +53,16 @@ static struct {
 	ZSTD_DL_FUNCS(ZSTD_DL_MEMBER)
 } zstd;
 #undef ZSTD_DL_MEMBER
-static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
-static int zstd_loaded;
-
-static void zstd_load_once(void)
-{
-	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-
-	if (!h) {
-		tv_err("Cannot load libzstd.so.1 for compressed streams: %s", dlerror());
-		zstd_loaded = -ENOENT;
-		return;
-	}
-	/* a function pointer from dlsym()'s object pointer: POSIX allows it */
-#define ZSTD_DL_SYM(ret, name, args)                                                     \
-	*(void **)&zstd.name = dlsym(h, #name);                                         \
-	if (!zstd.name) {                                                               \
-		tv_err("Cannot load %s from libzstd.so.1: %s", #name, dlerror());       \
-		zstd_loaded = -ENOENT;                                                  \
-		return;                                                                 \
-	}
-	ZSTD_DL_FUNCS(ZSTD_DL_SYM)
+#define ZSTD_DL_SYM(ret, name, args) { "libzstd.so.1", #name, (void **)&zstd.name },
+static const struct tv_dl_sym zstd_syms[] = { ZSTD_DL_FUNCS(ZSTD_DL_SYM) };
 #undef ZSTD_DL_SYM
-}
 
 /* Return: 0, or -ENOENT (logged) when libzstd or one of its names is missing. */
 static int zstd_load(void)
 {
-	pthread_once(&zstd_once, zstd_load_once);
-	return zstd_loaded;
+	static struct tv_dl_once once;
+
+	return tv_dl_load(&once, "compressed streams", zstd_syms, sizeof(zstd_syms) / sizeof(zstd_syms[0]));
 }
 
 #define ZSTD_CCtx_setParameter (zstd.ZSTD_CCtx_setParameter)
