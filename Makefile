@@ -33,7 +33,11 @@ LIB_INC := -Ilib -Ilib/util -Ilib/format -Ilib/xen -Ilib/reader -Ilib/ust
 CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers -Wno-format-truncation \
            -fPIC -fvisibility=hidden -fno-semantic-interposition \
            -Iinclude $(LIB_INC) $(XEN_DEFS) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+# OpenSSL, libcrypt, libyaml, json-c (serve's web config and alerts,
+# host/serve_dl.h), libbpf (when a BPF view or watchdog opens, kvm/bpf_dl.h)
+# and libzstd (compressed streams, lib/format/compress.c): headers at build
+# time, dlopen() at run time; linked, every command loaded them.
+LDLIBS  += $(shell pkg-config --libs $(filter-out openssl libcrypt yaml-0.1 json-c libbpf libzstd,$(PKGS)) 2>/dev/null) -lpthread -ldl
 # libvirt domains as --guest SPECs: headers at build time, dlopen() at run
 # time (host/guest_libvirt.c says why it is not linked).
 ifeq ($(shell pkg-config --exists libvirt libvirt-qemu 2>/dev/null && echo yes),yes)
@@ -52,7 +56,9 @@ LIB_SRCS := $(wildcard lib/*/*.c) $(wildcard kvm/*.c) $(wildcard host/*.c) $(wil
             $(wildcard analysis/*.c) $(wildcard export/*.c) $(filter-out $(XEN_HV_SRCS),$(wildcard xen/*.c)) $(BPF_GEN) $(HTML_GEN)
 CLI_SRCS := $(wildcard tools/*.c)
 # top's full-screen view (tools/top_screen.c); the library has no terminal code
-CLI_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+# ncursesw: headers at build time, dlopen() when top's full-screen view
+# starts (tools/top_screen.c says why it is not linked).
+CLI_LIBS := -ldl
 UNIT_SRCS := $(filter-out tests/unit/test_ust_%,$(wildcard tests/unit/test_*.c))
 UST_UNIT_SRCS := $(wildcard tests/unit/test_ust_*.c)
 

@@ -16,6 +16,7 @@
 
 #include "tv_internal.h"
 #include "serve.h"
+#include "serve_dl.h"
 
 /* @v sanitised into @out (@size > 0): @name keeps [A-Za-z0-9_.:-]. */
 static void alert_clean(const char *v, bool name, char *out, size_t size)
@@ -87,12 +88,17 @@ static const char *alert_one(struct serve_alert *a, json_object *al, size_t i, c
 
 int serve_alert_parse(const char *body, size_t len, struct serve_alert *a, char *why, size_t wsize)
 {
-	json_tokener *tok = json_tokener_new();
+	json_tokener *tok = NULL;
 	json_object *root = NULL, *alerts;
 	const char *version, *err = NULL;
 	size_t n, end;
 
 	memset(a, 0, sizeof(*a));
+	if (serve_dl_load()) {
+		snprintf(why, wsize, "cannot load libjson-c.so.5");
+		return -ENOENT;
+	}
+	tok = json_tokener_new();
 	if (!tok) {
 		snprintf(why, wsize, "out of memory");
 		return -ENOMEM;

@@ -29,6 +29,7 @@
 
 #include "tv_internal.h"
 #include "serve.h"
+#include "serve_dl.h"
 
 #define REQ_MAX 8192
 #define IO_TIMEOUT_MS 5000

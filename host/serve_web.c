@@ -13,20 +13,16 @@
  * its author meant.
  */
 #define _GNU_SOURCE
-#include <crypt.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
 #include <yaml.h>
 
 #include "tv_internal.h"
 #include "serve.h"
+#include "serve_dl.h"
 
 #define MAX_USERS 64
 #define TOKEN_MAX 4096
@@ -240,6 +236,13 @@ int serve_web_load(const char *path, struct serve_web **out)
 	int ret = 0;
 
 	*out = NULL;
+	ret = serve_dl_load();
+	if (ret) {
+		free(w);
+		if (f)
+			fclose(f);
+		return ret;
+	}
 	if (!f || !w) {
 		ret = f ? -ENOMEM : -errno;
 		if (!f)

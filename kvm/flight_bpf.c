@@ -24,6 +24,7 @@
 #include "bpf/flight_exits.h"
 #include "flight_bpf.h"
 #include "top_bpf.h"
+#include "bpf_dl.h"
 
 extern const unsigned char tv_flight_exits_bpf[];
 extern const size_t tv_flight_exits_bpf_len;
@@ -132,11 +133,15 @@ static int flight_load(struct tv_flight_bpf *b, const struct flight_cfg *fc)
 int tv_flight_bpf_open(const struct tv_flight_bpf_opts *o, tv_flight_hit_fn fn, void *ctx,
 		       struct tv_flight_bpf **out)
 {
-	struct tv_flight_bpf *b = calloc(1, sizeof(*b));
+	struct tv_flight_bpf *b = NULL;
 	struct flight_cfg fc;
 	int ret;
 
 	*out = NULL;
+	ret = tv_bpf_load();
+	if (ret)
+		return ret;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->perf_fd = b->open_fd = -1;

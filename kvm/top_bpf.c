@@ -38,6 +38,7 @@
 #include "probes.h"
 #include "top_bpf.h"
 #include "vcpu_scan.h"
+#include "bpf_dl.h"
 
 extern const unsigned char tv_top_exits_bpf[];
 extern const size_t tv_top_exits_bpf_len;
@@ -475,11 +476,15 @@ static int funcs_open(struct tv_top_bpf *b, const char *const *funcs, size_t nr)
 int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_funcs,
 		    struct tv_top_bpf **out)
 {
-	struct tv_top_bpf *b = calloc(1, sizeof(*b));
+	struct tv_top_bpf *b = NULL;
 	struct top_cfg cfg = { 0 };
 	int ret;
 
 	*out = NULL;
+	ret = tv_bpf_load();
+	if (ret)
+		return ret;
+	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
 	b->rows_fd = b->stats_fd = b->fn_rows_fd = b->fn_stats_fd = -1;

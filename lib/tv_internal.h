@@ -42,6 +42,26 @@ struct tv_bounce {
 	char *buf;	/* malloc'd on first use; tv_bounce_free() */
 };
 #define TV_WRITE_MAPPED_MAX_IOV 8
+
+/* One function of a library loaded at run time: dlsym(@lib, @name) into *@slot. */
+struct tv_dl_sym {
+	const char *lib;	/* its soname, e.g. "libzstd.so.1" */
+	const char *name;
+	void **slot;		/* the caller's pointer (a function pointer's storage) */
+};
+/* Whether a set of symbols is loaded: zero-initialised, static. */
+struct tv_dl_once {
+	int done;	/* atomic: ret is set */
+	int ret;
+};
+/*
+ * tv_dl_load - dlopen() each @syms[i].lib (RTLD_NOW, RTLD_LOCAL; they stay
+ * loaded until exit) and fill every slot, the first time for @once; later
+ * calls return the first one's result.  @what names the use for errors.
+ * Threads: any.  Return: 0, or -ENOENT when a library or a name is missing
+ * (logged once, naming which).
+ */
+int tv_dl_load(struct tv_dl_once *once, const char *what, const struct tv_dl_sym *syms, size_t n);
 /*
  * tv_write_mapped - write @n (at most 8) pieces of memory, maybe a foreign
  * or device mapping, to @fd whole (lib/util/write_mapped.c)

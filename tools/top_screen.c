@@ -20,8 +20,90 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include "tracevisor/tracevisor.h"
 #include "cmd.h"
+
+/*
+ * ncurses loaded with dlopen() when the view starts: linked, every command
+ * loaded it and libtinfo (495 symbol lookups at start), `record --xen` in a
+ * PV dom0 among them (bench/xen-bench, startup row).  Below the loader,
+ * each name the view calls (or curses.h's macros expand to) is the pointer.
+ */
+#define CURSES_FUNCS(X)                                                              \
+	X(SCREEN *, newterm, (const char *, FILE *, FILE *))                        \
+	X(void, delscreen, (SCREEN *))                                              \
+	X(int, endwin, (void))                                                      \
+	X(int, cbreak, (void))                                                      \
+	X(int, noecho, (void))                                                      \
+	X(int, curs_set, (int))                                                     \
+	X(int, nodelay, (WINDOW *, bool))                                           \
+	X(int, keypad, (WINDOW *, bool))                                            \
+	X(int, mvprintw, (int, int, const char *, ...))                             \
+	X(int, printw, (const char *, ...))                                         \
+	X(int, wattr_on, (WINDOW *, attr_t, void *))                                \
+	X(int, wattr_off, (WINDOW *, attr_t, void *))                               \
+	X(int, werase, (WINDOW *))                                                  \
+	X(int, wgetch, (WINDOW *))                                                  \
+	X(int, wrefresh, (WINDOW *))
+#define CURSES_MEMBER(ret, name, args) ret(*name) args;
+static struct {
+	CURSES_FUNCS(CURSES_MEMBER)
+	int *LINES;
+	WINDOW **stdscr;
+} tv_curses;
+#undef CURSES_MEMBER
+
+/* Return: 0, or -ENOENT (said) when libncursesw.so.6 or a name is missing. */
+static int curses_load(void)
+{
+	void *h = tv_curses.newterm ? NULL : dlopen("libncursesw.so.6", RTLD_NOW | RTLD_LOCAL);
+	const char *missing = NULL;
+
+	if (tv_curses.newterm)
+		return 0;
+	if (!h) {
+		tv_cli_error("top", "Cannot load the full-screen view's library: %s (use --batch or --json)",
+			     dlerror());
+		return -ENOENT;
+	}
+	/* a function pointer from dlsym()'s object pointer: POSIX allows it */
+#define CURSES_SYM(ret, name, args)                                                  \
+	if (!(*(void **)&tv_curses.name = dlsym(h, #name)) && !missing)             \
+		missing = #name;
+	CURSES_FUNCS(CURSES_SYM)
+#undef CURSES_SYM
+	tv_curses.LINES = dlsym(h, "LINES");
+	tv_curses.stdscr = dlsym(h, "stdscr");
+	if (missing || !tv_curses.LINES || !tv_curses.stdscr) {
+		tv_cli_error("top", "Cannot load %s from libncursesw.so.6 (use --batch or --json)",
+			     missing ? missing : !tv_curses.LINES ? "LINES" : "stdscr");
+		tv_curses.newterm = NULL;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+#undef LINES
+#define LINES (*tv_curses.LINES)
+#undef stdscr
+#define stdscr (*tv_curses.stdscr)
+#define newterm (tv_curses.newterm)
+#define delscreen (tv_curses.delscreen)
+#define endwin (tv_curses.endwin)
+#define cbreak (tv_curses.cbreak)
+#define noecho (tv_curses.noecho)
+#define curs_set (tv_curses.curs_set)
+#define nodelay (tv_curses.nodelay)
+#define keypad (tv_curses.keypad)
+#define mvprintw (tv_curses.mvprintw)
+#define printw (tv_curses.printw)
+#define wattr_on (tv_curses.wattr_on)
+#define wattr_off (tv_curses.wattr_off)
+#define werase (tv_curses.werase)
+#define wgetch (tv_curses.wgetch)
+#define wrefresh (tv_curses.wrefresh)
 
 static const char *const sort_names[] = { "total", "count", "rate", "p99" };
 
@@ -300,6 +382,8 @@ int tv_cli_top_screen(struct tv_top *top, int sfd, const char *dir, int sort)
 
 	SCREEN *scr;
 
+	if (curses_load())
+		return -ENOENT;
 	tv_cli_cpu_percent(&s.cpu_prev, 0);
 	/* newterm, not initscr: an unknown terminal must not exit() the
 	 * process with the recording's tracefs instance still there */

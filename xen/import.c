@@ -128,7 +128,7 @@ int tv_xen_import_xentrace(const char *file, const char *outdir, uint64_t cpu_kh
 		free(c);
 		return ret;
 	}
-	ret = tv_xen_make_domain_dir(w, c->dir, sizeof(c->dir));
+	ret = tv_xen_make_domain_dir(w, true, c->dir, sizeof(c->dir));
 	if (!ret)
 		ret = import_windows(c);
 	if (import_close_all(c) && !ret)

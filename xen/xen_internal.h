@@ -56,6 +56,7 @@ struct tv_xen_meta_info {
 	unsigned int tbuf_pages;
 	const char *hvm_isa;	/* "vmx", "svm" or NULL: how to name exit reasons */
 	char missing[160];	/* what the stock hypervisor lacks */
+	bool builtin_formats;	/* no events/ written: "formats=builtin" */
 	struct tv_xen_meta_kv *extra;	/* per-CPU time scale and the like */
 	size_t nr_extra;
 	/* a flight recorder's (0: none): SIZE, per CPU, records pushed out */
@@ -68,8 +69,10 @@ int tv_xen_write_meta(const char *domain_dir, const struct tv_xen_meta_info *inf
 
 struct tv_session_writer;
 /*
- * SESSION/xen with its formats, from the session writer @w (which makes
- * SESSION first if no recorder has yet); its path into @out.
+ * SESSION/xen and its header_page, from the session writer @w (which makes
+ * SESSION first if no recorder has yet); its path into @out.  @formats:
+ * write events/xen/NAME/format too (import); without them (the recorder)
+ * the reader takes its built-in formats, and the meta says formats=builtin.
  */
-int tv_xen_make_domain_dir(struct tv_session_writer *w, char *out, size_t size);
+int tv_xen_make_domain_dir(struct tv_session_writer *w, bool formats, char *out, size_t size);
 #endif

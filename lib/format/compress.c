@@ -28,6 +28,57 @@
 /* ZSTD_FRAMEHEADERSIZE_MAX, which zstd.h gives only to static linking. */
 #define FRAME_HEADER_MAX 18
 
+/*
+ * libzstd loaded with dlopen() by the first compressed read or compress:
+ * linked, every command loaded it, `record --xen` in a PV dom0 among them
+ * (bench/xen-bench, startup row).  Below the loader each name is the
+ * pointer it filled.
+ */
+#define ZSTD_DL_FUNCS(X)                                                                        \
+	X(size_t, ZSTD_CCtx_setParameter, (ZSTD_CCtx *, ZSTD_cParameter, int))                 \
+	X(size_t, ZSTD_CCtx_setPledgedSrcSize, (ZSTD_CCtx *, unsigned long long))             \
+	X(size_t, ZSTD_CStreamInSize, (void))                                                  \
+	X(size_t, ZSTD_CStreamOutSize, (void))                                                 \
+	X(size_t, ZSTD_compressStream2, (ZSTD_CCtx *, ZSTD_outBuffer *, ZSTD_inBuffer *, ZSTD_EndDirective)) \
+	X(ZSTD_CCtx *, ZSTD_createCCtx, (void))                                                \
+	X(ZSTD_DStream *, ZSTD_createDStream, (void))                                          \
+	X(size_t, ZSTD_decompressStream, (ZSTD_DStream *, ZSTD_outBuffer *, ZSTD_inBuffer *))  \
+	X(size_t, ZSTD_freeCCtx, (ZSTD_CCtx *))                                                \
+	X(size_t, ZSTD_freeDStream, (ZSTD_DStream *))                                          \
+	X(const char *, ZSTD_getErrorName, (size_t))                                           \
+	X(unsigned long long, ZSTD_getFrameContentSize, (const void *, size_t))                \
+	X(unsigned, ZSTD_isError, (size_t))
+#define ZSTD_DL_MEMBER(ret, name, args) ret(*name) args;
+static struct {
+	ZSTD_DL_FUNCS(ZSTD_DL_MEMBER)
+} zstd;
+#undef ZSTD_DL_MEMBER
+#define ZSTD_DL_SYM(ret, name, args) { "libzstd.so.1", #name, (void **)&zstd.name },
+static const struct tv_dl_sym zstd_syms[] = { ZSTD_DL_FUNCS(ZSTD_DL_SYM) };
+#undef ZSTD_DL_SYM
+
+/* Return: 0, or -ENOENT (logged) when libzstd or one of its names is missing. */
+static int zstd_load(void)
+{
+	static struct tv_dl_once once;
+
+	return tv_dl_load(&once, "compressed streams", zstd_syms, sizeof(zstd_syms) / sizeof(zstd_syms[0]));
+}
+
+#define ZSTD_CCtx_setParameter (zstd.ZSTD_CCtx_setParameter)
+#define ZSTD_CCtx_setPledgedSrcSize (zstd.ZSTD_CCtx_setPledgedSrcSize)
+#define ZSTD_CStreamInSize (zstd.ZSTD_CStreamInSize)
+#define ZSTD_CStreamOutSize (zstd.ZSTD_CStreamOutSize)
+#define ZSTD_compressStream2 (zstd.ZSTD_compressStream2)
+#define ZSTD_createCCtx (zstd.ZSTD_createCCtx)
+#define ZSTD_createDStream (zstd.ZSTD_createDStream)
+#define ZSTD_decompressStream (zstd.ZSTD_decompressStream)
+#define ZSTD_freeCCtx (zstd.ZSTD_freeCCtx)
+#define ZSTD_freeDStream (zstd.ZSTD_freeDStream)
+#define ZSTD_getErrorName (zstd.ZSTD_getErrorName)
+#define ZSTD_getFrameContentSize (zstd.ZSTD_getFrameContentSize)
+#define ZSTD_isError (zstd.ZSTD_isError)
+
 /* ------------------------------------------------------------ reading */
 
 /*
@@ -57,6 +108,8 @@ int tv_zstream_open(int fd, struct tv_zstream **out, uint64_t *content_size)
 
 	if (n < 0)
 		return -errno;
+	if (zstd_load())
+		return -ENOENT;
 	size = ZSTD_getFrameContentSize(head, (size_t)n);
 	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN)
 		return -EBADMSG;	/* not ours: we always write the size */
@@ -294,6 +347,9 @@ int tv_session_compress(const char *dir, struct tv_compress_stats *st)
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	ret = zstd_load();
+	if (ret)
+		return ret;
 	snprintf(path, sizeof(path), "%s/session.meta", dir);
 	ret = tv_meta_read(path, &m);
 	if (ret)

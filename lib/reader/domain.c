@@ -260,6 +260,17 @@ static int load_builtin_xen_formats(struct tv_domain *dom)
 	return 0;
 }
 
+/*
+ * A xen-trace domain from `record --xen` has no events/ (meta
+ * formats=builtin, doc/session-format.md): its formats are all built in.
+ */
+static bool xen_builtin_formats(const struct tv_domain *dom)
+{
+	const char *f = tv_meta_get(dom->meta, "formats");
+
+	return dom->source == &tv_xen_source && f && !strcmp(f, "builtin");
+}
+
 static void quiet_log(enum tv_log_level level, const char *msg, void *ctx)
 {
 	(void)level;
@@ -693,6 +704,10 @@ static int incomplete_meta(struct tv_domain *dom, struct tv_meta **out)
 		return -ENOMEM;
 	}
 	tv_meta_set(*out, "kind", "%s", ust ? "ust" : xen ? "xen-trace" : "linux-ftrace");
+	/* a recorder's xen/ has no events/ (formats=builtin) and no meta yet */
+	snprintf(path, sizeof(path), "%s/events", dom->dir);
+	if (xen && access(path, F_OK))
+		tv_meta_set(*out, "formats", "builtin");
 	/* ust-PARENT-PID: the parent is all but the last "-PID" */
 	if (ust && !strncmp(dom->subdir, "ust-", 4) && strrchr(dom->subdir, '-') > dom->subdir + 4)
 		tv_meta_set(*out, "parent", "%.*s", (int)(strrchr(dom->subdir, '-') - dom->subdir - 4),
@@ -743,9 +758,9 @@ static int domain_decoder_load(struct tv_domain *dom, const char *path)
 	 */
 	if (!ret && dom->no_streams && dom->source == &tv_xen_source)
 		return 0;
-	if (!ret)
+	if (!ret && !xen_builtin_formats(dom))
 		ret = formats_trial(dom);
-	if (!ret)
+	if (!ret && !xen_builtin_formats(dom))
 		ret = load_formats(dom, -1);
 	if (!ret && dom->source == &tv_xen_source)
 		ret = load_builtin_xen_formats(dom);

