@@ -88,9 +88,37 @@ static uint64_t lane_key(void *ctx, uint32_t i)
 	return ((struct hx_session *)ctx)->lanes[i].key;
 }
 
-/* The id of label @str, interned; past HX_MAX_STRS labels, id 0 "(other)". */
-static uint16_t hx_intern(struct hx_session *s, const char *str)
+/*
+ * Whether domain @d may introduce one more label: the session's limit for
+ * all, and for an untrusted domain its own share and the untrusted half.
+ */
+static bool hx_str_allowed(const struct hx_session *s, int d)
 {
+	if (s->nr_strs >= HX_MAX_STRS)
+		return false;
+	if (d < 0 || !s->loss[d].untrusted)
+		return true;
+	return s->loss[d].strs_new < HX_MAX_STRS_DOMAIN &&
+	       s->strs_untrusted < HX_MAX_STRS_UNTRUSTED;
+}
+
+/* Count a label of domain @d (-1: the page's own) shown as "(other)". */
+static uint16_t hx_str_fold(struct hx_session *s, int d)
+{
+	s->strs_folded++;
+	if (d >= 0)
+		s->loss[d].strs_folded++;
+	return 0;
+}
+
+/*
+ * The id of label @str, interned; a new label is charged to the domain of
+ * @ev (NULL: the page's own), and past its limits (hx_str_allowed) it is
+ * id 0 "(other)", counted for that domain.
+ */
+static uint16_t hx_intern(struct hx_session *s, const struct tv_event *ev, const char *str)
+{
+	int d = ev ? ev->domain_index : -1;
 	size_t h;
 
 	if (s->nr_strs * 2 >= s->str_hash_cap &&
@@ -100,17 +128,17 @@ static uint16_t hx_intern(struct hx_session *s, const char *str)
 	for (; s->str_hash[h]; h = (h + 1) & (s->str_hash_cap - 1))
 		if (!strcmp(s->strs[s->str_hash[h] - 1], str))
 			return (uint16_t)(s->str_hash[h] - 1);
-	if (s->nr_strs >= HX_MAX_STRS ||
-	    tv_array_grow(&s->strs, &s->cap_strs, s->nr_strs, sizeof(*s->strs), 256)) {
-		s->strs_folded++;
-		return 0;
-	}
+	if (!hx_str_allowed(s, d) ||
+	    tv_array_grow(&s->strs, &s->cap_strs, s->nr_strs, sizeof(*s->strs), 256))
+		return hx_str_fold(s, d);
 	s->strs[s->nr_strs] = strdup(str);
-	if (!s->strs[s->nr_strs]) {
-		s->strs_folded++;
-		return 0;
-	}
+	if (!s->strs[s->nr_strs])
+		return hx_str_fold(s, d);
 	s->str_hash[h] = (uint32_t)++s->nr_strs;
+	if (d >= 0) {
+		s->loss[d].strs_new++;
+		s->strs_untrusted += s->loss[d].untrusted;
+	}
 	return (uint16_t)(s->nr_strs - 1);
 }
 
@@ -279,7 +307,7 @@ static const struct hx_fmt *hx_fmt_of(struct hx_pass *p, const struct tv_event *
 	e = &p->fmts[p->nr_fmts++];
 	e->fmt = f;
 	snprintf(name, sizeof(name), "%s:%s", f->system, f->name);
-	e->str = hx_intern(p->s, name);
+	e->str = hx_intern(p->s, ev, name);
 	e->cls = HX_EV_OTHER;
 	if (!strcmp(name, "sched:sched_switch"))
 		e->cls = HX_EV_SWITCH;
@@ -305,7 +333,7 @@ static uint16_t hx_task_str(struct hx_session *s, const struct tv_event *ev, con
 			 f->size > 32 ? 32 : f->size), (const char *)ev->record->data + f->offset);
 	tv_event_field_u64(ev, pid, &v);
 	snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), " %lld", (long long)(int32_t)v);
-	return hx_intern(s, buf);
+	return hx_intern(s, ev, buf);
 }
 
 /* sched_switch: the previous task's interval ends, the next one's begins. */
@@ -331,14 +359,14 @@ static int hx_kvm(struct hx_pass *p, const struct tv_event *ev, enum hx_cls cls)
 		hx_vcpu_name(l, (int)vcpu, ev->pid);	/* not in the vcpus file: KVM says */
 	if (cls == HX_EV_KVM_ENTRY) {
 		ret = l->open_state == 2 ? hx_lane_close(p->s, l, ev->ts) : (l->open_state = 0);
-		hx_lane_open(l, ev->ts, 1, hx_intern(p->s, "in guest"));
+		hx_lane_open(l, ev->ts, 1, hx_intern(p->s, ev, "in guest"));
 		return ret;
 	}
 	ret = l->open_state == 1 ? hx_lane_close(p->s, l, ev->ts) : (l->open_state = 0);
 	tv_event_field_u64(ev, "exit_reason", &reason);
 	tv_event_field_u64(ev, "isa", &isa);
 	tv_kvm_exit_reason_label((enum tv_kvm_isa)isa, reason, buf, sizeof(buf));	/* stat's names */
-	hx_lane_open(l, ev->ts, 2, hx_intern(p->s, buf));
+	hx_lane_open(l, ev->ts, 2, hx_intern(p->s, ev, buf));
 	return ret;
 }
 
@@ -432,7 +460,7 @@ static int hx_xen_runstate(struct hx_pass *p, const struct tv_event *ev)
 		ret = hx_lane_close(p->s, pc, ev->ts);
 	if (pc && new == 0) {
 		ret = ret ?: hx_lane_close(p->s, pc, ev->ts);
-		hx_lane_open(pc, ev->ts, 1, hx_intern(p->s, buf));
+		hx_lane_open(pc, ev->ts, 1, hx_intern(p->s, ev, buf));
 	}
 	l = hx_xen_lane(p, ev, HX_XEXIT, domid, vcpu);
 	if (l && old == 0 && new != 2 && l->open_state == 2)
@@ -441,7 +469,7 @@ static int hx_xen_runstate(struct hx_pass *p, const struct tv_event *ev)
 	if (!l)
 		return ret;
 	ret = ret ?: hx_lane_close(p->s, l, ev->ts);
-	hx_lane_open(l, ev->ts, 1, hx_intern(p->s, tv_xen_runstate_name(new)));
+	hx_lane_open(l, ev->ts, 1, hx_intern(p->s, ev, tv_xen_runstate_name(new)));
 	return ret;
 }
 
@@ -458,7 +486,7 @@ static int hx_xen_exit(struct hx_pass *p, const struct tv_event *ev)
 	if (ev->format->id == TV_XEN_EV_VMENTRY)
 		return l->open_state == 2 ? hx_lane_close(p->s, l, ev->ts) : 0;
 	tv_kvm_exit_reason_label(p->s->xen_isa, hx_field(ev, "exit_reason"), buf, sizeof(buf));
-	hx_lane_open(l, ev->ts, 2, hx_intern(p->s, buf));
+	hx_lane_open(l, ev->ts, 2, hx_intern(p->s, ev, buf));
 	return 0;
 }
 
@@ -533,6 +561,8 @@ static int hx_domains_classify(struct hx_pass *p)
 			s->xen_isa = !strcmp(isa, "vmx") ? TV_KVM_ISA_VMX
 				     : !strcmp(isa, "svm") ? TV_KVM_ISA_SVM : TV_KVM_ISA_UNKNOWN;
 		s->loss[d].snapshot = status && !strcmp(status, "snapshot");
+		/* a guest's or a traced process's labels must not crowd out the host's */
+		s->loss[d].untrusted = p->dom_kind[d] == HX_DOM_GUEST || p->dom_kind[d] == HX_DOM_UST;
 		/* a snapshot's processes say so; its host kernel ring, by how it froze */
 		if (s->loss[d].snapshot || tv_meta_get(di->meta, "flight_freeze"))
 			s->is_snapshot = true;
@@ -547,8 +577,9 @@ static int hx_collect(struct hx_session *s)
 	struct tv_event ev;
 	int ret;
 
-	hx_intern(s, "(other)");	/* id 0: labels past the limit */
 	ret = hx_domains_classify(&p);
+	if (!ret)
+		hx_intern(s, NULL, "(other)");	/* id 0: labels past the limit */
 	while (!ret && (ret = tv_reader_next(s->rd, &ev)) > 0)
 		ret = ev.format ? hx_event(&p, &ev) : 0;
 	/* a snapshot froze every layer at once: the mark is the session's end */

@@ -19,6 +19,13 @@
  */
 #define HX_MAX_LANES	4095	/* lanes (CPUs, vCPUs, threads); more: not drawn, counted */
 #define HX_MAX_STRS	65535	/* distinct labels (reasons, "comm pid"); more: "(other)" */
+/*
+ * Labels a guest or a traced process (an untrusted domain: not host, not
+ * xen) may introduce: each at most HX_MAX_STRS_DOMAIN, all of them together
+ * at most half the ids, so that the host's and Xen's labels keep the rest.
+ */
+#define HX_MAX_STRS_DOMAIN	8192
+#define HX_MAX_STRS_UNTRUSTED	(HX_MAX_STRS / 2)
 #define HX_BUDGET	400000	/* items kept one by one in the page; the rest aggregated */
 #define HX_AGG_BUCKETS	2000	/* aggregation buckets over the session's span */
 
@@ -49,6 +56,9 @@ struct hx_lane {
 struct hx_domain_loss {
 	uint64_t events, lost, lost_flags;
 	bool snapshot;		/* a flight recorder's snapshot (meta status=snapshot) */
+	bool untrusted;		/* a guest or a traced process: its labels are budgeted */
+	uint64_t strs_new;	/* labels this domain introduced */
+	uint64_t strs_folded;	/* its labels past a limit, shown as "(other)" */
 };
 
 struct hx_session {
@@ -61,7 +71,8 @@ struct hx_session {
 	size_t nr_strs, cap_strs;
 	uint32_t *str_hash;		/* open addressing: index + 1 */
 	size_t str_hash_cap;
-	uint64_t strs_folded;
+	uint64_t strs_folded;		/* all domains' */
+	uint64_t strs_untrusted;	/* labels introduced by untrusted domains */
 	uint32_t *lane_hash;		/* open addressing: index + 1 */
 	size_t lane_hash_cap;
 	struct hx_item *items;

@@ -445,7 +445,8 @@ static void hx_meta_u64(FILE *f, const struct tv_meta *m, const char *key)
 /*
  * Losses per domain: events read, events lost (the ring buffer's counts
  * before an event), loss marks without a count, and the recorder's own
- * count (meta lost_total: a traced process's discarded events).
+ * count (meta lost_total: a traced process's discarded events), and the
+ * labels of the domain shown as "(other)" (labels_folded, when any).
  */
 static void hx_write_losses(FILE *f, const struct hx_session *s)
 {
@@ -462,6 +463,9 @@ static void hx_write_losses(FILE *f, const struct hx_session *s)
 			(unsigned long long)s->loss[d].events, (unsigned long long)s->loss[d].lost,
 			(unsigned long long)s->loss[d].lost_flags);
 		hx_meta_u64(f, di->meta, "lost_total");
+		/* only when some were: the pages of sessions without folds stay as they were */
+		if (s->loss[d].strs_folded)
+			fprintf(f, ",\"labels_folded\":%llu", (unsigned long long)s->loss[d].strs_folded);
 		fputs(",\"status\":", f);
 		hx_json_str(f, status ? status : "");
 		putc('}', f);
