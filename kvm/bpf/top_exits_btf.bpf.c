@@ -198,6 +198,7 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	struct top_key key;
 	struct whom w;
 	long long reason;
+	unsigned int row = 0;
 
 	key.isa = (unsigned int)ctx[1];
 	reason = exit_reason(vcpu, key.isa);
@@ -210,10 +211,10 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	w = whoami();
 	key.tgid = w.tgid;
 	slot = slot_at_exit(&w);
-	if (!top_on_exit(slot, &key))
+	if (!top_on_exit(slot, &key, &row))
 		return 0;
 	if (slot)
-		top_open(slot, &key);
+		top_open(slot, &key, row);
 	else
 		lost(TOP_LOST_OPEN);
 	return 0;
