@@ -59,6 +59,7 @@ struct tv_top_bpf {
 	struct bpf_object *obj;		/* exits; NULL: functions only */
 	struct bpf_link *links[2];
 	int rows_fd, stats_fd;
+	int counters_fd, free_ids_fd;	/* rows_fd's ids -> counters */
 	/* --time-function: fobj owns the maps and the k/uprobe programs;
 	 * each fentry/fexit function has a copy of its own (fentry_objs) */
 	struct bpf_object *fobj;
@@ -118,6 +119,30 @@ static int exit_fields(struct top_cfg *cfg, bool optional)
 	return ret;
 }
 
+/*
+ * Every row id free (kvm/bpf/top_exits.h): before the programs are
+ * attached, so that their first exit finds one.
+ */
+static int ids_fill(struct tv_top_bpf *b)
+{
+	for (unsigned int id = 0; id < TOP_MAX_ROWS; id++)
+		if (bpf_map_update_elem(b->free_ids_fd, NULL, &id, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+/* The loaded exit programs' maps, the row ids free. */
+static int exit_maps(struct tv_top_bpf *b)
+{
+	b->rows_fd = bpf_object__find_map_fd_by_name(b->obj, "rows");
+	b->stats_fd = bpf_object__find_map_fd_by_name(b->obj, "stats");
+	b->counters_fd = bpf_object__find_map_fd_by_name(b->obj, "counters");
+	b->free_ids_fd = bpf_object__find_map_fd_by_name(b->obj, "free_ids");
+	if (b->rows_fd < 0 || b->stats_fd < 0 || b->counters_fd < 0 || b->free_ids_fd < 0)
+		return -ENOENT;
+	return ids_fill(b);
+}
+
 /* One flavour of the exit programs (@bytes) loaded with @cfg and attached. */
 static int bpf_load(struct tv_top_bpf *b, const unsigned char *bytes, size_t len,
 		    const struct top_cfg *cfg)
@@ -137,6 +162,8 @@ static int bpf_load(struct tv_top_bpf *b, const unsigned char *bytes, size_t len
 	err = bpf_map__set_initial_value(rodata, cfg, sizeof(*cfg));
 	if (!err)
 		err = bpf_object__load(b->obj);
+	if (!err)
+		err = exit_maps(b);
 	if (err)
 		return err;
 	bpf_object__for_each_program(prog, b->obj) {
@@ -147,9 +174,7 @@ static int bpf_load(struct tv_top_bpf *b, const unsigned char *bytes, size_t len
 			return -errno;
 		i++;
 	}
-	b->rows_fd = bpf_object__find_map_fd_by_name(b->obj, "rows");
-	b->stats_fd = bpf_object__find_map_fd_by_name(b->obj, "stats");
-	return b->rows_fd < 0 || b->stats_fd < 0 ? -ENOENT : 0;
+	return 0;
 }
 
 static void bpf_unload(struct tv_top_bpf *b)
@@ -160,7 +185,7 @@ static void bpf_unload(struct tv_top_bpf *b)
 	}
 	bpf_object__close(b->obj);
 	b->obj = NULL;
-	b->rows_fd = b->stats_fd = -1;
+	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = -1;
 }
 
 /*
@@ -487,7 +512,8 @@ int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_func
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	b->rows_fd = b->stats_fd = b->fn_rows_fd = b->fn_stats_fd = -1;
+	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = -1;
+	b->fn_rows_fd = b->fn_stats_fd = -1;
 	libbpf_set_print(libbpf_to_debug);
 	ret = parse_filter(filter, &cfg);
 	if (!ret)
@@ -618,8 +644,10 @@ static int row_delta(const struct tv_top_bpf *b, struct tv_exit_stat_row *r,
 			top = (int)i;
 	}
 	if (top >= 0) {
-		uint64_t n = cur->timed - prev->timed;
+		uint64_t n = 0;	/* the exits timed: the histogram's sum */
 
+		for (int i = low; i <= top; i++)
+			n += h[i];
 		r->has_latency = true;
 		tv_top_bucket_range((unsigned int)low, &lo, &hi);
 		r->min_ns = lo;
@@ -638,9 +666,25 @@ static int row_delta(const struct tv_top_bpf *b, struct tv_exit_stat_row *r,
 	return 1;
 }
 
-/* Append to @out the rows map @fd gained since the last read. */
-static int read_rows(struct tv_top_bpf *b, int fd, struct tv_exit_stat *out, size_t *cap,
-		     struct top_val *val)
+/*
+ * The counters of row @key of rows map @fd into @val: through its id
+ * into @counters_fd (the exit rows), or the map's own value
+ * (@counters_fd < 0: the function rows).  0 or -errno.
+ */
+static int row_read(int fd, int counters_fd, const struct top_key *key, struct top_val *val)
+{
+	unsigned int id;
+
+	if (counters_fd < 0)
+		return bpf_map_lookup_elem(fd, key, val) ? -errno : 0;
+	if (bpf_map_lookup_elem(fd, key, &id) || bpf_map_lookup_elem(counters_fd, &id, val))
+		return -errno;
+	return 0;
+}
+
+/* Append to @out the rows map @fd (@counters_fd: row_read()) gained since the last read. */
+static int read_rows(struct tv_top_bpf *b, int fd, int counters_fd, struct tv_exit_stat *out,
+		     size_t *cap, struct top_val *val)
 {
 	struct top_key key, next, *cursor = NULL;
 
@@ -649,7 +693,7 @@ static int read_rows(struct tv_top_bpf *b, int fd, struct tv_exit_stat *out, siz
 
 		key = next;
 		cursor = &key;
-		if (bpf_map_lookup_elem(fd, &key, val))
+		if (row_read(fd, counters_fd, &key, val))
 			continue;	/* deleted meanwhile: never, rows stay */
 		p = prev_find(b, &key);
 		if (!p && !(p = prev_add(b, &key)))
@@ -693,9 +737,9 @@ int tv_top_bpf_interval(struct tv_top_bpf *b, struct tv_exit_stat *out, uint64_t
 		return -ENOMEM;
 	/* function keys never equal exit keys (TOP_KEY_FUNC): one prev list */
 	if (b->rows_fd >= 0)
-		ret = read_rows(b, b->rows_fd, out, &cap, val);
+		ret = read_rows(b, b->rows_fd, b->counters_fd, out, &cap, val);
 	if (!ret && b->fn_rows_fd >= 0)
-		ret = read_rows(b, b->fn_rows_fd, out, &cap, val);
+		ret = read_rows(b, b->fn_rows_fd, -1, out, &cap, val);
 	total = read_lost(b->stats_fd) + read_lost(b->fn_stats_fd);
 	*lost = total - b->lost_prev;
 	b->lost_prev = total;
@@ -714,15 +758,34 @@ int tv_top_bpf_rows(struct tv_top_bpf *b, struct top_val *val,
 	while (!ret && b->rows_fd >= 0 && !bpf_map_get_next_key(b->rows_fd, cursor, &next)) {
 		key = next;
 		cursor = &key;
-		if (!bpf_map_lookup_elem(b->rows_fd, &key, val))
+		if (!row_read(b->rows_fd, b->counters_fd, &key, val))
 			ret = fn(ctx, &key, val);
 	}
 	return ret;
 }
 
+/*
+ * The row leaves the hash first, so no program finds its id any more;
+ * its counters are zeroed before the id is free again.  An exit of the
+ * gone VMM still open on a thread (none: its threads are gone) would add
+ * its latency to the id's next row.
+ */
 int tv_top_bpf_forget(struct tv_top_bpf *b, const struct top_key *k)
 {
-	return bpf_map_delete_elem(b->rows_fd, k) ? -errno : 0;
+	struct top_val *zero = NULL;
+	unsigned int id;
+	int ret = 0;
+
+	if (bpf_map_lookup_elem(b->rows_fd, k, &id) || bpf_map_delete_elem(b->rows_fd, k))
+		return -errno;
+	zero = calloc(1, sizeof(*zero));
+	if (!zero)
+		return -ENOMEM;	/* the id stays taken: one row fewer */
+	if (bpf_map_update_elem(b->counters_fd, &id, zero, BPF_ANY) ||
+	    bpf_map_update_elem(b->free_ids_fd, NULL, &id, BPF_ANY))
+		ret = -errno;
+	free(zero);
+	return ret;
 }
 
 void tv_top_bpf_lost_by_cause(struct tv_top_bpf *b, uint64_t *lost)

@@ -39,17 +39,18 @@ int tv_top_exit(void *ctx)
 	unsigned int tid = (unsigned int)id;
 	struct open_exit *slot = bpf_map_lookup_elem(&open_exits, &tid);
 	struct open_exit o = {};
+	unsigned int row = 0;
 
 	o.key.tgid = (unsigned int)(id >> 32);
 	o.key.reason = field_u32(ctx, cfg.off_reason);
 	o.key.isa = cfg.off_isa ? field_u32(ctx, cfg.off_isa) : cfg.isa_default;
 	o.key.vcpu = field_u32(ctx, cfg.off_vcpu);
-	if (!top_on_exit(slot, &o.key))
+	if (!top_on_exit(slot, &o.key, &row))
 		return 0;
 	if (slot) {
-		top_open(slot, &o.key);
+		top_open(slot, &o.key, row);
 	} else {
-		top_open(&o, &o.key);
+		top_open(&o, &o.key, row);
 		if (bpf_map_update_elem(&open_exits, &tid, &o, BPF_NOEXIST))
 			lost(TOP_LOST_OPEN);
 	}

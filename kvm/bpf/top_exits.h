@@ -50,15 +50,32 @@ struct top_key {
 	unsigned int isa;	/* 1 VMX, 2 SVM */
 };
 
+/*
+ * A row's counters.  How many exits were paired with their kvm_entry (or
+ * calls with their return) is the sum of hist: no counter of its own, one
+ * atomic add less per entry.
+ */
 struct top_val {
 	char comm[16];			/* the first exiting thread's, for a VMM gone
 					 * before user space reads /proc */
 	unsigned long long count;	/* counted at kvm_exit */
-	unsigned long long timed;	/* paired with their kvm_entry */
 	unsigned long long total_ns;
 	unsigned long long max_ns;
 	unsigned long long hist[TOP_NBUCKETS];
 };
+
+/*
+ * The exit programs' rows: the rows hash maps a struct top_key to a row
+ * id (unsigned int), the index of the row's struct top_val in the
+ * counters array, so that kvm_entry reaches the counters through the id
+ * its exit left in the thread's slot (an array lookup the verifier
+ * inlines), not through a second hash lookup.  Ids are taken from the
+ * free_ids queue, which user space fills at load and refills with the id
+ * of a row it forgets (tracevisor serve), after zeroing its counters.
+ * (The function rows, kvm/bpf/top_funcs.bpf.c, keep struct top_val in
+ * their hash.)
+ */
+#define TOP_MAX_ROWS 16384
 
 /* top --bpf --filter: conditions all true for an exit to count. */
 #define TOP_MAX_CONDS 4

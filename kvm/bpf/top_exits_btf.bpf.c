@@ -17,12 +17,15 @@
  * migrate_disable); the array saves the hash's helper call as well.  The
  * thread's ids are read from its task (BTF: plain loads), not through
  * bpf_get_current_pid_tgid(), which whoami() would call again beside the
- * task helper.  Where a run goes (the lab's L1 under -icount, bpf_stats,
- * instructions per run; issue 28): kvm_exit ~606, of which the exit
- * reason's two probe reads ~200 (the vmcb is beyond struct kvm_vcpu: a
- * 6.1 verifier allows no direct load there) and the row's hash lookup
- * ~180; kvm_entry ~440, of which the row's lookup and update ~250.  Same rows, filter and
- * stats as the tracepoint flavour (kvm/bpf/top_exits_prog.h);
+ * task helper.  Where a run goes (the lab's L1 under -icount, bpf_stats
+ * per program, instructions per run; issue 28, bench/top-bench):
+ * kvm_exit ~617, of which the exit reason's two probe reads ~200 (the
+ * vmcb is beyond struct kvm_vcpu: a 6.1 verifier allows no direct load
+ * there, and no bpf_rdonly_cast before 6.2) and the row's hash lookup
+ * ~180; kvm_entry ~260 (440 when it looked the row up again: it now
+ * reaches the counters through the row id its exit left in the slot,
+ * an inlined array lookup).  Same rows, filter and stats as the
+ * tracepoint flavour (kvm/bpf/top_exits_prog.h);
  * kvm/top_bpf.c falls back to that one where this one does not load (no
  * module BTF, an older kernel).
  */
@@ -198,6 +201,7 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	struct top_key key;
 	struct whom w;
 	long long reason;
+	unsigned int row = 0;
 
 	key.isa = (unsigned int)ctx[1];
 	reason = exit_reason(vcpu, key.isa);
@@ -210,10 +214,10 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	w = whoami();
 	key.tgid = w.tgid;
 	slot = slot_at_exit(&w);
-	if (!top_on_exit(slot, &key))
+	if (!top_on_exit(slot, &key, &row))
 		return 0;
 	if (slot)
-		top_open(slot, &key);
+		top_open(slot, &key, row);
 	else
 		lost(TOP_LOST_OPEN);
 	return 0;

@@ -25,22 +25,30 @@ const volatile struct top_cfg cfg = {};
 struct open_exit {
 	unsigned long long ts;		/* 0: no exit open */
 	struct top_key key;
+	unsigned int id;		/* its row's (unless cfg.by_latency) */
+	unsigned int pad;
 };
 
+/* The rows: key -> row id -> counters (kvm/bpf/top_exits.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, TOP_MAX_ROWS);
 	__type(key, struct top_key);
-	__type(value, struct top_val);
+	__type(value, unsigned int);
 } rows SEC(".maps");
 
-/* A zeroed row to insert from (too big for the BPF stack). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TOP_MAX_ROWS);
 	__type(key, unsigned int);
 	__type(value, struct top_val);
-} zero SEC(".maps");
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, TOP_MAX_ROWS);
+	__type(value, unsigned int);
+} free_ids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -82,31 +90,50 @@ static __always_inline int passes(const struct top_key *k, unsigned long long la
 	return 1;
 }
 
-/* The row of @key, created (zeroed, the current thread's name) if new. */
-static __always_inline struct top_val *row_of(const struct top_key *key)
+/*
+ * A row for @key: a free id, its (zeroed) counters named after the
+ * current thread, inserted unless another CPU inserted @key meanwhile
+ * (then the id goes back).  The row's id, or NULL (no free id or the
+ * hash full: counted lost).
+ */
+static __always_inline unsigned int *row_new(const struct top_key *key)
 {
-	struct top_val *v = bpf_map_lookup_elem(&rows, key), *z;
-	unsigned int k0 = 0;
+	unsigned int id, *ref;
+	struct top_val *v;
 
-	if (v)
-		return v;
-	z = bpf_map_lookup_elem(&zero, &k0);
-	if (!z)
-		return NULL;
-	bpf_get_current_comm(z->comm, sizeof(z->comm));
-	bpf_map_update_elem(&rows, key, z, BPF_NOEXIST);
-	v = bpf_map_lookup_elem(&rows, key);
-	if (!v)
+	if (bpf_map_pop_elem(&free_ids, &id)) {
 		lost(TOP_LOST_ROWS);
-	return v;
+		return NULL;
+	}
+	v = bpf_map_lookup_elem(&counters, &id);
+	if (v)
+		bpf_get_current_comm(v->comm, sizeof(v->comm));
+	if (bpf_map_update_elem(&rows, key, &id, BPF_NOEXIST))
+		bpf_map_push_elem(&free_ids, &id, 0);
+	ref = bpf_map_lookup_elem(&rows, key);
+	if (!ref)
+		lost(TOP_LOST_ROWS);
+	return ref;
+}
+
+/* The counters of @key's row, created if new; its id in *@id.  NULL: none. */
+static __always_inline struct top_val *row_of(const struct top_key *key, unsigned int *id)
+{
+	unsigned int *ref = bpf_map_lookup_elem(&rows, key);
+
+	if (!ref && !(ref = row_new(key)))
+		return NULL;
+	*id = *ref;
+	return bpf_map_lookup_elem(&counters, id);
 }
 
 /*
  * kvm_exit of @key on the thread of @slot (NULL: none yet): counts it
- * (unless a latency condition counts it at its entry).  1: open it
- * (top_open, as late as can be), 0: not ours.
+ * (unless a latency condition counts it at its entry), its row's id in
+ * *@id.  1: open it (top_open, as late as can be), 0: not ours.
  */
-static __always_inline int top_on_exit(struct open_exit *slot, const struct top_key *key)
+static __always_inline int top_on_exit(struct open_exit *slot, const struct top_key *key,
+				       unsigned int *id)
 {
 	struct top_val *v;
 
@@ -117,7 +144,7 @@ static __always_inline int top_on_exit(struct open_exit *slot, const struct top_
 	}
 	if (cfg.by_latency)
 		return 1;
-	v = row_of(key);
+	v = row_of(key, id);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->count, 1);
@@ -125,14 +152,16 @@ static __always_inline int top_on_exit(struct open_exit *slot, const struct top_
 }
 
 /*
- * Opens the exit of @key in its thread's @slot, written in place: no
+ * Opens the exit of @key (row @id) in its thread's @slot, written in place: no
  * allocation or bucket lock per exit (only this thread touches it).  The
  * clock last: the time spent in the program is not the exit's (as
  * kvm_entry reads the clock first).
  */
-static __always_inline void top_open(struct open_exit *slot, const struct top_key *key)
+static __always_inline void top_open(struct open_exit *slot, const struct top_key *key,
+				     unsigned int id)
 {
 	slot->key = *key;
+	slot->id = id;
 	slot->ts = bpf_ktime_get_ns();
 }
 
@@ -142,27 +171,28 @@ static __always_inline void top_on_entry(struct open_exit *slot, unsigned long l
 	struct top_key key;
 	struct top_val *v;
 	unsigned long long ns;
-	unsigned int b;
+	unsigned int b, id;
 
 	if (!slot || !slot->ts)
 		return;		/* no exit of ours open on this thread */
 	ns = now - slot->ts;
-	key = slot->key;
 	slot->ts = 0;
 	if (cfg.by_latency) {
 		/* a filter on the latency: counted here, if it passes */
+		key = slot->key;
 		if (!passes(&key, ns, 1))
 			return;
-		v = row_of(&key);
+		v = row_of(&key, &id);
 		if (!v)
 			return;
 		__sync_fetch_and_add(&v->count, 1);
 	} else {
-		v = bpf_map_lookup_elem(&rows, &key);
+		/* the row its exit found: no second hash lookup */
+		id = slot->id;
+		v = bpf_map_lookup_elem(&counters, &id);
 		if (!v)
 			return;
 	}
-	__sync_fetch_and_add(&v->timed, 1);
 	__sync_fetch_and_add(&v->total_ns, ns);
 	if (ns > v->max_ns)
 		v->max_ns = ns;

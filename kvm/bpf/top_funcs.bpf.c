@@ -130,7 +130,6 @@ static __always_inline int fn_exit(unsigned int func)
 	v = bpf_map_lookup_elem(&fn_rows, &key);
 	if (!v)
 		return 0;
-	__sync_fetch_and_add(&v->timed, 1);
 	__sync_fetch_and_add(&v->total_ns, ns);
 	if (ns > v->max_ns)
 		v->max_ns = ns;
