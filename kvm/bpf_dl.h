@@ -22,6 +22,7 @@
 	X(int, bpf_map_delete_elem, (int, const void *))                                       \
 	X(int, bpf_map_get_next_key, (int, const void *, void *))                              \
 	X(int, bpf_map_lookup_elem, (int, const void *, void *))                               \
+	X(int, bpf_map_update_elem, (int, const void *, const void *, __u64))                  \
 	X(void, bpf_object__close, (struct bpf_object *))                                      \
 	X(struct bpf_map *, bpf_object__find_map_by_name, (const struct bpf_object *, const char *)) \
 	X(int, bpf_object__find_map_fd_by_name, (const struct bpf_object *, const char *))    \
@@ -66,6 +67,7 @@ int tv_bpf_load(void);
 #define bpf_map_delete_elem (tv_bpf.bpf_map_delete_elem)
 #define bpf_map_get_next_key (tv_bpf.bpf_map_get_next_key)
 #define bpf_map_lookup_elem (tv_bpf.bpf_map_lookup_elem)
+#define bpf_map_update_elem (tv_bpf.bpf_map_update_elem)
 #define bpf_object__close (tv_bpf.bpf_object__close)
 #define bpf_object__find_map_by_name (tv_bpf.bpf_object__find_map_by_name)
 #define bpf_object__find_map_fd_by_name (tv_bpf.bpf_object__find_map_fd_by_name)
