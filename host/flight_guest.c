@@ -62,7 +62,8 @@ struct tv_guest_flight {
 	enum snap_state state;
 	unsigned int id;		/* the snapshot asked */
 	char dir[PATH_MAX];		/* its snapshot-N/guest-NAME */
-	double deadline;
+	double deadline;		/* now: WAIT_S without data, or the request + MAX_S */
+	double asked_at;
 	char status[300];		/* DONE: the domain's status */
 	int listable;			/* DONE: the domain is readable */
 	uint64_t dropped;		/* DONE: bytes past SIZE */
@@ -392,6 +393,15 @@ static int snap_meta(struct tv_guest_flight *fl)
 	return ret;
 }
 
+/* Data came: the guest answers, its deadline moves on (capped: a dripping guest). */
+static void snap_progress(struct tv_guest_flight *fl)
+{
+	double next = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_WAIT_S;
+	double cap = fl->asked_at + TV_GUEST_SNAPSHOT_MAX_S;
+
+	fl->deadline = next < cap ? next : cap;
+}
+
 /* The snapshot ends (SNAP_END, the deadline, a failure): its meta, DONE. */
 static void snap_finish(struct tv_guest_flight *fl)
 {
@@ -427,10 +437,14 @@ void tv_guest_flight_poll(struct tv_guest_flight *fl, double now)
 	}
 	if (st != SNAP_RUNNING || now < fl->deadline)
 		return;
-	if (!fl->status[0])
+	if (!fl->status[0] && !fl->got)
 		snprintf(fl->status, sizeof(fl->status),
 			 "truncated: no SNAP_END from the agent within %.0f s of the request (%llu bytes came)",
 			 TV_GUEST_SNAPSHOT_WAIT_S, (unsigned long long)fl->got);
+	else if (!fl->status[0])
+		snprintf(fl->status, sizeof(fl->status),
+			 "truncated: no SNAP_END from the agent, its data stopped for %.0f s or ran past %.0f s of the request (%llu bytes came)",
+			 TV_GUEST_SNAPSHOT_WAIT_S, TV_GUEST_SNAPSHOT_MAX_S, (unsigned long long)fl->got);
 	snap_finish(fl);
 }
 
@@ -502,6 +516,7 @@ static int snap_data(struct tv_guest_flight *fl, uint32_t arg, const unsigned ch
 	}
 	fl->got += len;
 	fl->cpu_bytes[cpu] += len;
+	snap_progress(fl);
 	return 0;
 }
 
@@ -688,6 +703,7 @@ void tv_guest_flight_snapshots_begin(struct tv_guest *const *guests, size_t n,
 		snprintf(fl->dir, sizeof(fl->dir), "%s", dir);
 		fl->id = id;
 		fl->deadline = deadline;
+		fl->asked_at = deadline - TV_GUEST_SNAPSHOT_WAIT_S;
 		fl->state = SNAP_ASKED;
 		pthread_mutex_unlock(&fl->lock);
 		fl->asked = 1;
@@ -720,7 +736,7 @@ static int snapshot_wait(struct tv_guest_flight *fl, double until)
 
 int tv_guest_flight_snapshots_end(struct tv_guest *const *guests, size_t n, struct tv_session_writer *w)
 {
-	double until = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_WAIT_S + WRITE_GRACE_S;
+	double until = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_MAX_S + WRITE_GRACE_S;
 	int ret = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -738,7 +754,7 @@ int tv_guest_flight_snapshots_end(struct tv_guest *const *guests, size_t n, stru
 		/* its thread is stuck (disk): the snapshot goes without it */
 		if (listed < 0)
 			tv_warn("Guest %s is not in the snapshot: its thread did not write it within %.0f s",
-				fl->io.name, TV_GUEST_SNAPSHOT_WAIT_S + WRITE_GRACE_S);
+				fl->io.name, TV_GUEST_SNAPSHOT_MAX_S + WRITE_GRACE_S);
 		else if (listed && strcmp(fl->status, "complete"))
 			tv_warn("Guest %s: snapshot %s", fl->io.name, fl->status);
 		else if (!listed)

@@ -26,8 +26,18 @@ struct tv_meta;
 struct tv_session_writer;
 struct tv_guest_spec;
 
-/* A guest answers a snapshot request within this, else it is written truncated. */
+/*
+ * A guest answers a snapshot request within this, and never pauses longer
+ * while it sends, else it is written truncated with what came.
+ */
 #define TV_GUEST_SNAPSHOT_WAIT_S 2.0
+/*
+ * A guest whose data keeps coming has this long from the request: a ring of
+ * megabytes takes seconds over vsock under nested TCG (2.2 MB: about 3 s in
+ * the lab's kvm-svm-flight), and a guest that drips bytes holds the snapshot
+ * no longer than this.
+ */
+#define TV_GUEST_SNAPSHOT_MAX_S 10.0
 /* The agent version that keeps its ring until asked (doc/agent-protocol.md). */
 #define TV_GUEST_FLIGHT_AGENT_VERSION 4
 
