@@ -94,11 +94,37 @@ is_elf() {
 	[ -f "$1" ] && [ "$(head -c4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = 177ELF ]
 }
 
+# The libraries tracevisor opens with dlopen() where it uses them
+# (lib/util/dl.c, kvm/bpf_dl.c, host/serve_dl.c, lib/format/compress.c,
+# tools/top_screen.c): ldd cannot see them, the lab's machines need them.
+TV_DLOPEN_LIBS="libbpf.so.1 libzstd.so.1 libssl.so.3 libcrypto.so.3 libcrypt.so.1 libyaml-0.so.2 libjson-c.so.5 libncursesw.so.6 libtinfo.so.6"
+
+# Their paths on the host (x86-64), for the ELF files given when tracevisor's are among them.
+dlopen_deps() {
+	local f so
+	for f in "$@"; do
+		case ${f##*/} in
+		tracevisor | libtracevisor.so*)
+			for so in $TV_DLOPEN_LIBS; do
+				ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ { print $NF; exit }'
+			done
+			return ;;
+		esac
+	done
+}
+
 # Absolute paths of the shared libraries (and the ELF interpreter) that the
 # given ELF files need, as resolved by the host's ldd. LIB_PATH may add
 # directories (extracted debs) to the search.
 lib_deps() {
-	local f
+	lib_deps_all "$@" | sort -u
+}
+
+lib_deps_all() {
+	local f extra
+	extra=$(dlopen_deps "$@")
+	# shellcheck disable=SC2086 # paths without spaces, one per word
+	[ -n "$extra" ] && set -- "$@" $extra && printf '%s\n' $extra
 	for f in "$@"; do
 		is_elf "$f" || continue
 		# static ELF files (tracevisor-agent, tv-testvmm): ldd fails, no libraries
