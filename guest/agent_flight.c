@@ -323,7 +323,7 @@ static size_t snap_cpu(struct session *s, uint32_t id, int cpu, unsigned char *b
 
 void flight_snapshot(struct session *s, uint32_t id)
 {
-	size_t sb = s->subbuf_size, cap = sb * (sb < 65536 ? 64 : 1), budget;
+	size_t sb = s->subbuf_size, cap = sb * (sb < 65536 ? 16 : 1), budget;
 	unsigned char *buf = malloc(cap);
 	unsigned long long total = 0;
 	uint64_t off_ns, on_ns, frozen_ns;

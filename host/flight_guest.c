@@ -317,10 +317,14 @@ static int snap_open(struct tv_guest_flight *fl)
 	return ret ? ret : copy_formats(fl);
 }
 
-/* The request: SNAP sent, the directory made.  Failures end it at once. */
+/*
+ * The request: SNAP sent, then the directory made (the guest's formats
+ * copied: seconds under nested TCG, which the guest's 2 s to answer must
+ * not include: they count from here).  Failures end it at once.
+ */
 static void snap_start(struct tv_guest_flight *fl, double now)
 {
-	int ret;
+	int sent, ret;
 
 	fl->got = fl->gap_ns = fl->freeze_ns = 0;
 	fl->freeze[0] = '\0';
@@ -328,18 +332,19 @@ static void snap_start(struct tv_guest_flight *fl, double now)
 	fl->have_end = 0;
 	fl->dropped = 0;
 	fl->status[0] = '\0';
+	sent = fl->io.send(fl->io.ctx, TV_MSG_SNAP, fl->id);
 	ret = snap_open(fl);
-	if (ret) {
+	(void)now;
+	/* its frames are read from now on, by this thread */
+	fl->asked_at = tv_probe_sched_now();
+	fl->deadline = fl->asked_at + TV_GUEST_SNAPSHOT_WAIT_S;
+	if (ret)
 		snprintf(fl->status, sizeof(fl->status), "failed: cannot write the snapshot: path=\"%s\", errno=%d (%s)",
 			 fl->dir, -ret, strerror(-ret));
-		return;
-	}
-	ret = fl->io.send(fl->io.ctx, TV_MSG_SNAP, fl->id);
-	if (ret)
+	else if (sent)
 		snprintf(fl->status, sizeof(fl->status),
-			 "truncated: cannot send the snapshot request to the agent: errno=%d (%s)", -ret,
-			 strerror(-ret));
-	(void)now;
+			 "truncated: cannot send the snapshot request to the agent: errno=%d (%s)", -sent,
+			 strerror(-sent));
 }
 
 void tv_guest_flight_counts(const struct tv_guest_flight *fl, struct tv_meta *m)
@@ -545,6 +550,7 @@ static int snap_file(struct tv_guest_flight *fl, uint32_t id, const unsigned cha
 		close(fd);
 	if (ret)
 		tv_warn("Cannot write file: path=\"%s\", errno=%d (%s)", path, -ret, strerror(-ret));
+	snap_progress(fl);
 	return 0;
 }
 
@@ -702,7 +708,7 @@ void tv_guest_flight_snapshots_begin(struct tv_guest *const *guests, size_t n,
 		pthread_mutex_lock(&fl->lock);
 		snprintf(fl->dir, sizeof(fl->dir), "%s", dir);
 		fl->id = id;
-		fl->deadline = deadline;
+		fl->deadline = deadline;	/* snap_start() sets it again once the request is out */
 		fl->asked_at = deadline - TV_GUEST_SNAPSHOT_WAIT_S;
 		fl->state = SNAP_ASKED;
 		pthread_mutex_unlock(&fl->lock);
