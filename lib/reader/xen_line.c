@@ -421,49 +421,62 @@ static void line_runs_of(const struct tv_xen_line *l, uint32_t key, size_t *lo, 
 	*hi = b;
 }
 
-static bool run_holds(const struct line_run *r, uint64_t st)
+/* How far system time @st is from run @r, in its pCPU's time: 0 inside it. */
+static uint64_t run_distance(const struct line_run *r, uint64_t st)
 {
-	return r->st_from <= st && st <= r->st_to;
+	if (st < r->st_from)
+		return r->st_from - st;
+	return st > r->st_to ? st - r->st_to : 0;
 }
 
 /*
  * The pCPU vCPU @key ran on at its own system time @st, walking its runs in
- * TSC order with @cur: stay in the current run while the events fit it;
- * else move on to the first later run that holds @st, or, between runs,
- * to the last one started before it.  The later runs are searched past
- * the next one: runs on pCPUs whose times differ are not in the order of
- * their starts (lab run F1: a run on pCPU 0 whose start, in pCPU 0's time,
- * is after the events of the next run, on pCPU 1, 26 ms behind), until a
- * run starts LINE_LOOKAHEAD_NS after @st, beyond any difference of the
- * pCPUs' times.  Never back: where two pCPUs' times overlap at a move, the
- * stream's order decides.  -1: no run known.
+ * TSC order with @cur: the first run, from the current one on, that holds
+ * @st; else, between runs, the run nearest to @st in its own pCPU's time.
+ * The later runs are searched past the next one: runs on pCPUs whose
+ * times differ are not in the order of their starts (lab run F1: a run on
+ * pCPU 0 whose start, in pCPU 0's time, is after the events of the next
+ * run, on pCPU 1, 26 ms behind), until a run starts LINE_LOOKAHEAD_NS
+ * after @st, beyond any difference of the pCPUs' times.  Nearest, not the
+ * last run started before @st: at a move from pCPU 0 to pCPU 1, 3.3 ms
+ * behind, an event 0.9 us after the run on pCPU 0 ended is "after the
+ * start" of the run on pCPU 1 in pCPU 1's time too, and moving it by that
+ * pCPU put it 3.3 ms outside both runs (CI, xen-domu-sync, PV d1).  Never
+ * back: where two pCPUs' times overlap at a move, the stream's order
+ * decides.  -1: no run known.
  */
 #define LINE_LOOKAHEAD_NS 200000000ULL
 
 static int line_walk(const struct tv_xen_line *l, uint32_t key, uint64_t st,
 		     struct tv_xen_line_cursor *cur)
 {
-	size_t lo, hi, j;
+	uint64_t best_d = UINT64_MAX;
+	size_t best, k;
 
 	if (!cur->valid || cur->key != key) {
+		size_t lo, hi;
+
 		line_runs_of(l, key, &lo, &hi);
 		*cur = (struct tv_xen_line_cursor){ .valid = 1, .key = key, .lo = lo, .hi = hi, .i = lo };
 	}
 	if (cur->lo == cur->hi)
 		return -1;
-	j = cur->i;
-	if (run_holds(&l->runs[j], st))
-		return (int)l->runs[j].pcpu;
-	for (size_t k = j + 1; k < cur->hi && l->runs[k].st_from <= st + LINE_LOOKAHEAD_NS; k++) {
-		if (run_holds(&l->runs[k], st)) {
-			cur->i = k;
-			return (int)l->runs[k].pcpu;
+	best = cur->i;
+	for (k = cur->i; k < cur->hi; k++) {
+		uint64_t d;
+
+		if (k > cur->i && l->runs[k].st_from > st + LINE_LOOKAHEAD_NS)
+			break;
+		d = run_distance(&l->runs[k], st);
+		if (d < best_d) {
+			best_d = d;
+			best = k;
 		}
+		if (!d)
+			break;
 	}
-	while (j + 1 < cur->hi && l->runs[j + 1].st_from <= st)
-		j++;
-	cur->i = j;
-	return (int)l->runs[j].pcpu;
+	cur->i = best;
+	return (int)l->runs[best].pcpu;
 }
 
 uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvclock_ns,
