@@ -271,7 +271,8 @@ static int print_json(const struct tv_event *ev, struct comm_cache *cc, struct t
  * A triggered snapshot (session.meta's trigger keys, record --trigger):
  * the event that fired, found in a first pass as the host event of the
  * trigger's kind (its event, the exit's kvm_exit on its thread, or on Xen
- * the VMEXIT record of its domain's vCPU, in the xen-tsc clock) whose
+ * the VMEXIT record of its domain's vCPU, in the xen-tsc clock; for a
+ * guest= rule the guest's event on its CPU, in the guest's clock) whose
  * own time stamp is nearest trigger_time, within 1 ms (the trigger's time
  * comes from its own instance or from BPF's clock: a few microseconds off).
  */
@@ -281,6 +282,7 @@ struct trigger_mark {
 	char system[64], name[128];
 	int cpu, tid;			/* -1: any */
 	int domid, vcpu;		/* a Xen exit's (trigger_domid): -1 none */
+	char guest[80];			/* a guest= rule's domain, guest-NAME; "": the host's */
 	uint64_t time;
 	uint64_t best_n, best_d;	/* the nearest so far: its ordinal (from 1), distance */
 };
@@ -304,7 +306,9 @@ static int trigger_matches(const struct trigger_mark *t, const struct tv_event *
 {
 	if (t->domid >= 0)
 		return trigger_matches_xen(t, ev);
-	return strcmp(ev->domain_info->name, "host") == 0 && (t->cpu < 0 || ev->cpu == t->cpu) &&
+	if (strcmp(ev->domain_info->subdir, t->guest[0] ? t->guest : "host"))
+		return 0;
+	return (t->cpu < 0 || ev->cpu == t->cpu) &&
 	       (t->tid < 0 || ev->pid == t->tid) && !strcmp(ev->format->system, t->system) &&
 	       !strcmp(ev->format->name, t->name);
 }
@@ -330,6 +334,8 @@ static int trigger_find(const char *dir, struct trigger_mark *t)
 	t->tid = (int)tv_meta_get_ll(t->meta, "trigger_tid", -1);
 	t->domid = (int)tv_meta_get_ll(t->meta, "trigger_domid", -1);
 	t->vcpu = (int)tv_meta_get_ll(t->meta, "trigger_vcpu", -1);
+	if (tv_meta_get(t->meta, "trigger_guest"))
+		snprintf(t->guest, sizeof(t->guest), "guest-%s", tv_meta_get(t->meta, "trigger_guest"));
 	what = tv_meta_get(t->meta, "trigger_event");
 	if (!what)
 		what = t->domid >= 0 ? "xen:xen_vmexit" : t->tid >= 0 ? "kvm:kvm_exit" : "";

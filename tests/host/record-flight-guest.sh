@@ -135,6 +135,10 @@ ev=$(sed -n 's/^guest:loc .* \([0-9]*\)\.\([0-9]\{9\}\): syscalls:sys_enter_getp
 d=$((tt - 10#$ev))
 [ ${d#-} -le 50000 ] || fail "the trigger_time $tt is not the guest event's time stamp $ev"
 echo "ok: guest trigger: snapshot-1 in $ms ms, trigger_time=$tt is the guest event's"
+# report marks the guest's event that fired, on the line after it
+grep -A1 "^guest:loc .*syscalls:sys_enter_getpid" "$TV_TMP/r3" | grep -q "^  ^ trigger: guest=loc:syscalls:sys_enter_getpid" ||
+	fail "report does not mark the guest's trigger event: $(grep -c '\^ trigger' "$TV_TMP/r3") mark(s)"
+echo "ok: report marks the guest's trigger event"
 ask MARK 1
 ask MARK 1
 sleep 1.5
