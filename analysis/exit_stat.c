@@ -37,6 +37,8 @@ int tv_stat_compute_opts(const char *dir, const struct tv_stat_opts *opts, struc
 	if (!ret) {
 		ret = tv_xen_stat_pass_new(rd, xen, &xp);
 		*have_xen = !ret;
+		if (!ret && gc)
+			tv_xen_stat_pass_set_guest(xp, tv_guest_context_of, gc);
 		if (ret == -ENOENT)
 			ret = 0;
 	}

@@ -3,7 +3,9 @@
  * What each guest vCPU runs, followed through the merged read of a
  * synchronised session, so that a host VM exit can be attributed to the
  * guest task (and its syscall, IRQ or softirq) that was running on that
- * vCPU when it exited: stat --by guest-task.
+ * vCPU when it exited: stat --by guest-task.  On Xen the exit is a VMEXIT
+ * record of the xen domain, and its guest the domain whose meta names its
+ * cur_dom (xen_domid=, record --guest xen:NAME).
  *
  * Guest CPU N is vCPU N.  Per guest CPU: the task of the last sched_switch
  * (next_comm, next_pid), the syscall between raw_syscalls:sys_enter and
@@ -45,12 +47,14 @@ struct cpu_state {
 struct guest_cpus {
 	int dom;		/* domain index, -1: not a guest */
 	int live;		/* being recorded: no end known (top --guest) */
+	long xen_domid;		/* a Xen domU's (its meta's xen_domid), -1: none */
 	struct cpu_state *cpu;	/* MAX_GUEST_CPUS, made on first use */
 };
 
 struct tv_guest_context {
 	struct tv_reader *rd;
 	int host;		/* the domain whose vCPU threads exit */
+	int xen;		/* the domain of Xen's records, -1: none */
 	size_t nr;
 	struct guest_cpus *g;	/* one per domain */
 };
@@ -97,7 +101,7 @@ static int context_new(struct tv_reader *rd, const char *dir, struct tv_guest_co
 	if (!c)
 		return -ENOMEM;
 	c->rd = rd;
-	c->host = -1;
+	c->host = c->xen = -1;
 	c->nr = tv_reader_nr_domains(rd);
 	c->g = calloc(c->nr ? c->nr : 1, sizeof(*c->g));
 	if (!c->g) {
@@ -109,8 +113,11 @@ static int context_new(struct tv_reader *rd, const char *dir, struct tv_guest_co
 
 		c->g[d].dom = strncmp(di->subdir, "guest-", 6) ? -1 : (int)d;
 		c->g[d].live = !dir;
+		c->g[d].xen_domid = c->g[d].dom < 0 ? -1 : tv_meta_get_ll(di->meta, "xen_domid", -1);
 		if (!strcmp(di->subdir, "host"))
 			c->host = (int)d;
+		if (!strcmp(di->subdir, "xen"))
+			c->xen = (int)d;
 		if (c->g[d].dom >= 0 && dir && (ret = guest_ends(&c->g[d], dir, di->subdir))) {
 			tv_guest_context_free(c);
 			return ret;
@@ -231,6 +238,19 @@ static struct guest_cpus *guest_of_thread(struct tv_guest_context *c, const stru
 	return n == 1 ? only : NULL;
 }
 
+/* The guest domain of a Xen exit record: the domU whose xen_domid is its cur_dom. */
+static struct guest_cpus *guest_of_domid(struct tv_guest_context *c, const struct tv_event *ev)
+{
+	uint64_t dom;
+
+	if (tv_event_field_u64(ev, "cur_dom", &dom))
+		return NULL;
+	for (size_t d = 0; d < c->nr; d++)
+		if (c->g[d].dom >= 0 && c->g[d].xen_domid == (long)dom)
+			return &c->g[d];
+	return NULL;
+}
+
 int tv_guest_context_of(void *arg, const struct tv_event *exit, int vcpu,
 			struct tv_exit_stat_row *out)
 {
@@ -238,9 +258,12 @@ int tv_guest_context_of(void *arg, const struct tv_event *exit, int vcpu,
 	struct guest_cpus *g;
 	struct cpu_state *s;
 
-	if (c->host < 0 || exit->domain_index != c->host)
+	if (c->xen >= 0 && exit->domain_index == c->xen)
+		g = guest_of_domid(c, exit);
+	else if (c->host >= 0 && exit->domain_index == c->host)
+		g = guest_of_thread(c, exit);
+	else
 		return -1;
-	g = guest_of_thread(c, exit);
 	s = g && g->cpu && vcpu >= 0 && vcpu < MAX_GUEST_CPUS ? &g->cpu[vcpu] : NULL;
 	if (!s || !s->known || exit->ts > s->end_ts)
 		return -1;

@@ -23,7 +23,7 @@ int tv_guest_context_new(struct tv_reader *rd, const char *dir, struct tv_guest_
 int tv_guest_context_new_live(struct tv_reader *rd, struct tv_guest_context **out);
 /* Every event of the merged read, in order, before the analyses see it. */
 int tv_guest_context_event(struct tv_guest_context *c, const struct tv_event *ev);
-/* A tv_kvm_stat_guest_fn (kvm/kvm_stat.h); @arg is the context. */
+/* A tv_exit_guest_fn (lib/util/latency_table.h), for KVM's exits and Xen's; @arg is the context. */
 int tv_guest_context_of(void *arg, const struct tv_event *exit, int vcpu,
 			struct tv_exit_stat_row *out);
 void tv_guest_context_free(struct tv_guest_context *c);

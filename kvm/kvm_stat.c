@@ -33,7 +33,7 @@ struct stat_ctx {
 	 */
 	struct tv_exit_tracker threads;
 	uint64_t unmatched_exits;
-	tv_kvm_stat_guest_fn guest_of;	/* stat --by guest-task, or NULL */
+	tv_exit_guest_fn guest_of;	/* stat --by guest-task, or NULL */
 	void *guest_arg;
 	uint64_t interval_unmatched;	/* unmatched + backwards when the interval began */
 };
@@ -432,7 +432,7 @@ int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_exit_stat *o
 	return ret;
 }
 
-void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_kvm_stat_guest_fn fn, void *arg)
+void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_exit_guest_fn fn, void *arg)
 {
 	p->exits.guest_of = p->pvm.guest_of = fn;
 	p->exits.guest_arg = p->pvm.guest_arg = arg;

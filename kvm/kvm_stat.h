@@ -10,6 +10,7 @@
 #define TV_KVM_STAT_H
 
 #include "tracevisor/tracevisor.h"
+#include "latency_table.h"
 
 struct tv_kvm_stat_pass;
 
@@ -27,15 +28,8 @@ int tv_kvm_stat_pass_finish(struct tv_kvm_stat_pass *p);
  * its entry; it is counted in the interval of its exit.  0 or -ENOMEM.
  */
 int tv_kvm_stat_pass_interval(struct tv_kvm_stat_pass *p, struct tv_exit_stat *out);
-/*
- * stat --by guest-task: what the guest ran on vCPU @vcpu (-1: unknown) of
- * the VM of host event @exit, into @out's guest_task, guest_pid and
- * guest_context.  0, or -1 when unknown (the row says "?").
- */
-typedef int (*tv_kvm_stat_guest_fn)(void *arg, const struct tv_event *exit, int vcpu,
-				    struct tv_exit_stat_row *out);
-/* Rows by guest task too: @fn is asked at each timed exit (before any event). */
-void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_kvm_stat_guest_fn fn, void *arg);
+/* Rows by guest task too (lib/util/latency_table.h): @fn is asked at each timed exit (before any event). */
+void tv_kvm_stat_pass_set_guest(struct tv_kvm_stat_pass *p, tv_exit_guest_fn fn, void *arg);
 void tv_kvm_stat_pass_free(struct tv_kvm_stat_pass *p);
 
 /**

@@ -28,7 +28,7 @@ struct tv_top_hooks {
 	 * analysis, 0 gives it, <0 fails the interval. */
 	int (*event)(void *ctx, const struct tv_event *ev);
 	/* Rows by guest task too (kvm_stat.h), with @ctx. */
-	tv_kvm_stat_guest_fn guest_of;
+	tv_exit_guest_fn guest_of;
 	/* The view closes: the host still records (guests stop); free @ctx. */
 	void (*close)(void *ctx);
 	/* Record with the x86-tsc trace clock (the exact KVM relation to the

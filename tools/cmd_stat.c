@@ -28,8 +28,8 @@ static void stat_usage(FILE *out)
 		"  --by guest-task\n"
 		"              each exit attributed to what the guest ran on that vCPU then:\n"
 		"              its task, pid, and syscall, IRQ or softirq (a host + guest\n"
-		"              session, synchronised; JSON rows gain guest_task, guest_pid,\n"
-		"              guest_context)\n"
+		"              session, or Xen + domU, synchronised; JSON rows gain guest_task,\n"
+		"              guest_pid, guest_context)\n"
 		"  --domain NAME  analyse this domain only (repeatable): host, xen, guest:NAME,\n"
 		"              ust-PARENT-PID; a domain's traced processes come with it\n"
 		"  -h, --help  this help\n");

@@ -36,6 +36,8 @@ struct xstat {
 	struct tv_exit_tracker vexit;
 	enum tv_kvm_isa isa;
 	struct tv_exit_stat *out;
+	tv_exit_guest_fn guest_of;	/* stat --by guest-task, or NULL */
+	void *guest_arg;
 };
 
 void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size)
@@ -57,6 +59,22 @@ static struct tv_latency_acc *xrow_get(struct xstat *x, unsigned int dom, unsign
 	/* 0xfffe: the domain's row over all its vCPUs */
 	snprintf(vc, sizeof(vc), vcpu == 0xffff ? "-" : vcpu == 0xfffe ? "all" : "%u", vcpu);
 	return tv_latency_row(&x->rows, vm, vc, reason);
+}
+
+/* An exit's row: by the guest task its vCPU ran too, when asked. */
+static struct tv_latency_acc *xrow_exit(struct xstat *x, const struct tv_event *ev, unsigned int dom,
+					unsigned int vcpu, const char *reason)
+{
+	struct tv_exit_stat_row guest = { .guest_pid = -1 };
+	char vm[80], vc[24];
+
+	if (!x->guest_of)
+		return xrow_get(x, dom, vcpu, reason);
+	if (x->guest_of(x->guest_arg, ev, (int)vcpu, &guest))
+		snprintf(guest.guest_task, sizeof(guest.guest_task), "?");
+	tv_xen_stat_dom_label(dom, vm, sizeof(vm));
+	snprintf(vc, sizeof(vc), "%u", vcpu);
+	return tv_latency_row_guest(&x->rows, vm, vc, reason, &guest);
 }
 
 static uint64_t field(const struct tv_event *ev, const char *name)
@@ -140,8 +158,8 @@ static int stat_vmexit(struct xstat *x, const struct tv_event *ev, bool entry)
 		snprintf(reason, sizeof(reason), "vmexit:%s", name);
 	else
 		snprintf(reason, sizeof(reason), "vmexit:0x%llx", (unsigned long long)code);
-	row = xrow_get(x, (unsigned int)field(ev, "cur_dom"), (unsigned int)field(ev, "cur_vcpu"),
-		       reason);
+	row = xrow_exit(x, ev, (unsigned int)field(ev, "cur_dom"), (unsigned int)field(ev, "cur_vcpu"),
+			reason);
 	if (!row)
 		return -ENOMEM;
 	row->row.count++;
@@ -316,6 +334,12 @@ int tv_xen_stat_pass_new(struct tv_reader *rd, struct tv_exit_stat *out,
 	}
 	*pass = p;
 	return 0;
+}
+
+void tv_xen_stat_pass_set_guest(struct tv_xen_stat_pass *p, tv_exit_guest_fn fn, void *arg)
+{
+	p->x.guest_of = fn;
+	p->x.guest_arg = arg;
 }
 
 int tv_xen_stat_pass_event(struct tv_xen_stat_pass *p, const struct tv_event *ev)

@@ -10,6 +10,7 @@
 #define TV_XEN_STAT_H
 
 #include "tracevisor/tracevisor.h"
+#include "latency_table.h"
 
 struct tv_xen_stat_pass;
 
@@ -31,6 +32,11 @@ int tv_xen_stat_pass_finish(struct tv_xen_stat_pass *p);
  * tv_xen_stat_pass_finish().  0 or -ENOMEM.
  */
 int tv_xen_stat_pass_interval(struct tv_xen_stat_pass *p, struct tv_exit_stat *out);
+/*
+ * Exit rows by guest task too (stat --by guest-task): @fn is asked at each
+ * VMEXIT (before any event), with the record and its vCPU.
+ */
+void tv_xen_stat_pass_set_guest(struct tv_xen_stat_pass *p, tv_exit_guest_fn fn, void *arg);
 /* stat's row label of Xen domid @dom: "d1", "idle" or "unknown". */
 void tv_xen_stat_dom_label(unsigned int dom, char *buf, size_t size);
 void tv_xen_stat_pass_free(struct tv_xen_stat_pass *p);

@@ -36,6 +36,14 @@ struct tv_latency_acc *tv_latency_row(struct tv_latency_table *t, const char *vm
 struct tv_latency_acc *tv_latency_row_guest(struct tv_latency_table *t, const char *vm,
 					    const char *vcpu, const char *reason,
 					    const struct tv_exit_stat_row *guest);
+/*
+ * stat --by guest-task: what the guest ran on vCPU @vcpu (-1: unknown) of
+ * the VM of exit event @exit (a host kvm_exit, a Xen VMEXIT record), into
+ * @out's guest_task, guest_pid and guest_context.  0, or -1 when unknown
+ * (the row says "?").  analysis/guest_context.c's tv_guest_context_of().
+ */
+typedef int (*tv_exit_guest_fn)(void *arg, const struct tv_event *exit, int vcpu,
+				struct tv_exit_stat_row *out);
 /* One latency of @a's row: total, histogram and the percentiles' sample. */
 int tv_latency_add(struct tv_latency_acc *a, uint64_t ns);
 /*

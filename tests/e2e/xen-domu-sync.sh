@@ -146,6 +146,19 @@ for id in "$id1" "$id2"; do
 	grep -Eq "^d$id +0 +runstate:running +[0-9]+ " "$T/stat.txt" || fail "stat: no runstate row for domid $id"
 done
 grep -E "^d($id1|$id2) " "$T/stat.txt" | grep -E "vmexit:|runstate:running" | head -n 8 >&2
+# stat --by guest-task: the PVH domU's exits name the domU task they interrupted
+"$TV" stat --by guest-task --json "$S" >"$T/stat-task.json" 2>"$T/stat-task.err" || fail "stat --by guest-task: $(tail -n 3 "$T/stat-task.err")"
+python3 - "$T/stat-task.json" "d$id2" <<'PY' || fail "$mode: stat --by guest-task (above)"
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))
+        if r.get("mode") == "xen" and r["vm"] == sys.argv[2] and r["reason"].startswith("vmexit:")]
+named = sum(r["count"] for r in rows if r.get("guest_task") not in (None, "", "?"))
+total = sum(r["count"] for r in rows)
+tasks = sorted({r["guest_task"] for r in rows if r.get("guest_task") not in (None, "", "?")})
+print("%s: %d of %d exits named a guest task: %s" % (sys.argv[2], named, total, ", ".join(tasks[:8])))
+# exits outside the guest's trace (before its first event, after its last) stay "?"
+sys.exit(0 if total and named * 10 >= total * 8 and "tracevisor-agen" in tasks else 1)
+PY
 if [ "$mode" = free ]; then
 	# the point of this run: the domUs' vCPUs ran on both pCPUs
 	"$TV" report --json "$S" 2>/dev/null | grep '"event":"xen:xen_runstate_change"' |
