@@ -186,7 +186,10 @@ fuzz_run() {
 # guest's serial channel: the agent's end in GPTY, the recorder's in HPTY,
 # the relay's pid in RELAY (the caller kills it).
 pty_relay() {
-	python3 "$TV_ROOT/tests/host/ptyrelay.py" >"$TV_TMP/ptys" &
+	# emptied here, not by the background job's redirection: that may come
+	# after the wait below reads a second relay's stale pair
+	: >"$TV_TMP/ptys"
+	python3 "$TV_ROOT/tests/host/ptyrelay.py" >>"$TV_TMP/ptys" &
 	RELAY=$!
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s "$TV_TMP/ptys" ] && break; sleep 0.2; done
 	read -r GPTY HPTY <"$TV_TMP/ptys" || fail "pty relay did not start"
