@@ -565,7 +565,7 @@ static void fire_xen(struct tv_flight *f, struct tv_flight_fire *fire, size_t *n
 	char vm[64], reason[64];
 
 	tv_flight_xen_names(f->o.xen, &p->xhit, vm, sizeof(vm), reason, sizeof(reason));
-	fire_key(fire, nk, used, "trigger_clock", "xen-tsc");
+	fire_key(fire, nk, used, "trigger_clock", p->xhit.system_time ? "xen-system" : "xen-tsc");
 	fire_key(fire, nk, used, "trigger_tsc", "%llu", (unsigned long long)p->xhit.exit_tsc);
 	fire_key(fire, nk, used, "trigger_vm", "%s", vm);
 	fire_key(fire, nk, used, "trigger_domid", "%u", p->xhit.domid);

@@ -171,6 +171,12 @@ struct closed_exit {
 struct tv_xen_exit_watch {
 	struct tv_xen_exit_rule rule;
 	uint64_t khz;
+	struct {			/* pCPU 0's scale in force: clock xen-system */
+		uint64_t tsc0, stime0;
+		uint32_t mul;
+		int8_t shift;
+		int known;
+	} scale;
 	int ncpus;
 	struct watch_cpu *cpus;
 	int feed_cpu;			/* the CPU of the records being walked */
@@ -237,9 +243,12 @@ static void watch_report(struct tv_xen_exit_watch *w, const struct tv_exit_slot 
 	h->reason = (unsigned int)s->data[0];
 	h->pcpu = (unsigned int)s->data[1];
 	h->exit_tsc = s->exit_ts;
-	h->exit_ns = tv_xen_tsc_to_ns(s->exit_ts, w->khz);
+	h->exit_ns = w->scale.known ? tv_xen_tsc_to_stime(s->exit_ts, w->scale.tsc0, w->scale.stime0,
+							 w->scale.mul, w->scale.shift)
+				    : tv_xen_tsc_to_ns(s->exit_ts, w->khz);
 	h->latency_ns = tv_xen_tsc_to_ns(latency_tsc, w->khz);
 	h->open = open;
+	h->system_time = w->scale.known;
 	if (write(w->efd, &one, sizeof(one)) < 0)
 		tv_debug("Cannot signal a Xen exit hit: errno=%d", errno);
 }
@@ -285,8 +294,17 @@ static void watch_record(void *ctx, const unsigned char *p, size_t size)
 	struct tv_exit_slot *s;
 	uint64_t tsc;
 
-	if (!tv_xen_rec_parse(p, size, &rec) || !tv_xen_rec_to_event(&c->cs, &rec, ev, &tsc) ||
-	    !c->cs.have_tsc)
+	if (!tv_xen_rec_parse(p, size, &rec))
+		return;
+	/* pCPU 0 recalibrated: the hits' times follow (xen-system; stock Xen writes none) */
+	if (rec.event == XT_TSCALE && w->feed_cpu == 0 && w->scale.known && rec.nr_extra >= 6) {
+		w->scale.tsc0 = rec.extra[0] | (uint64_t)rec.extra[1] << 32;
+		w->scale.stime0 = rec.extra[2] | (uint64_t)rec.extra[3] << 32;
+		w->scale.mul = rec.extra[4];
+		w->scale.shift = (int8_t)rec.extra[5];
+		return;
+	}
+	if (!tv_xen_rec_to_event(&c->cs, &rec, ev, &tsc) || !c->cs.have_tsc)
 		return;
 	if (tsc > w->now_tsc)
 		w->now_tsc = tsc;
@@ -311,6 +329,18 @@ static void watch_record(void *ctx, const unsigned char *p, size_t size)
 			watch_close(w, vcpu_key(rec.extra[0] >> 16, rec.extra[0] & 0xffff), tsc);
 		break;
 	}
+}
+
+void tv_xen_exit_watch_set_scale(struct tv_xen_exit_watch *w, uint64_t tsc0, uint64_t stime0,
+				 uint32_t mul, int8_t shift)
+{
+	pthread_mutex_lock(&w->lock);
+	w->scale.tsc0 = tsc0;
+	w->scale.stime0 = stime0;
+	w->scale.mul = mul;
+	w->scale.shift = shift;
+	w->scale.known = mul != 0;
+	pthread_mutex_unlock(&w->lock);
 }
 
 void tv_xen_exit_watch_feed(struct tv_xen_exit_watch *w, int cpu, const unsigned char *p, size_t len)

@@ -56,9 +56,11 @@ struct tv_xen_exit_rule {
 struct tv_xen_exit_hit {
 	unsigned int domid, vcpu, pcpu, reason;
 	uint64_t exit_tsc;		/* its VMEXIT record's TSC */
-	uint64_t exit_ns;		/* the same, TSC / cpu_khz (clock xen-tsc) */
+	uint64_t exit_ns;		/* the same in the xen domain's clock: TSC / cpu_khz
+					 * (xen-tsc), or pCPU 0's system time (xen-system) */
 	uint64_t latency_ns;		/* open: as far as the records went; closed: exit->entry */
 	int open;			/* 1: still open when seen past the limit */
+	int system_time;		/* exit_ns is xen-system (else xen-tsc) */
 };
 
 struct tv_xen_exit_watch;
@@ -72,6 +74,15 @@ struct tv_xen_exit_watch;
  */
 int tv_xen_exit_watch_new(const struct tv_xen_exit_rule *rule, int ncpus, uint64_t khz,
 			  struct tv_xen_exit_watch **out);
+/*
+ * The session's clock is xen-system (the patched Xen): the hits' exit_ns
+ * are pCPU 0's system time at their TSC, by the scale @tsc0, @stime0,
+ * @mul, @shift (the consumer's at the start), and then by each time scale
+ * record (TRC_TRACE_TSCALE) of pCPU 0 drained: the xen domain's raw time
+ * that report matches trigger_time against.
+ */
+void tv_xen_exit_watch_set_scale(struct tv_xen_exit_watch *w, uint64_t tsc0, uint64_t stime0,
+				 uint32_t mul, int8_t shift);
 /* The records of @cpu as drained (cut anywhere; every record goes through whole). */
 void tv_xen_exit_watch_feed(struct tv_xen_exit_watch *w, int cpu, const unsigned char *p, size_t len);
 /*

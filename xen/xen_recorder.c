@@ -111,6 +111,7 @@ struct tv_xen_recorder {
 	/* per CPU: 4 time scale keys (patched Xen) + cpuN.running */
 	struct tv_xen_meta_kv scale[5 * 256];
 	size_t nr_scale;		/* of them the time scale keys (the first) */
+	struct tv_xen_time_scale scale0;	/* pCPU 0's then (mul 0: stock Xen) */
 	/*
 	 * A flight recorder (opts.flight_bytes, xen/xen_flight.c): the drain
 	 * thread feeds rings[cpu] instead of cpuN.xen, and the exit watches
@@ -417,6 +418,8 @@ static void xen_read_time_scale(struct tv_xen_recorder *rec)
 	if (xc_sysctl(rec->xch, &sysctl) == 0) {
 		for (int cpu = 0; cpu < rec->ncpus && cpu < 256; cpu++) {
 			ts = (struct tv_xen_time_scale *)buf + cpu;
+			if (cpu == 0)
+				rec->scale0 = *ts;
 			snprintf(rec->scale[k].key, 48, "cpu%d.tsc_to_system_mul", cpu);
 			snprintf(rec->scale[k++].value, 48, "%u", ts->mul);
 			snprintf(rec->scale[k].key, 48, "cpu%d.tsc_shift", cpu);
@@ -897,6 +900,9 @@ int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen
 	ret = tv_xen_exit_watch_new(&r, rec->ncpus, rec->info.cpu_khz, out);
 	if (ret)
 		return ret;
+	if (!strcmp(rec->info.clock, "xen-system"))
+		tv_xen_exit_watch_set_scale(*out, rec->scale0.tsc, rec->scale0.stime, rec->scale0.mul,
+					    rec->scale0.shift);
 	pthread_mutex_lock(&rec->flight_lock);
 	if (rec->nr_watch == XEN_MAX_WATCHES) {
 		ret = -EBUSY;

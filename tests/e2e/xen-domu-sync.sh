@@ -33,12 +33,7 @@ lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
 command -v python3 >/dev/null || skip "python3 missing"
 command -v babeltrace2 >/dev/null || fail "babeltrace2 not installed (apt-get install babeltrace2)"
-XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") || {
-	rc=$?
-	[ $rc = 77 ] && skip "cannot build the patched Xen here: $(tail -n 1 "$T/build.err")"
-	cat "$T/build.err" >&2
-	fail "building the patched Xen failed"
-}
+patched_xen
 
 # PIN=1: every vCPU on pCPU 0, as a user would to keep one Xen clock.
 dom0_script() {

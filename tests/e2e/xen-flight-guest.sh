@@ -26,12 +26,7 @@
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
 command -v python3 >/dev/null || skip "python3 missing"
-XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") || {
-	rc=$?
-	[ $rc = 77 ] && skip "cannot build the patched Xen here: $(tail -n 1 "$T/build.err")"
-	cat "$T/build.err" >&2
-	fail "building the patched Xen failed"
-}
+patched_xen
 QUIET_S=${QUIET_S:-10}
 
 run_lab xen "$XEN_DOMUS_START"'

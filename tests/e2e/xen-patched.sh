@@ -10,12 +10,7 @@
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 [ -x "$TV" ] || skip "build/tracevisor not built"
-XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") || {
-	rc=$?
-	[ $rc = 77 ] && skip "cannot build the patched Xen here: $(tail -n 1 "$T/build.err")"
-	cat "$T/build.err" >&2
-	fail "building the patched Xen failed"
-}
+patched_xen
 
 run_lab xen '
 TV=/opt/tracevisor/tracevisor

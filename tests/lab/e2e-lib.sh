@@ -36,6 +36,18 @@ lab_preflight() {
 	fi
 }
 
+# patched_xen: the patched Xen (xen/build-patched-xen.sh, built once from
+# `apt-get source xen` and cached) in XEN_BIN; a skip where it cannot be
+# built here (a failure under CI=true), a failure where its build fails.
+patched_xen() {
+	local rc
+	XEN_BIN=$("$REPO/xen/build-patched-xen.sh" 2>"$T/build.err") && return 0
+	rc=$?
+	[ $rc = 77 ] && skip "cannot build the patched Xen here: $(tail -n 1 "$T/build.err")"
+	cat "$T/build.err" >&2
+	fail "building the patched Xen failed"
+}
+
 # Shared machines (tests/lab/README.md): when the runner exported
 # TV_LAB_SHARED=DIR (tests/lab/shared start DIR), each run_lab is a
 # scenario on the running machine of its topology and boot configuration

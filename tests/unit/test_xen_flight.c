@@ -228,10 +228,43 @@ static void test_watch(void)
 	tv_xen_exit_watch_free(w);
 }
 
+/* The patched Xen (clock xen-system): a hit's time is pCPU 0's system time, by its latest scale. */
+static void test_watch_scale(void)
+{
+	struct tv_xen_exit_watch *w = watch(-1, 0, 0);
+	struct tv_xen_exit_hit hit;
+	unsigned char buf[40];
+	/* from TSC 50 ms: system time 7 s + (TSC - 50 ms) / 2 (mul 2^31, shift 0) */
+	uint32_t tscale[6] = { 50 * MS, 0, (uint32_t)7000000000ULL, (uint32_t)(7000000000ULL >> 32),
+			       1u << 31, 0 };
+	uint64_t t = 100 * MS;
+
+	tv_xen_exit_watch_set_scale(w, 0, 5000000000ULL, 1u << 31, 0);
+	rec_to(w, 0, XT_HVM_VMEXIT, t, SVM_IO, 0);
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 2 * MS, 0, 0);
+	TV_CHECK(tv_xen_exit_watch_take(w, &hit) == 1 && hit.exit_ns == 5000000000ULL + t / 2 &&
+		 hit.latency_ns == 2 * MS, "by the start's scale: exit_ns %llu", (unsigned long long)hit.exit_ns);
+	/* pCPU 1's time scale record changes nothing; pCPU 0's does */
+	tv_xen_exit_watch_feed(w, 1, buf, put_rec(buf, XT_TSCALE, 1, 60 * MS, tscale, 6));
+	t += 20 * MS;
+	rec_to(w, 0, XT_HVM_VMEXIT, t, SVM_IO, 0);
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 2 * MS, 0, 0);
+	TV_CHECK(tv_xen_exit_watch_take(w, &hit) == 1 && hit.exit_ns == 5000000000ULL + t / 2,
+		 "pCPU 1's scale left out: exit_ns %llu", (unsigned long long)hit.exit_ns);
+	tv_xen_exit_watch_feed(w, 0, buf, put_rec(buf, XT_TSCALE, 1, 60 * MS, tscale, 6));
+	t += 20 * MS;
+	rec_to(w, 0, XT_HVM_VMEXIT, t, SVM_IO, 0);
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 2 * MS, 0, 0);
+	TV_CHECK(tv_xen_exit_watch_take(w, &hit) == 1 && hit.exit_ns == 7000000000ULL + (t - 50 * MS) / 2,
+		 "by pCPU 0's new scale: exit_ns %llu", (unsigned long long)hit.exit_ns);
+	tv_xen_exit_watch_free(w);
+}
+
 int main(void)
 {
 	test_bounds();
 	test_ring();
 	test_watch();
+	test_watch_scale();
 	return tv_test_done("test_xen_flight");
 }
