@@ -29,10 +29,12 @@
 #include "../kvm/top_bpf.h"
 #include "flight.h"
 #include "serve.h"
+#include "serve_xen.h"
 
 struct serve {
 	const struct tv_serve_opts *opts;
 	struct tv_top_bpf *bpf;
+	struct serve_xen *xen;		/* --xen: instead of bpf */
 	struct serve_http *http;
 	struct serve_web *web;
 	struct tv_session_record *flight;	/* --flight-recorder: the armed recorder */
@@ -231,6 +233,33 @@ static int row_add(void *ctx, const struct top_key *k, const struct top_val *v)
 	return 0;
 }
 
+/* The kernel's rows into series; gone VMMs' rows deleted. */
+static int scrape_bpf(struct serve *s)
+{
+	int ret = vms_expire(s);
+
+	ret = ret ?: tv_top_bpf_rows(s->bpf, s->val, row_add, s);
+	for (size_t i = 0; i < s->nr_forget; i++)
+		tv_top_bpf_forget(s->bpf, &s->forget[i]);
+	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
+	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
+	return ret;
+}
+
+static int scrape_xen(struct serve *s)
+{
+	struct serve_xen_opts o = {
+		.now_ns = s->now_ns,
+		.forget_ns = (uint64_t)(s->opts->forget_s ? s->opts->forget_s : TV_SERVE_DEFAULT_FORGET_S) *
+			     1000000000ULL,
+		.max_vms = vms_max(s),
+		.per_vcpu = s->opts->per_vcpu,
+	};
+
+	s->m.health.programs = 0;
+	return serve_xen_scrape(s->xen, &s->m, &o);
+}
+
 static int scrape(struct serve *s)
 {
 	unsigned int over = 0;
@@ -240,10 +269,7 @@ static int scrape(struct serve *s)
 	s->m.nr_series = 0;
 	s->nr_forget = 0;
 	s->m.health.unknown_reasons = 0;
-	ret = vms_expire(s);
-	ret = ret ?: tv_top_bpf_rows(s->bpf, s->val, row_add, s);
-	for (size_t i = 0; i < s->nr_forget; i++)
-		tv_top_bpf_forget(s->bpf, &s->forget[i]);
+	ret = s->xen ? scrape_xen(s) : scrape_bpf(s);
 	if (ret)
 		return ret;
 	serve_series_sort(&s->m);
@@ -251,10 +277,8 @@ static int scrape(struct serve *s)
 		over += s->m.vms[i].tgid > 0 && s->m.vms[i].folded;
 	s->m.health.vms_over_limit = over;
 	s->m.health.max_vms = vms_max(s);
-	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
 	s->m.health.refused = serve_http_refused(s->http);
 	s->m.health.snapshots = s->alerts;
-	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
 	return 0;
 }
 
@@ -410,6 +434,10 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		tv_err("No stop fd given");
 		return -EINVAL;
 	}
+	if (opts->xen && opts->flight_bytes) {
+		tv_err("serve --xen has no flight recorder yet: no --flight-recorder with --xen");
+		return -EINVAL;
+	}
 	s.val = malloc(sizeof(*s.val));
 	if (!s.val)
 		return -ENOMEM;
@@ -417,18 +445,23 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	if (!ret)
 		ret = serve_http_open(listen, s.web, &s.http);
 	if (!ret)
-		ret = tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+		ret = opts->xen ? serve_xen_open(&s.xen) : tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
 	if (!ret && opts->flight_bytes)
 		ret = flight_start(&s);
 	if (!ret) {
-		tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
-			serve_web_tls(s.web) ? "https" : "http", listen);
+		if (s.xen)
+			tv_info("Xen's trace records consumed; /metrics on %s://%s",
+				serve_web_tls(s.web) ? "https" : "http", listen);
+		else
+			tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
+				serve_web_tls(s.web) ? "https" : "http", listen);
 		ret = serve_loop(&s);
 		if (ret)
 			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
 	}
 	flight_stop(&s);
 	tv_top_bpf_close(s.bpf);
+	serve_xen_close(s.xen);
 	serve_http_close(s.http);
 	serve_web_free(s.web);
 	serve_metrics_free(&s.m);

@@ -35,7 +35,7 @@
 #define SERVE_REASON_UNKNOWN "unknown"
 
 struct serve_vm {
-	pid_t tgid;			/* 0: the "_other" VM of --max-vms */
+	pid_t tgid;			/* 0: the "_other" VM of --max-vms; --xen: domid + 1 */
 	char name[SERVE_NAME_MAX];	/* the vm label */
 	char uuid[40];			/* "" when not known */
 	uint64_t gone_ns;		/* when its VMM was first seen gone; 0: alive */
@@ -86,6 +86,12 @@ void serve_series_sort(struct serve_metrics *m);
  * cumulative buckets, and its count to @s->timed.
  */
 void serve_series_add_hist(struct serve_series *s, const unsigned long long *hist);
+/*
+ * Add @n buckets of powers of two @hist (bucket b: latencies in
+ * (2^(b-1), 2^b] ns, the last one above: xen/xen_flight.h) into @s's
+ * cumulative buckets; @s->timed is the caller's.
+ */
+void serve_series_add_log2(struct serve_series *s, const uint64_t *hist, unsigned int n);
 /*
  * Append the exposition of @m to @out: Prometheus text format 0.0.4, or
  * OpenMetrics 1.0 (@openmetrics) ending in "# EOF".

@@ -86,6 +86,14 @@ void serve_series_add_hist(struct serve_series *s, const unsigned long long *his
 	}
 }
 
+void serve_series_add_log2(struct serve_series *s, const uint64_t *hist, unsigned int n)
+{
+	/* the last bucket is "above": in none of the bounds */
+	for (unsigned int b = 0; b + 1 < n; b++)
+		for (int k = SERVE_NBOUNDS - 1; k >= 0 && (1ULL << b) <= SERVE_BOUND_NS(k); k--)
+			s->le[k] += hist[b];
+}
+
 /* @v as a label value: \\ and \" escaped (both formats' rule); control
  * and non-ASCII bytes as '_', since a label value must be UTF-8 and a
  * thread's name need not be. */

@@ -21,7 +21,9 @@ static void serve_usage(FILE *out)
 	fprintf(out,
 		"usage: tracevisor serve [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
 		"                        [--web.config.file FILE] [--flight-recorder SIZE [-o DIR]\n"
-		"                        [--max-snapshots N] [--trigger-holdoff DURATION]]\n\n"
+		"                        [--max-snapshots N] [--trigger-holdoff DURATION]]\n"
+		"       tracevisor serve --xen [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
+		"                        [--web.config.file FILE]\n\n"
 		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
 		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
 		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
@@ -29,6 +31,10 @@ static void serve_usage(FILE *out)
 		"exporter's health.  Runs in the foreground until SIGTERM or SIGINT, then\n"
 		"detaches its programs.  Needs root, and kvm_exit/kvm_entry (VMX/SVM hosts).\n\n"
 		"  --listen ADDR:PORT  where to listen (default " TV_SERVE_DEFAULT_LISTEN "; [V6]:PORT)\n"
+		"  --xen               Xen's dom0: the exits of Xen's trace records (the\n"
+		"                      consumer of record --xen and top --xen), vm label the\n"
+		"                      domain's xl name (Domain-0 for dom0); a domain gone\n"
+		"                      from xenstore keeps its series --forget seconds\n"
 		"  --per-vcpu          a vcpu label on the exit metrics\n"
 		"  --max-vms N         VMs with series of their own (default %d); the\n"
 		"                      others' exits are counted under vm=\"_other\"\n"
@@ -70,7 +76,7 @@ static int parse_count(const char *opt, const char *arg, unsigned long max, unsi
 static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 {
 	enum { OPT_LISTEN = 256, OPT_PER_VCPU, OPT_MAX_VMS, OPT_FORGET, OPT_WEB_CONFIG, OPT_FLIGHT,
-	       OPT_MAX_SNAPSHOTS, OPT_HOLDOFF };
+	       OPT_MAX_SNAPSHOTS, OPT_HOLDOFF, OPT_XEN };
 	static const struct option longopts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
 		{ "per-vcpu", no_argument, NULL, OPT_PER_VCPU },
@@ -80,6 +86,7 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 		{ "flight-recorder", required_argument, NULL, OPT_FLIGHT },
 		{ "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
 		{ "trigger-holdoff", required_argument, NULL, OPT_HOLDOFF },
+		{ "xen", no_argument, NULL, OPT_XEN },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -116,6 +123,9 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 		case OPT_HOLDOFF:
 			o->trigger_holdoff = optarg;	/* parsed by the library */
 			break;
+		case OPT_XEN:
+			o->xen = true;
+			break;
 		case 'o':
 			o->outdir = optarg;
 			break;
@@ -133,6 +143,10 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o)
 	}
 	if ((o->max_snapshots || o->trigger_holdoff) && !o->flight_bytes) {
 		tv_cli_error("serve", "--max-snapshots and --trigger-holdoff bound the flight recorder's snapshots: give --flight-recorder SIZE");
+		return -1;
+	}
+	if (o->xen && o->flight_bytes) {
+		tv_cli_error("serve", "--xen has no flight recorder: not with --flight-recorder (record --xen --flight-recorder has one)");
 		return -1;
 	}
 	if (optind != argc) {
