@@ -9,8 +9,9 @@
  * those counts: nothing is written to disk while serve runs.
  *
  * The recorder keeps its records in memory rings (a flight recorder's,
- * the smallest that fits TOP_XEN's 256 pCPUs), in a temporary session
- * that the close removes: the rings' last records are no product here.
+ * the smallest that fits TOP_XEN's 256 pCPUs), its session in a
+ * temporary directory that the close removes: the rings' last records
+ * are no product here.
  *
  * VMs: the domain's xl name (xenstore), Domain-0 for dom0; a domain gone
  * from xenstore for --forget seconds loses its rows; --max-vms as for
@@ -33,11 +34,12 @@
 #define SERVE_XEN_RING_BYTES (256ULL * TV_XEN_FRING_MIN_BYTES)
 /* What the recorder asks of Xen: exits, and the scheduler (whose vCPU runs). */
 #define SERVE_XEN_CLASSES "gen,sched,hvm"
+#define SERVE_XEN_DIR_MAX 4096
 
 struct serve_xen {
 	struct tv_xen_recorder *rec;
 	struct tv_xen_exit_watch *watch;
-	char dir[4096];			/* the temporary session, removed at close */
+	char dir[SERVE_XEN_DIR_MAX];	/* the temporary directory, removed at close */
 	int isa;			/* enum tv_kvm_isa of the exit codes, 0: unknown */
 	unsigned int nr_own;		/* domains with series of their own */
 	bool said_limit;
@@ -48,6 +50,7 @@ int serve_xen_open(struct serve_xen **out)
 	struct tv_xen_exit_rule rule = { .limit_ns = UINT64_MAX, .domid = -1, .hlt = ~0u };
 	struct tv_xen_record_opts o = { .flight_bytes = SERVE_XEN_RING_BYTES };
 	const char *tmp = getenv("TMPDIR");
+	char session[SERVE_XEN_DIR_MAX + 16];
 	struct serve_xen *x = calloc(1, sizeof(*x));
 	int ret = -ENOMEM;
 
@@ -61,7 +64,9 @@ int serve_xen_open(struct serve_xen **out)
 		x->dir[0] = '\0';
 		goto out;
 	}
-	o.outdir = x->dir;
+	/* the recorder makes its session itself: a new directory */
+	snprintf(session, sizeof(session), "%s/session", x->dir);
+	o.outdir = session;
 	o.evt_mask = tv_xen_parse_events(SERVE_XEN_CLASSES);
 	ret = tv_xen_recorder_create(&o, &x->rec);
 	/* a limit never passed: the watch counts, it never reports */

@@ -30,17 +30,19 @@ until [ -e /out/d1/agent-up ]; do
 	xen_domu_crashed && exit 25
 done
 xl list > /out/xl-list.txt
+# a failure leaves nothing running on the (shared) machine
+die() { kill $S 2>/dev/null; wait $S 2>/dev/null; xl destroy d1; exit $1; }
 mkdir -p /tmp/st
 TMPDIR=/tmp/st $TV serve --xen --per-vcpu --listen 127.0.0.1:9477 >/out/serve.out 2>/out/serve.err & S=$!
 n=0
 until wget -q -O /out/m0.prom http://127.0.0.1:9477/metrics 2>/dev/null; do
-	n=$((n+1)); [ $n -gt 100 ] && { kill $S; exit 23; }; sleep 0.1
+	n=$((n+1)); [ $n -gt 100 ] && die 23; sleep 0.1
 done
 ls /tmp/st >/out/tmp-during
 $TV serve --xen --listen 127.0.0.1:9478 >/dev/null 2>/out/busy.err; echo $? >/out/busy.rc
 for i in 1 2 3; do
 	sleep 3
-	wget -q -O /out/m$i.prom http://127.0.0.1:9477/metrics || { kill $S; exit 24; }
+	wget -q -O /out/m$i.prom http://127.0.0.1:9477/metrics || die 24
 done
 wget -q -O /out/om.prom --header "Accept: application/openmetrics-text; version=1.0.0" http://127.0.0.1:9477/metrics; echo $? >/out/om.rc
 kill -TERM $S; wait $S; echo $? >/out/serve.rc
