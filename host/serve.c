@@ -28,6 +28,7 @@
 #include "../kvm/bpf/top_exits.h"
 #include "../kvm/top_bpf.h"
 #include "flight.h"
+#include "guest.h"
 #include "serve.h"
 #include "serve_xen.h"
 
@@ -282,12 +283,41 @@ static int scrape(struct serve *s)
 	return 0;
 }
 
+/*
+ * serve --guest: each guest's stream as its thread keeps it (the stats are
+ * safe to take while it runs).  A guest whose stream ended stays, down:
+ * its figures are its last.
+ */
+static void scrape_guests(struct serve *s)
+{
+	for (size_t i = 0; i < s->m.nr_guests; i++) {
+		struct tv_guest *g = tv_session_record_guest(s->flight, i);
+		struct serve_guest *sg = &s->m.guests[i];
+		struct tv_guest_stats st;
+
+		tv_guest_get_stats(g, &st);
+		snprintf(sg->name, sizeof(sg->name), "%s", tv_guest_name(g));
+		sg->up = !st.status[0] && !tv_guest_wait_ready(g, 0);
+		sg->bytes = st.stream_bytes;
+		sg->events = st.events;
+		sg->lost = st.lost;
+		sg->probes_sent = (uint64_t)st.pings + st.hcalls_asked;
+		sg->probes_answered = (uint64_t)st.pongs + st.hcalls_done;
+		sg->refused[0] = st.pongs_dropped;
+		sg->refused[1] = st.hcalls_dropped;
+		/* a bad frame or a limit ends the stream: "failed: ..." */
+		sg->refused[2] = !strncmp(st.status, "failed", 6);
+	}
+}
+
 static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
 {
 	struct serve *s = ctx;
 	uint64_t t0 = mono_ns();
 	int ret = scrape(s);
 
+	if (!ret)
+		scrape_guests(s);
 	ret = ret ?: serve_metrics_render(&s->m, openmetrics, body);
 	s->m.health.scrapes++;
 	s->m.health.last_scrape_s = (double)(mono_ns() - t0) / 1e9;
@@ -398,6 +428,8 @@ static int flight_start(struct serve *s)
 	so.host.events = events;
 	so.host.nr_events = 1;
 	so.host.flight_bytes = s->opts->flight_bytes;
+	so.guests = s->opts->guests;
+	so.nr_guests = s->opts->nr_guests;
 	s->max_alerts = s->opts->max_snapshots ? s->opts->max_snapshots : TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS;
 	s->holdoff_ns = TV_FLIGHT_DEFAULT_HOLDOFF_NS;
 	if (s->opts->trigger_holdoff && tv_flight_parse_duration(s->opts->trigger_holdoff, &s->holdoff_ns)) {
@@ -406,6 +438,12 @@ static int flight_start(struct serve *s)
 		return -EINVAL;
 	}
 	ret = tv_session_record_start(&so, &s->flight);
+	if (!ret && so.nr_guests) {
+		s->m.guests = calloc(so.nr_guests, sizeof(*s->m.guests));
+		s->m.nr_guests = s->m.guests ? tv_session_record_nr_guests(s->flight) : 0;
+		if (!s->m.guests)
+			ret = -ENOMEM;
+	}
 	if (!ret)
 		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N (at most %u, %.3g s apart)",
 			(unsigned long long)s->opts->flight_bytes, so.host.outdir, s->max_alerts,
@@ -436,6 +474,10 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	}
 	if (opts->xen && opts->flight_bytes) {
 		tv_err("serve --xen has no flight recorder yet: no --flight-recorder with --xen");
+		return -EINVAL;
+	}
+	if (opts->nr_guests && !opts->flight_bytes) {
+		tv_err("serve --guest records the guests in the flight recorder: give --flight-recorder SIZE");
 		return -EINVAL;
 	}
 	s.val = malloc(sizeof(*s.val));

@@ -67,12 +67,24 @@ struct serve_health {
 	uint64_t snapshots_refused[2];	/* refused: holdoff, max-snapshots */
 };
 
+/* One guest's stream (serve --guest), from tv_guest_get_stats(). */
+struct serve_guest {
+	char name[SERVE_NAME_MAX];	/* the guest label: its SPEC's name */
+	bool up;			/* its agent traces and the stream has not ended */
+	uint64_t bytes;			/* received from the agent, every frame */
+	uint64_t events, lost;		/* as the agent reported them (0 before it did) */
+	uint64_t probes_sent, probes_answered;	/* sync probes: pings and hypercalls */
+	uint64_t refused[3];		/* answers to no request (PONG, HCALL_DONE); the stream ended by a bad frame or a limit */
+};
+
 struct serve_metrics {
 	struct serve_vm *vms;		/* owned */
 	size_t nr_vms, cap_vms;
 	struct serve_series *series;	/* owned */
 	size_t nr_series, cap_series;
 	struct serve_health health;
+	struct serve_guest *guests;	/* owned; nr_guests: serve --guest's */
+	size_t nr_guests;
 };
 
 /* A new zeroed series for (vm, vcpu, reason), or NULL (no memory): equal

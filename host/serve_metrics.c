@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,6 +256,67 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	return ret;
 }
 
+/* One family of one sample per guest: @field(g) of each. */
+static int guest_family(struct tv_strbuf *sb, bool om, const struct serve_metrics *m, const char *name,
+			const char *type, const char *help, size_t off)
+{
+	bool counter = !strcmp(type, "counter");
+	char fam[128];
+	int ret;
+
+	snprintf(fam, sizeof(fam), counter && !om ? "%s_total" : "%s", name);
+	ret = family(sb, om, fam, type, NULL, help);
+	for (size_t i = 0; i < m->nr_guests && !ret; i++) {
+		const struct serve_guest *g = &m->guests[i];
+		uint64_t v = *(const uint64_t *)((const char *)g + off);
+
+		ret = tv_strbuf_append(sb, "%s%s{guest=\"", name, counter ? "_total" : "");
+		ret = ret ?: label_value(sb, g->name);
+		ret = ret ?: tv_strbuf_append(sb, "\"} %llu\n", (unsigned long long)v);
+	}
+	return ret;
+}
+
+/* serve --guest: each guest's stream (labels: its SPEC's name, [A-Za-z0-9_.-]). */
+static int render_guests(const struct serve_metrics *m, bool om, struct tv_strbuf *sb)
+{
+	static const char *const causes[] = { "unsolicited_pong", "unsolicited_hcall_done", "stream_ended" };
+	int ret = family(sb, om, "tracevisor_guest_stream_up", "gauge", NULL,
+			 "1 while the guest's agent traces and its stream has not ended (serve --guest).");
+
+	for (size_t i = 0; i < m->nr_guests && !ret; i++) {
+		ret = tv_strbuf_append(sb, "tracevisor_guest_stream_up{guest=\"");
+		ret = ret ?: label_value(sb, m->guests[i].name);
+		ret = ret ?: tv_strbuf_append(sb, "\"} %d\n", m->guests[i].up);
+	}
+	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_stream_bytes", "counter",
+				  "Bytes received from the guest's agent (every frame: trace data, snapshots, probe answers).",
+				  offsetof(struct serve_guest, bytes));
+	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_events", "counter",
+				  "Events the guest's agent reported recording (with its END; 0 before).",
+				  offsetof(struct serve_guest, events));
+	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_events_lost", "counter",
+				  "Events the guest's agent reported lost (LOSS or END frames; 0 before).",
+				  offsetof(struct serve_guest, lost));
+	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_sync_probes", "counter",
+				  "Clock-sync probes sent to the guest (pings and hypercall requests).",
+				  offsetof(struct serve_guest, probes_sent));
+	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_sync_probes_answered", "counter",
+				  "Clock-sync probes the guest answered (its PONGs and HCALL_DONEs that matched a request).",
+				  offsetof(struct serve_guest, probes_answered));
+	ret = ret ?: family(sb, om, om ? "tracevisor_guest_frames_refused" : "tracevisor_guest_frames_refused_total",
+			    "counter", NULL,
+			    "Guest frames refused, by cause: answers to no request, and the frame or limit that ended the stream.");
+	for (size_t i = 0; i < m->nr_guests && !ret; i++)
+		for (int c = 0; c < 3 && !ret; c++) {
+			ret = tv_strbuf_append(sb, "tracevisor_guest_frames_refused_total{guest=\"");
+			ret = ret ?: label_value(sb, m->guests[i].name);
+			ret = ret ?: tv_strbuf_append(sb, "\",cause=\"%s\"} %llu\n", causes[c],
+						      (unsigned long long)m->guests[i].refused[c]);
+		}
+	return ret;
+}
+
 int serve_metrics_render(const struct serve_metrics *m, bool openmetrics, struct tv_strbuf *out)
 {
 	struct tv_strbuf *labels = calloc(m->nr_series ? m->nr_series : 1, sizeof(*labels));
@@ -263,6 +325,8 @@ int serve_metrics_render(const struct serve_metrics *m, bool openmetrics, struct
 	ret = ret ?: render_exits(m, openmetrics, labels, out);
 	ret = ret ?: render_latency(m, openmetrics, labels, out);
 	ret = ret ?: render_health(m, openmetrics, out);
+	if (m->nr_guests)
+		ret = ret ?: render_guests(m, openmetrics, out);
 	if (!ret && openmetrics)
 		ret = tv_strbuf_append(out, "# EOF\n");
 	for (size_t i = 0; labels && i < m->nr_series; i++)
@@ -275,8 +339,11 @@ void serve_metrics_free(struct serve_metrics *m)
 {
 	free(m->vms);
 	free(m->series);
+	free(m->guests);
 	m->vms = NULL;
 	m->series = NULL;
+	m->guests = NULL;
+	m->nr_guests = 0;
 	m->nr_vms = m->cap_vms = m->nr_series = m->cap_series = 0;
 }
 

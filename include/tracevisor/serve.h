@@ -62,6 +62,14 @@ struct tv_serve_opts {
 	 * label is the domain's xl name.  Not with @flight_bytes.
 	 */
 	bool xen;
+	/*
+	 * Guests (record --guest SPECs, parsed and resolved) recorded by the
+	 * flight recorder (needs @flight_bytes): their agents keep their
+	 * rings, a snapshot takes them too, and each guest's stream figures
+	 * are served (tracevisor_guest_*{guest="NAME"}).
+	 */
+	const struct tv_guest_spec *guests;
+	size_t nr_guests;
 	int stop_fd;			/* readable: stop (a signalfd of SIGTERM
 					 * and SIGINT); required */
 };
