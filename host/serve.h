@@ -70,7 +70,7 @@ struct serve_health {
 /* One guest's stream (serve --guest), from tv_guest_get_stats(). */
 struct serve_guest {
 	char name[SERVE_NAME_MAX];	/* the guest label: its SPEC's name */
-	bool up;			/* its agent traces and the stream has not ended */
+	uint64_t up;			/* 1: its agent traces and the stream has not ended */
 	uint64_t bytes;			/* received from the agent, every frame */
 	uint64_t events, lost;		/* as the agent reported them (0 before it did) */
 	uint64_t probes_sent, probes_answered;	/* sync probes: pings and hypercalls */

@@ -256,7 +256,7 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	return ret;
 }
 
-/* One family of one sample per guest: @field(g) of each. */
+/* One family of one sample per guest: the uint64_t at @off of each. */
 static int guest_family(struct tv_strbuf *sb, bool om, const struct serve_metrics *m, const char *name,
 			const char *type, const char *help, size_t off)
 {
@@ -268,8 +268,9 @@ static int guest_family(struct tv_strbuf *sb, bool om, const struct serve_metric
 	ret = family(sb, om, fam, type, NULL, help);
 	for (size_t i = 0; i < m->nr_guests && !ret; i++) {
 		const struct serve_guest *g = &m->guests[i];
-		uint64_t v = *(const uint64_t *)((const char *)g + off);
+		uint64_t v;
 
+		memcpy(&v, (const char *)g + off, sizeof(v));
 		ret = tv_strbuf_append(sb, "%s%s{guest=\"", name, counter ? "_total" : "");
 		ret = ret ?: label_value(sb, g->name);
 		ret = ret ?: tv_strbuf_append(sb, "\"} %llu\n", (unsigned long long)v);
@@ -280,30 +281,34 @@ static int guest_family(struct tv_strbuf *sb, bool om, const struct serve_metric
 /* serve --guest: each guest's stream (labels: its SPEC's name, [A-Za-z0-9_.-]). */
 static int render_guests(const struct serve_metrics *m, bool om, struct tv_strbuf *sb)
 {
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} fams[] = {
+		{ "tracevisor_guest_stream_up", "gauge",
+		  "1 while the guest's agent traces and its stream has not ended (serve --guest).",
+		  offsetof(struct serve_guest, up) },
+		{ "tracevisor_guest_stream_bytes", "counter",
+		  "Bytes received from the guest's agent (every frame: trace data, snapshots, probe answers).",
+		  offsetof(struct serve_guest, bytes) },
+		{ "tracevisor_guest_events", "counter",
+		  "Events the guest's agent reported recording (with its END; 0 before).",
+		  offsetof(struct serve_guest, events) },
+		{ "tracevisor_guest_events_lost", "counter",
+		  "Events the guest's agent reported lost (LOSS or END frames; 0 before).",
+		  offsetof(struct serve_guest, lost) },
+		{ "tracevisor_guest_sync_probes", "counter",
+		  "Clock-sync probes sent to the guest (pings and hypercall requests).",
+		  offsetof(struct serve_guest, probes_sent) },
+		{ "tracevisor_guest_sync_probes_answered", "counter",
+		  "Clock-sync probes the guest answered (its PONGs and HCALL_DONEs that matched a request).",
+		  offsetof(struct serve_guest, probes_answered) },
+	};
 	static const char *const causes[] = { "unsolicited_pong", "unsolicited_hcall_done", "stream_ended" };
-	int ret = family(sb, om, "tracevisor_guest_stream_up", "gauge", NULL,
-			 "1 while the guest's agent traces and its stream has not ended (serve --guest).");
+	int ret = 0;
 
-	for (size_t i = 0; i < m->nr_guests && !ret; i++) {
-		ret = tv_strbuf_append(sb, "tracevisor_guest_stream_up{guest=\"");
-		ret = ret ?: label_value(sb, m->guests[i].name);
-		ret = ret ?: tv_strbuf_append(sb, "\"} %d\n", m->guests[i].up);
-	}
-	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_stream_bytes", "counter",
-				  "Bytes received from the guest's agent (every frame: trace data, snapshots, probe answers).",
-				  offsetof(struct serve_guest, bytes));
-	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_events", "counter",
-				  "Events the guest's agent reported recording (with its END; 0 before).",
-				  offsetof(struct serve_guest, events));
-	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_events_lost", "counter",
-				  "Events the guest's agent reported lost (LOSS or END frames; 0 before).",
-				  offsetof(struct serve_guest, lost));
-	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_sync_probes", "counter",
-				  "Clock-sync probes sent to the guest (pings and hypercall requests).",
-				  offsetof(struct serve_guest, probes_sent));
-	ret = ret ?: guest_family(sb, om, m, "tracevisor_guest_sync_probes_answered", "counter",
-				  "Clock-sync probes the guest answered (its PONGs and HCALL_DONEs that matched a request).",
-				  offsetof(struct serve_guest, probes_answered));
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]) && !ret; f++)
+		ret = guest_family(sb, om, m, fams[f].name, fams[f].type, fams[f].help, fams[f].off);
 	ret = ret ?: family(sb, om, om ? "tracevisor_guest_frames_refused" : "tracevisor_guest_frames_refused_total",
 			    "counter", NULL,
 			    "Guest frames refused, by cause: answers to no request, and the frame or limit that ended the stream.");
