@@ -488,6 +488,7 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		ret = serve_http_open(listen, s.web, &s.http);
 	if (!ret)
 		ret = opts->xen ? serve_xen_open(&s.xen) : tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+	s.m.xen = opts->xen;
 	if (!ret && opts->flight_bytes)
 		ret = flight_start(&s);
 	if (!ret) {

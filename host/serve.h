@@ -83,6 +83,7 @@ struct serve_metrics {
 	struct serve_series *series;	/* owned */
 	size_t nr_series, cap_series;
 	struct serve_health health;
+	bool xen;			/* serve --xen: Xen's records, not the kernel's */
 	struct serve_guest *guests;	/* owned; nr_guests: serve --guest's */
 	size_t nr_guests;
 };

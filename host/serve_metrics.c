@@ -160,7 +160,8 @@ static int render_exits(const struct serve_metrics *m, bool om, const struct tv_
 			struct tv_strbuf *sb)
 {
 	int ret = family(sb, om, om ? "tracevisor_vm_exits" : "tracevisor_vm_exits_total", "counter", NULL,
-			 "VM exits counted at kvm_exit, per VM and exit reason.");
+			 m->xen ? "VM exits counted at Xen's VMEXIT trace records, per domain and exit reason."
+				: "VM exits counted at kvm_exit, per VM and exit reason.");
 
 	for (size_t i = 0; i < m->nr_series && !ret; i++)
 		ret = tv_strbuf_append(sb, "tracevisor_vm_exits_total{%s} %llu\n", labels[i].data,
@@ -174,7 +175,8 @@ static int render_latency(const struct serve_metrics *m, bool om, const struct t
 	static const char name[] = "tracevisor_vm_exit_latency_seconds";
 	char le[SERVE_NBOUNDS][32];
 	int ret = family(sb, om, name, "histogram", "seconds",
-			 "Time from a VM exit to the vCPU's next entry (kvm_exit to kvm_entry).");
+			 m->xen ? "Time from a VM exit to the vCPU's next entry, or to its becoming runnable (Xen's VMEXIT to VMENTRY)."
+				: "Time from a VM exit to the vCPU's next entry (kvm_exit to kvm_entry).");
 
 	for (int b = 0; b < SERVE_NBOUNDS; b++)
 		snprintf(le[b], sizeof(le[b]), "%.10g", (double)SERVE_BOUND_NS(b) / 1e9);

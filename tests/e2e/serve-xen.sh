@@ -65,15 +65,18 @@ grep -q '^tracevisor-serve-xen\.' "$OUT/tmp-during" || fail "serve --xen's tempo
 [ ! -s "$OUT/tmp-left" ] || fail "serve --xen left its temporary session: $(cat "$OUT/tmp-left")"
 [ "$(cat "$OUT/xt-after.rc")" = 0 ] && [ "$(cat "$OUT/xt-after.size" 2>/dev/null || echo 0)" -gt 0 ] ||
 	fail "xentrace after serve --xen: rc $(cat "$OUT/xt-after.rc"): $(tail -n 3 "$OUT/xt-after.out")"
-F="m0 m1 m2 m3"
-# busybox's wget may lack --header: the OpenMetrics scrape is then host/serve-*.sh's alone
+# promtool reads the text format: the OpenMetrics scrape is checked for its
+# own marks (busybox's wget may lack --header: then host/serve-*.sh's alone)
 if [ "$(cat "$OUT/om.rc")" = 0 ]; then
-	F="$F om"
-	grep -q '^# EOF$' "$OUT/om.prom" || fail "the OpenMetrics scrape has no # EOF"
+	[ "$(tail -n 1 "$OUT/om.prom")" = "# EOF" ] && grep -q '^# TYPE tracevisor_vm_exits counter$' "$OUT/om.prom" &&
+		grep -q '^# UNIT tracevisor_vm_exit_latency_seconds seconds$' "$OUT/om.prom" ||
+		fail "the OpenMetrics scrape: $(head -n 3 "$OUT/om.prom")"
 else
 	echo "serve --xen: no OpenMetrics scrape (this wget has no --header)" >&2
 fi
-for f in $F; do
+grep -q "^# HELP tracevisor_vm_exits_total VM exits counted at Xen's VMEXIT trace records" "$OUT/m3.prom" ||
+	fail "the exits' help: $(grep "^# HELP tracevisor_vm_exits_total" "$OUT/m3.prom")"
+for f in m0 m1 m2 m3; do
 	promtool check metrics <"$OUT/$f.prom" >"$T/$f.promtool" 2>&1 || fail "promtool check metrics on $f: $(head -n 5 "$T/$f.promtool")"
 done
 
