@@ -60,9 +60,9 @@ static void serve_usage(FILE *out)
 		"                      too, its ring kept in the guest and taken by each\n"
 		"                      snapshot (as record --flight-recorder --guest), and\n"
 		"                      its stream's figures served: tracevisor_guest_*{guest}.\n"
-		"                      SPEC as record --guest (vsock:CID, serial:PATH,\n"
-		"                      libvirt:DOMAIN, xen:NAME, pid:PID, name:NAME);\n"
-		"                      repeatable, at most %d\n"
+		"                      SPEC as record --guest: a libvirt DOMAIN,\n"
+		"                      vsock:CID[:PORT], serial:PATH or xen:DOMAIN, then\n"
+		"                      [,pid:QEMU_PID][,name:NAME]; repeatable, at most %d\n"
 		"  -h, --help          this help\n",
 		TV_SERVE_DEFAULT_MAX_VMS, TV_SERVE_DEFAULT_FORGET_S, SERVE_MAX_GUESTS);
 }
