@@ -976,6 +976,7 @@ void tv_guest_get_stats(const struct tv_guest *g, struct tv_guest_stats *st)
 	st->hcalls_done = g->sess.probes.hcalls_done;
 	st->pongs_dropped = g->sess.probes.pongs_dropped;
 	st->hcalls_dropped = g->sess.probes.hcalls_dropped;
+	st->stream_bytes = g->gs.total;
 	st->listed = g->listed;
 	snprintf(st->status, sizeof(st->status), "%s", g->sess.status);
 	/* the guest's thread writes them until it is joined */

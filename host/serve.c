@@ -28,11 +28,14 @@
 #include "../kvm/bpf/top_exits.h"
 #include "../kvm/top_bpf.h"
 #include "flight.h"
+#include "guest.h"
 #include "serve.h"
+#include "serve_xen.h"
 
 struct serve {
 	const struct tv_serve_opts *opts;
 	struct tv_top_bpf *bpf;
+	struct serve_xen *xen;		/* --xen: instead of bpf */
 	struct serve_http *http;
 	struct serve_web *web;
 	struct tv_session_record *flight;	/* --flight-recorder: the armed recorder */
@@ -231,6 +234,33 @@ static int row_add(void *ctx, const struct top_key *k, const struct top_val *v)
 	return 0;
 }
 
+/* The kernel's rows into series; gone VMMs' rows deleted. */
+static int scrape_bpf(struct serve *s)
+{
+	int ret = vms_expire(s);
+
+	ret = ret ?: tv_top_bpf_rows(s->bpf, s->val, row_add, s);
+	for (size_t i = 0; i < s->nr_forget; i++)
+		tv_top_bpf_forget(s->bpf, &s->forget[i]);
+	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
+	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
+	return ret;
+}
+
+static int scrape_xen(struct serve *s)
+{
+	struct serve_xen_opts o = {
+		.now_ns = s->now_ns,
+		.forget_ns = (uint64_t)(s->opts->forget_s ? s->opts->forget_s : TV_SERVE_DEFAULT_FORGET_S) *
+			     1000000000ULL,
+		.max_vms = vms_max(s),
+		.per_vcpu = s->opts->per_vcpu,
+	};
+
+	s->m.health.programs = 0;
+	return serve_xen_scrape(s->xen, &s->m, &o);
+}
+
 static int scrape(struct serve *s)
 {
 	unsigned int over = 0;
@@ -240,10 +270,7 @@ static int scrape(struct serve *s)
 	s->m.nr_series = 0;
 	s->nr_forget = 0;
 	s->m.health.unknown_reasons = 0;
-	ret = vms_expire(s);
-	ret = ret ?: tv_top_bpf_rows(s->bpf, s->val, row_add, s);
-	for (size_t i = 0; i < s->nr_forget; i++)
-		tv_top_bpf_forget(s->bpf, &s->forget[i]);
+	ret = s->xen ? scrape_xen(s) : scrape_bpf(s);
 	if (ret)
 		return ret;
 	serve_series_sort(&s->m);
@@ -251,11 +278,36 @@ static int scrape(struct serve *s)
 		over += s->m.vms[i].tgid > 0 && s->m.vms[i].folded;
 	s->m.health.vms_over_limit = over;
 	s->m.health.max_vms = vms_max(s);
-	s->m.health.programs = tv_top_bpf_nr_programs(s->bpf);
 	s->m.health.refused = serve_http_refused(s->http);
 	s->m.health.snapshots = s->alerts;
-	tv_top_bpf_lost_by_cause(s->bpf, s->m.health.lost);
 	return 0;
+}
+
+/*
+ * serve --guest: each guest's stream as its thread keeps it (the stats are
+ * safe to take while it runs).  A guest whose stream ended stays, down:
+ * its figures are its last.
+ */
+static void scrape_guests(struct serve *s)
+{
+	for (size_t i = 0; i < s->m.nr_guests; i++) {
+		struct tv_guest *g = tv_session_record_guest(s->flight, i);
+		struct serve_guest *sg = &s->m.guests[i];
+		struct tv_guest_stats st;
+
+		tv_guest_get_stats(g, &st);
+		snprintf(sg->name, sizeof(sg->name), "%s", tv_guest_name(g));
+		sg->up = !st.status[0] && !tv_guest_wait_ready(g, 0);
+		sg->bytes = st.stream_bytes;
+		sg->events = st.events;
+		sg->lost = st.lost;
+		sg->probes_sent = (uint64_t)st.pings + st.hcalls_asked;
+		sg->probes_answered = (uint64_t)st.pongs + st.hcalls_done;
+		sg->refused[0] = st.pongs_dropped;
+		sg->refused[1] = st.hcalls_dropped;
+		/* a bad frame or a limit ends the stream: "failed: ..." */
+		sg->refused[2] = !strncmp(st.status, "failed", 6);
+	}
 }
 
 static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
@@ -264,6 +316,8 @@ static int render(void *ctx, bool openmetrics, struct tv_strbuf *body)
 	uint64_t t0 = mono_ns();
 	int ret = scrape(s);
 
+	if (!ret)
+		scrape_guests(s);
 	ret = ret ?: serve_metrics_render(&s->m, openmetrics, body);
 	s->m.health.scrapes++;
 	s->m.health.last_scrape_s = (double)(mono_ns() - t0) / 1e9;
@@ -374,6 +428,8 @@ static int flight_start(struct serve *s)
 	so.host.events = events;
 	so.host.nr_events = 1;
 	so.host.flight_bytes = s->opts->flight_bytes;
+	so.guests = s->opts->guests;
+	so.nr_guests = s->opts->nr_guests;
 	s->max_alerts = s->opts->max_snapshots ? s->opts->max_snapshots : TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS;
 	s->holdoff_ns = TV_FLIGHT_DEFAULT_HOLDOFF_NS;
 	if (s->opts->trigger_holdoff && tv_flight_parse_duration(s->opts->trigger_holdoff, &s->holdoff_ns)) {
@@ -382,6 +438,12 @@ static int flight_start(struct serve *s)
 		return -EINVAL;
 	}
 	ret = tv_session_record_start(&so, &s->flight);
+	if (!ret && so.nr_guests) {
+		s->m.guests = calloc(so.nr_guests, sizeof(*s->m.guests));
+		s->m.nr_guests = s->m.guests ? tv_session_record_nr_guests(s->flight) : 0;
+		if (!s->m.guests)
+			ret = -ENOMEM;
+	}
 	if (!ret)
 		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N (at most %u, %.3g s apart)",
 			(unsigned long long)s->opts->flight_bytes, so.host.outdir, s->max_alerts,
@@ -410,6 +472,14 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		tv_err("No stop fd given");
 		return -EINVAL;
 	}
+	if (opts->xen && opts->flight_bytes) {
+		tv_err("serve --xen has no flight recorder yet: no --flight-recorder with --xen");
+		return -EINVAL;
+	}
+	if (opts->nr_guests && !opts->flight_bytes) {
+		tv_err("serve --guest records the guests in the flight recorder: give --flight-recorder SIZE");
+		return -EINVAL;
+	}
 	s.val = malloc(sizeof(*s.val));
 	if (!s.val)
 		return -ENOMEM;
@@ -417,18 +487,24 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	if (!ret)
 		ret = serve_http_open(listen, s.web, &s.http);
 	if (!ret)
-		ret = tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+		ret = opts->xen ? serve_xen_open(&s.xen) : tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
+	s.m.xen = opts->xen;
 	if (!ret && opts->flight_bytes)
 		ret = flight_start(&s);
 	if (!ret) {
-		tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
-			serve_web_tls(s.web) ? "https" : "http", listen);
+		if (s.xen)
+			tv_info("Xen's trace records consumed; /metrics on %s://%s",
+				serve_web_tls(s.web) ? "https" : "http", listen);
+		else
+			tv_info("%u BPF programs attached; /metrics on %s://%s", tv_top_bpf_nr_programs(s.bpf),
+				serve_web_tls(s.web) ? "https" : "http", listen);
 		ret = serve_loop(&s);
 		if (ret)
 			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
 	}
 	flight_stop(&s);
 	tv_top_bpf_close(s.bpf);
+	serve_xen_close(s.xen);
 	serve_http_close(s.http);
 	serve_web_free(s.web);
 	serve_metrics_free(&s.m);

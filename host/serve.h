@@ -35,7 +35,7 @@
 #define SERVE_REASON_UNKNOWN "unknown"
 
 struct serve_vm {
-	pid_t tgid;			/* 0: the "_other" VM of --max-vms */
+	pid_t tgid;			/* 0: the "_other" VM of --max-vms; --xen: domid + 1 */
 	char name[SERVE_NAME_MAX];	/* the vm label */
 	char uuid[40];			/* "" when not known */
 	uint64_t gone_ns;		/* when its VMM was first seen gone; 0: alive */
@@ -67,12 +67,25 @@ struct serve_health {
 	uint64_t snapshots_refused[2];	/* refused: holdoff, max-snapshots */
 };
 
+/* One guest's stream (serve --guest), from tv_guest_get_stats(). */
+struct serve_guest {
+	char name[SERVE_NAME_MAX];	/* the guest label: its SPEC's name */
+	uint64_t up;			/* 1: its agent traces and the stream has not ended */
+	uint64_t bytes;			/* received from the agent, every frame */
+	uint64_t events, lost;		/* as the agent reported them (0 before it did) */
+	uint64_t probes_sent, probes_answered;	/* sync probes: pings and hypercalls */
+	uint64_t refused[3];		/* answers to no request (PONG, HCALL_DONE); the stream ended by a bad frame or a limit */
+};
+
 struct serve_metrics {
 	struct serve_vm *vms;		/* owned */
 	size_t nr_vms, cap_vms;
 	struct serve_series *series;	/* owned */
 	size_t nr_series, cap_series;
 	struct serve_health health;
+	bool xen;			/* serve --xen: Xen's records, not the kernel's */
+	struct serve_guest *guests;	/* owned; nr_guests: serve --guest's */
+	size_t nr_guests;
 };
 
 /* A new zeroed series for (vm, vcpu, reason), or NULL (no memory): equal
@@ -86,6 +99,12 @@ void serve_series_sort(struct serve_metrics *m);
  * cumulative buckets, and its count to @s->timed.
  */
 void serve_series_add_hist(struct serve_series *s, const unsigned long long *hist);
+/*
+ * Add @n buckets of powers of two @hist (bucket b: latencies in
+ * (2^(b-1), 2^b] ns, the last one above: xen/xen_flight.h) into @s's
+ * cumulative buckets; @s->timed is the caller's.
+ */
+void serve_series_add_log2(struct serve_series *s, const uint64_t *hist, unsigned int n);
 /*
  * Append the exposition of @m to @out: Prometheus text format 0.0.4, or
  * OpenMetrics 1.0 (@openmetrics) ending in "# EOF".

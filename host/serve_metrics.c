@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,14 @@ void serve_series_add_hist(struct serve_series *s, const unsigned long long *his
 	}
 }
 
+void serve_series_add_log2(struct serve_series *s, const uint64_t *hist, unsigned int n)
+{
+	/* the last bucket is "above": in none of the bounds */
+	for (unsigned int b = 0; b + 1 < n; b++)
+		for (int k = SERVE_NBOUNDS - 1; k >= 0 && (1ULL << b) <= SERVE_BOUND_NS(k); k--)
+			s->le[k] += hist[b];
+}
+
 /* @v as a label value: \\ and \" escaped (both formats' rule); control
  * and non-ASCII bytes as '_', since a label value must be UTF-8 and a
  * thread's name need not be. */
@@ -151,7 +160,8 @@ static int render_exits(const struct serve_metrics *m, bool om, const struct tv_
 			struct tv_strbuf *sb)
 {
 	int ret = family(sb, om, om ? "tracevisor_vm_exits" : "tracevisor_vm_exits_total", "counter", NULL,
-			 "VM exits counted at kvm_exit, per VM and exit reason.");
+			 m->xen ? "VM exits counted at Xen's VMEXIT trace records, per domain and exit reason."
+				: "VM exits counted at kvm_exit, per VM and exit reason.");
 
 	for (size_t i = 0; i < m->nr_series && !ret; i++)
 		ret = tv_strbuf_append(sb, "tracevisor_vm_exits_total{%s} %llu\n", labels[i].data,
@@ -165,7 +175,8 @@ static int render_latency(const struct serve_metrics *m, bool om, const struct t
 	static const char name[] = "tracevisor_vm_exit_latency_seconds";
 	char le[SERVE_NBOUNDS][32];
 	int ret = family(sb, om, name, "histogram", "seconds",
-			 "Time from a VM exit to the vCPU's next entry (kvm_exit to kvm_entry).");
+			 m->xen ? "Time from a VM exit to the vCPU's next entry, or to its becoming runnable (Xen's VMEXIT to VMENTRY)."
+				: "Time from a VM exit to the vCPU's next entry (kvm_exit to kvm_entry).");
 
 	for (int b = 0; b < SERVE_NBOUNDS; b++)
 		snprintf(le[b], sizeof(le[b]), "%.10g", (double)SERVE_BOUND_NS(b) / 1e9);
@@ -247,6 +258,72 @@ static int render_health(const struct serve_metrics *m, bool om, struct tv_strbu
 	return ret;
 }
 
+/* One family of one sample per guest: the uint64_t at @off of each. */
+static int guest_family(struct tv_strbuf *sb, bool om, const struct serve_metrics *m, const char *name,
+			const char *type, const char *help, size_t off)
+{
+	bool counter = !strcmp(type, "counter");
+	char fam[128];
+	int ret;
+
+	snprintf(fam, sizeof(fam), counter && !om ? "%s_total" : "%s", name);
+	ret = family(sb, om, fam, type, NULL, help);
+	for (size_t i = 0; i < m->nr_guests && !ret; i++) {
+		const struct serve_guest *g = &m->guests[i];
+		uint64_t v;
+
+		memcpy(&v, (const char *)g + off, sizeof(v));
+		ret = tv_strbuf_append(sb, "%s%s{guest=\"", name, counter ? "_total" : "");
+		ret = ret ?: label_value(sb, g->name);
+		ret = ret ?: tv_strbuf_append(sb, "\"} %llu\n", (unsigned long long)v);
+	}
+	return ret;
+}
+
+/* serve --guest: each guest's stream (labels: its SPEC's name, [A-Za-z0-9_.-]). */
+static int render_guests(const struct serve_metrics *m, bool om, struct tv_strbuf *sb)
+{
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+	} fams[] = {
+		{ "tracevisor_guest_stream_up", "gauge",
+		  "1 while the guest's agent traces and its stream has not ended (serve --guest).",
+		  offsetof(struct serve_guest, up) },
+		{ "tracevisor_guest_stream_bytes", "counter",
+		  "Bytes received from the guest's agent (every frame: trace data, snapshots, probe answers).",
+		  offsetof(struct serve_guest, bytes) },
+		{ "tracevisor_guest_events", "counter",
+		  "Events the guest's agent reported recording (with its END; 0 before).",
+		  offsetof(struct serve_guest, events) },
+		{ "tracevisor_guest_events_lost", "counter",
+		  "Events the guest's agent reported lost (LOSS or END frames; 0 before).",
+		  offsetof(struct serve_guest, lost) },
+		{ "tracevisor_guest_sync_probes", "counter",
+		  "Clock-sync probes sent to the guest (pings and hypercall requests).",
+		  offsetof(struct serve_guest, probes_sent) },
+		{ "tracevisor_guest_sync_probes_answered", "counter",
+		  "Clock-sync probes the guest answered (its PONGs and HCALL_DONEs that matched a request).",
+		  offsetof(struct serve_guest, probes_answered) },
+	};
+	static const char *const causes[] = { "unsolicited_pong", "unsolicited_hcall_done", "stream_ended" };
+	int ret = 0;
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]) && !ret; f++)
+		ret = guest_family(sb, om, m, fams[f].name, fams[f].type, fams[f].help, fams[f].off);
+	ret = ret ?: family(sb, om, om ? "tracevisor_guest_frames_refused" : "tracevisor_guest_frames_refused_total",
+			    "counter", NULL,
+			    "Guest frames refused, by cause: answers to no request, and the frame or limit that ended the stream.");
+	for (size_t i = 0; i < m->nr_guests && !ret; i++)
+		for (int c = 0; c < 3 && !ret; c++) {
+			ret = tv_strbuf_append(sb, "tracevisor_guest_frames_refused_total{guest=\"");
+			ret = ret ?: label_value(sb, m->guests[i].name);
+			ret = ret ?: tv_strbuf_append(sb, "\",cause=\"%s\"} %llu\n", causes[c],
+						      (unsigned long long)m->guests[i].refused[c]);
+		}
+	return ret;
+}
+
 int serve_metrics_render(const struct serve_metrics *m, bool openmetrics, struct tv_strbuf *out)
 {
 	struct tv_strbuf *labels = calloc(m->nr_series ? m->nr_series : 1, sizeof(*labels));
@@ -255,6 +332,8 @@ int serve_metrics_render(const struct serve_metrics *m, bool openmetrics, struct
 	ret = ret ?: render_exits(m, openmetrics, labels, out);
 	ret = ret ?: render_latency(m, openmetrics, labels, out);
 	ret = ret ?: render_health(m, openmetrics, out);
+	if (m->nr_guests)
+		ret = ret ?: render_guests(m, openmetrics, out);
 	if (!ret && openmetrics)
 		ret = tv_strbuf_append(out, "# EOF\n");
 	for (size_t i = 0; labels && i < m->nr_series; i++)
@@ -267,8 +346,11 @@ void serve_metrics_free(struct serve_metrics *m)
 {
 	free(m->vms);
 	free(m->series);
+	free(m->guests);
 	m->vms = NULL;
 	m->series = NULL;
+	m->guests = NULL;
+	m->nr_guests = 0;
 	m->nr_vms = m->cap_vms = m->nr_series = m->cap_series = 0;
 }
 

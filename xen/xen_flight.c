@@ -188,8 +188,17 @@ struct tv_xen_exit_watch {
 	unsigned int q_head, q_len;
 	uint64_t overflow;
 	int efd;
-	pthread_mutex_t lock;		/* everything: feed, pass, take, closed */
+	/* tv_xen_exit_watch_count(): rows, open addressing by (dom, vcpu, reason) */
+	bool counting;
+	struct tv_xen_exit_count *counts;
+	size_t nr_counts, cap_counts;
+	unsigned int *count_idx;	/* row + 1, 0 free; COUNT_IDX_SIZE slots */
+	uint64_t counts_lost;
+	pthread_mutex_t lock;		/* everything: feed, pass, take, closed, counts */
 };
+
+/* Twice the rows at most: probes stay short. */
+#define COUNT_IDX_SIZE (2 * TV_XEN_EXIT_MAX_COUNTS)
 
 int tv_xen_exit_watch_new(const struct tv_xen_exit_rule *rule, int ncpus, uint64_t khz,
 			  struct tv_xen_exit_watch **out)
@@ -216,6 +225,123 @@ int tv_xen_exit_watch_new(const struct tv_xen_exit_rule *rule, int ncpus, uint64
 		tv_xen_cpu_state_init(&w->cpus[i].cs);
 	*out = w;
 	return 0;
+}
+
+unsigned int tv_xen_exit_bucket(uint64_t ns)
+{
+	unsigned int b = ns <= 1 ? 0 : 64 - (unsigned int)__builtin_clzll(ns - 1);
+
+	return b < TV_XEN_EXIT_NBUCKETS ? b : TV_XEN_EXIT_NBUCKETS - 1;
+}
+
+int tv_xen_exit_watch_count(struct tv_xen_exit_watch *w)
+{
+	unsigned int *idx = calloc(COUNT_IDX_SIZE, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	pthread_mutex_lock(&w->lock);
+	free(w->count_idx);
+	w->count_idx = idx;
+	w->nr_counts = 0;
+	w->counting = true;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+static size_t count_slot(const struct tv_xen_exit_watch *w, unsigned int dom, unsigned int vcpu,
+			 uint32_t reason)
+{
+	size_t i = (((size_t)dom << 20 ^ (size_t)vcpu << 12 ^ reason) * 2654435761u) & (COUNT_IDX_SIZE - 1);
+
+	while (w->count_idx[i]) {
+		const struct tv_xen_exit_count *c = &w->counts[w->count_idx[i] - 1];
+
+		if (c->domid == dom && c->vcpu == vcpu && c->reason == reason)
+			break;
+		i = (i + 1) & (COUNT_IDX_SIZE - 1);
+	}
+	return i;
+}
+
+/* Under the lock: the row of (@dom, @vcpu, @reason), new if room, else NULL (lost). */
+static struct tv_xen_exit_count *count_row(struct tv_xen_exit_watch *w, unsigned int dom, unsigned int vcpu,
+					   uint32_t reason)
+{
+	size_t i = count_slot(w, dom, vcpu, reason);
+	struct tv_xen_exit_count *c;
+
+	if (w->count_idx[i])
+		return &w->counts[w->count_idx[i] - 1];
+	if (w->nr_counts == TV_XEN_EXIT_MAX_COUNTS ||
+	    tv_array_grow(&w->counts, &w->cap_counts, w->nr_counts, sizeof(*w->counts), 64))
+		return NULL;
+	c = &w->counts[w->nr_counts++];
+	memset(c, 0, sizeof(*c));
+	c->domid = dom;
+	c->vcpu = vcpu;
+	c->reason = reason;
+	w->count_idx[i] = (unsigned int)w->nr_counts;
+	return c;
+}
+
+/* Under the lock: a VMEXIT (@dur_ns UINT64_MAX) or an exit's end after @dur_ns. */
+static void count_exit(struct tv_xen_exit_watch *w, uint64_t key, uint32_t reason, uint64_t dur_ns)
+{
+	struct tv_xen_exit_count *c;
+
+	if (!w->counting)
+		return;
+	c = count_row(w, (unsigned int)(key >> 16), (unsigned int)(key & 0xffff), reason);
+	if (!c) {
+		w->counts_lost += dur_ns == UINT64_MAX;
+		return;
+	}
+	if (dur_ns == UINT64_MAX) {
+		c->count++;
+		return;
+	}
+	c->timed++;
+	c->sum_ns += dur_ns;
+	c->hist[tv_xen_exit_bucket(dur_ns)]++;
+}
+
+int tv_xen_exit_watch_counts(struct tv_xen_exit_watch *w, struct tv_xen_exit_count **rows, size_t *nr,
+			     uint64_t *lost)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&w->lock);
+	*nr = w->nr_counts;
+	*lost = w->counts_lost;
+	*rows = malloc((w->nr_counts ? w->nr_counts : 1) * sizeof(**rows));
+	if (*rows)
+		memcpy(*rows, w->counts, w->nr_counts * sizeof(**rows));
+	else
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&w->lock);
+	if (ret)
+		*nr = 0;
+	return ret;
+}
+
+void tv_xen_exit_watch_forget(struct tv_xen_exit_watch *w, unsigned int domid)
+{
+	size_t out = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < w->nr_counts; i++)
+		if (w->counts[i].domid != domid)
+			w->counts[out++] = w->counts[i];
+	if (out != w->nr_counts && w->count_idx) {
+		/* rows moved: index them again */
+		w->nr_counts = out;
+		memset(w->count_idx, 0, COUNT_IDX_SIZE * sizeof(*w->count_idx));
+		for (size_t i = 0; i < out; i++)
+			w->count_idx[count_slot(w, w->counts[i].domid, w->counts[i].vcpu, w->counts[i].reason)] =
+				(unsigned int)i + 1;
+	}
+	pthread_mutex_unlock(&w->lock);
 }
 
 static bool rule_matches(const struct tv_xen_exit_rule *r, unsigned int dom, uint32_t reason)
@@ -266,6 +392,7 @@ static void watch_close(struct tv_xen_exit_watch *w, uint64_t key, uint64_t tsc)
 	reported = s->label == 1;
 	if (!tv_exit_tracker_close(&w->open, s, tsc, &dur))
 		return;
+	count_exit(w, key, (uint32_t)s->data[0], tv_xen_tsc_to_ns(dur, w->khz));
 	if (reported) {
 		struct closed_exit *c = &w->closed[w->closed_next++ % CLOSED_KEPT];
 
@@ -318,6 +445,7 @@ static void watch_record(void *ctx, const unsigned char *p, size_t size)
 			s->data[1] = (uint64_t)w->feed_cpu;
 			s->label = 0;
 		}
+		count_exit(w, vcpu_key(c->cs.cur_dom, c->cs.cur_vcpu), rec.extra[0], UINT64_MAX);
 		break;
 	case TV_XEN_EV_VMENTRY:
 		if (c->cs.cur_dom != 0xffff)
@@ -433,6 +561,8 @@ void tv_xen_exit_watch_free(struct tv_xen_exit_watch *w)
 	if (w->efd >= 0)
 		close(w->efd);
 	pthread_mutex_destroy(&w->lock);
+	free(w->counts);
+	free(w->count_idx);
 	free(w->cpus);
 	free(w);
 }

@@ -106,4 +106,37 @@ int tv_xen_exit_watch_closed(struct tv_xen_exit_watch *w, const struct tv_xen_ex
 uint64_t tv_xen_exit_watch_overflow(const struct tv_xen_exit_watch *w);
 void tv_xen_exit_watch_free(struct tv_xen_exit_watch *w);
 
+/*
+ * Exit counts of a watch (serve --xen): every VMEXIT counted per (domain,
+ * vCPU, reason), every exit paired with its end timed into a histogram
+ * of powers of two: bucket b holds latencies in (2^(b-1), 2^b] ns (b = 0:
+ * up to 1 ns), the last one everything above 2^(NBUCKETS-2) ns.  A
+ * domain is an attacker: its (vCPU, reason) pairs are bounded by
+ * TV_XEN_EXIT_MAX_COUNTS rows over all domains, exits past it counted
+ * as lost.
+ */
+#define TV_XEN_EXIT_NBUCKETS 34
+#define TV_XEN_EXIT_MAX_COUNTS 16384
+struct tv_xen_exit_count {
+	unsigned int domid, vcpu, reason;
+	uint64_t count;			/* VMEXIT records */
+	uint64_t timed;			/* of them paired with their end */
+	uint64_t sum_ns;		/* their latencies */
+	uint64_t hist[TV_XEN_EXIT_NBUCKETS];
+};
+/* The bucket of @ns (0 .. TV_XEN_EXIT_NBUCKETS - 1). */
+unsigned int tv_xen_exit_bucket(uint64_t ns);
+/* Count @w's exits from now on (rows allocated as they come): 0 or -ENOMEM. */
+int tv_xen_exit_watch_count(struct tv_xen_exit_watch *w);
+/*
+ * tv_xen_exit_watch_counts - a copy of the counts (cumulative since
+ * _count()): *@rows (the caller frees it), *@nr of them, *@lost the exits
+ * past TV_XEN_EXIT_MAX_COUNTS.  Threads: any (under the watch's lock).
+ * Return: 0 or -ENOMEM (*@rows NULL).
+ */
+int tv_xen_exit_watch_counts(struct tv_xen_exit_watch *w, struct tv_xen_exit_count **rows, size_t *nr,
+			     uint64_t *lost);
+/* Drop domain @domid's rows (a domain gone): bounded over a long life. */
+void tv_xen_exit_watch_forget(struct tv_xen_exit_watch *w, unsigned int domid);
+
 #endif

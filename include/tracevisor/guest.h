@@ -121,6 +121,9 @@ struct tv_guest_stats {
 	/* PONGs and HCALL_DONEs that answered no outstanding request: dropped
 	 * (pongs <= pings and hcalls_done <= hcalls_asked always hold) */
 	uint64_t pongs_dropped, hcalls_dropped;
+	/* every byte accepted from the agent's channel so far (frames of any
+	 * kind: data, a flight recorder's snapshots, probes' answers) */
+	uint64_t stream_bytes;
 };
 
 /*

@@ -56,6 +56,20 @@ struct tv_serve_opts {
 	 */
 	unsigned int max_snapshots;
 	const char *trigger_holdoff;
+	/*
+	 * Xen's dom0: exits from Xen's trace records (the consumer of record
+	 * --xen and top --xen) instead of the kernel's programs; the vm
+	 * label is the domain's xl name.  Not with @flight_bytes.
+	 */
+	bool xen;
+	/*
+	 * Guests (record --guest SPECs, parsed and resolved) recorded by the
+	 * flight recorder (needs @flight_bytes): their agents keep their
+	 * rings, a snapshot takes them too, and each guest's stream figures
+	 * are served (tracevisor_guest_*{guest="NAME"}).
+	 */
+	const struct tv_guest_spec *guests;
+	size_t nr_guests;
 	int stop_fd;			/* readable: stop (a signalfd of SIGTERM
 					 * and SIGINT); required */
 };
@@ -65,7 +79,7 @@ struct tv_serve_opts {
  * @opts: settings (read during the call only)
  *
  * Attaches the exit programs of top --bpf (tp_btf, else the tracepoint
- * flavour), listens on @opts->listen and answers GET /metrics with the
+ * flavour), or with @opts->xen consumes Xen's trace records, listens on @opts->listen and answers GET /metrics with the
  * Prometheus text format, or OpenMetrics when the request's Accept asks
  * for application/openmetrics-text.  One request at a time, on the
  * calling thread.  Everything it attached and opened is released before

@@ -28,6 +28,7 @@
 #include "bpf/top_exits.h"
 #include "top_bpf.h"
 #include "serve.h"
+#include "../../xen/xen_flight.h"
 #include "tv_test.h"
 
 static unsigned long long hist[TOP_NBUCKETS];
@@ -55,6 +56,31 @@ static void test_buckets(void)
 	/* by hand: <= 256 ns holds 1 and 255 (256 is the first value of the next bucket) */
 	TV_CHECK(s.le[0] == 2 && s.le[1] == 5, "le[0] %llu le[1] %llu", (unsigned long long)s.le[0],
 		 (unsigned long long)s.le[1]);
+}
+
+/* serve --xen's buckets (xen/xen_flight.h): a bound's own value is in it, as le says */
+static void test_buckets_log2(void)
+{
+	static const uint64_t values[] = { 1, 255, 256, 257, 1023, 1024, 1025, 5000, 70000,
+					   1000000, 4294967296ULL, 4294967297ULL, 1ULL << 40 };
+	uint64_t h[TV_XEN_EXIT_NBUCKETS] = { 0 };
+	struct serve_series s = { 0 };
+	size_t n = sizeof(values) / sizeof(values[0]);
+
+	for (size_t i = 0; i < n; i++)
+		h[tv_xen_exit_bucket(values[i])]++;
+	serve_series_add_log2(&s, h, TV_XEN_EXIT_NBUCKETS);
+	for (int b = 0; b < SERVE_NBOUNDS; b++) {
+		uint64_t want = 0;
+
+		for (size_t i = 0; i < n; i++)
+			want += values[i] <= SERVE_BOUND_NS(b);
+		TV_CHECK(s.le[b] == want, "log2: le %llu ns: %llu, want %llu",
+			 (unsigned long long)SERVE_BOUND_NS(b), (unsigned long long)s.le[b],
+			 (unsigned long long)want);
+	}
+	TV_CHECK(s.le[0] == 3 && s.le[SERVE_NBOUNDS - 1] == 11, "log2: le[0] %llu, le[last] %llu",
+		 (unsigned long long)s.le[0], (unsigned long long)s.le[SERVE_NBOUNDS - 1]);
 }
 
 static void test_merge_render(void)
@@ -243,6 +269,7 @@ static void test_alert(void)
 int main(void)
 {
 	test_buckets();
+	test_buckets_log2();
 	test_merge_render();
 	test_size();
 	test_identify();

@@ -6,7 +6,9 @@
  * cuts of the windows fed; its bounds are refused.  The exit watch pairs
  * VMEXIT with VMENTRY (or runnable) per vCPU, reports an exit past its
  * limit once, at its end or while still open by another CPU's later
- * records, and leaves hlt out unless the rule names it.
+ * records, and leaves hlt out unless the rule names it.  Its counts
+ * (serve --xen) have every exit per (domain, vCPU, reason), the paired
+ * ones timed into the right power-of-two bucket, a gone domain forgotten.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -260,11 +262,73 @@ static void test_watch_scale(void)
 	tv_xen_exit_watch_free(w);
 }
 
+/* The row of (@dom, @vcpu, @reason) in @rows, or NULL. */
+static const struct tv_xen_exit_count *count_of(const struct tv_xen_exit_count *rows, size_t nr,
+						unsigned int dom, unsigned int vcpu, unsigned int reason)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (rows[i].domid == dom && rows[i].vcpu == vcpu && rows[i].reason == reason)
+			return &rows[i];
+	return NULL;
+}
+
+static void test_counts(void)
+{
+	struct tv_xen_exit_rule rule = { .limit_ns = UINT64_MAX, .domid = -1, .hlt = ~0u };
+	struct tv_xen_exit_watch *w = NULL;
+	struct tv_xen_exit_count *rows = NULL;
+	const struct tv_xen_exit_count *c;
+	struct tv_xen_exit_hit hit;
+	uint64_t t = 100 * MS, lost = 1;
+	size_t nr = 0;
+
+	TV_CHECK(tv_xen_exit_bucket(0) == 0 && tv_xen_exit_bucket(1) == 0 && tv_xen_exit_bucket(2) == 1 &&
+		 tv_xen_exit_bucket(256) == 8 && tv_xen_exit_bucket(257) == 9 &&
+		 tv_xen_exit_bucket(UINT64_MAX) == TV_XEN_EXIT_NBUCKETS - 1, "buckets (2^(b-1), 2^b]");
+	TV_CHECK(!tv_xen_exit_watch_new(&rule, 2, 1000000, &w), "watch");
+	TV_CHECK(!tv_xen_exit_watch_count(w), "count");
+	rec_to(w, 0, RUNSTATE(1, 0), 10, D1V0, 0);
+	rec_to(w, 1, RUNSTATE(1, 0), 10, 2u << 16 | 1, 0);
+	/* d1v0: 3 io exits of 0.5 ms, 2 ms and one whose end is lost (open); d2v1: a hlt of 5 ms */
+	rec_to(w, 0, XT_HVM_VMEXIT, t, SVM_IO, 0);
+	rec_to(w, 0, XT_HVM_VMENTRY, t + MS / 2, 0, 0);
+	rec_to(w, 0, XT_HVM_VMEXIT, t + MS, SVM_IO, 0);
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 3 * MS, 0, 0);
+	rec_to(w, 0, XT_HVM_VMEXIT, t + 4 * MS, SVM_IO, 0);
+	rec_to(w, 1, XT_HVM_VMEXIT, t, SVM_HLT, 0);
+	rec_to(w, 1, XT_HVM_VMENTRY, t + 5 * MS, 0, 0);
+	tv_xen_exit_watch_pass(w);
+	TV_CHECK(!tv_xen_exit_watch_take(w, &hit), "a counting watch reports nothing");
+	TV_CHECK(!tv_xen_exit_watch_counts(w, &rows, &nr, &lost) && nr == 2 && !lost, "2 rows, %zu", nr);
+	c = count_of(rows, nr, 1, 0, SVM_IO);
+	TV_CHECK(c && c->count == 3 && c->timed == 2 && c->sum_ns == 5 * MS / 2, "d1v0 io: %llu exits, %llu timed",
+		 c ? (unsigned long long)c->count : 0ULL, c ? (unsigned long long)c->timed : 0ULL);
+	/* 0.5 ms in (2^18, 2^19], 2 ms in (2^20, 2^21] ns */
+	TV_CHECK(c && c->hist[19] == 1 && c->hist[21] == 1, "d1v0 io's buckets");
+	c = count_of(rows, nr, 2, 1, SVM_HLT);
+	TV_CHECK(c && c->count == 1 && c->timed == 1 && c->hist[23] == 1, "d2v1 hlt: 5 ms in (2^22, 2^23]");
+	free(rows);
+	tv_xen_exit_watch_forget(w, 1);
+	TV_CHECK(!tv_xen_exit_watch_counts(w, &rows, &nr, &lost) && nr == 1 && rows[0].domid == 2,
+		 "d1 forgotten: %zu rows", nr);
+	free(rows);
+	/* counted again after its rows were dropped: a row of its own, from zero */
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 6 * MS, 0, 0);
+	TV_CHECK(!tv_xen_exit_watch_counts(w, &rows, &nr, &lost) && nr == 2, "d1's open exit ended");
+	c = count_of(rows, nr, 1, 0, SVM_IO);
+	TV_CHECK(c && c->count == 0 && c->timed == 1, "d1 from zero");
+	c = count_of(rows, nr, 2, 1, SVM_HLT);
+	TV_CHECK(c && c->count == 1, "d2 kept its count after the reindex");
+	free(rows);
+	tv_xen_exit_watch_free(w);
+}
+
 int main(void)
 {
 	test_bounds();
 	test_ring();
 	test_watch();
 	test_watch_scale();
+	test_counts();
 	return tv_test_done("test_xen_flight");
 }

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck disable=SC2016 # the dom0 script is single-quoted on purpose
+# tracevisor serve --xen in dom0 of the lab's `xen` topology (issue #26
+# point 1, Xen's stream in dom0): one PVH domU d1 (lab-domu, the fork/exec
+# workload of XEN_DOMUS_START's /tmp/domu.sh) makes exits while dom0 runs
+# `serve --xen --per-vcpu` on its loopback; /metrics is scraped with wget
+# three times, 3 s apart.  Checks: promtool check metrics passes on every
+# scrape (and on the OpenMetrics one); d1's series are labelled with its
+# xl name (vm="d1"), carry SVM exit reasons, and its counters rise from
+# one scrape to the next; every histogram is coherent (buckets cumulative,
+# _count = +Inf <= the exits, _sum > 0); serve stops with status 0 on
+# SIGTERM, removes its temporary session, and xentrace starts after it
+# (Xen's tracing released).  One-line errors: --xen with
+# --flight-recorder; a second serve --xen while one runs (Xen's trace
+# taken).
+. "$(dirname "$0")/../lab/e2e-lib.sh"
+lab_preflight
+[ -x "$TV" ] || skip "build/tracevisor not built"
+command -v python3 >/dev/null || skip "python3 missing"
+command -v promtool >/dev/null || skip "promtool not installed (make deps: Debian prometheus)"
+
+DOM0="$XEN_DOMUS_START"'
+ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
+$TV serve --xen --flight-recorder 1M >/out/bad-flight.out 2>/out/bad-flight.err; echo $? >/out/bad-flight.rc
+lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
+n=0
+until [ -e /out/d1/agent-up ]; do
+	n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
+	xen_domu_crashed && exit 25
+done
+xl list > /out/xl-list.txt
+# a failure leaves nothing running on the (shared) machine
+die() { kill $S 2>/dev/null; wait $S 2>/dev/null; xl destroy d1; exit $1; }
+mkdir -p /tmp/st
+TMPDIR=/tmp/st $TV serve --xen --per-vcpu --listen 127.0.0.1:9477 >/out/serve.out 2>/out/serve.err & S=$!
+n=0
+until wget -q -O /out/m0.prom http://127.0.0.1:9477/metrics 2>/dev/null; do
+	n=$((n+1)); [ $n -gt 100 ] && die 23; sleep 0.1
+done
+ls /tmp/st >/out/tmp-during
+$TV serve --xen --listen 127.0.0.1:9478 >/dev/null 2>/out/busy.err; echo $? >/out/busy.rc
+for i in 1 2 3; do
+	sleep 3
+	wget -q -O /out/m$i.prom http://127.0.0.1:9477/metrics || die 24
+done
+wget -q -O /out/om.prom --header "Accept: application/openmetrics-text; version=1.0.0" http://127.0.0.1:9477/metrics; echo $? >/out/om.rc
+kill -TERM $S; wait $S; echo $? >/out/serve.rc
+ls /tmp/st >/out/tmp-left
+xentrace -D -e all -T 2 /tmp/xt-after.bin >/out/xt-after.out 2>&1; echo $? >/out/xt-after.rc
+wc -c </tmp/xt-after.bin >/out/xt-after.size 2>/dev/null
+xl destroy d1
+exit 0'
+run_lab xen "$DOM0" xen LAB_TIMEOUT=600
+expect_rc 0 "dom0 script"
+
+[ "$(cat "$OUT/bad-flight.rc")" = 2 ] || fail "serve --xen --flight-recorder: exit $(cat "$OUT/bad-flight.rc")"
+[ "$(wc -l <"$OUT/bad-flight.err")" = 1 ] && grep -q -- '--xen has no flight recorder' "$OUT/bad-flight.err" ||
+	fail "serve --xen --flight-recorder: $(cat "$OUT/bad-flight.err")"
+[ "$(cat "$OUT/busy.rc")" != 0 ] || fail "a second serve --xen ran beside the first"
+[ "$(wc -l <"$OUT/busy.err")" = 1 ] && grep -q 'another trace consumer running' "$OUT/busy.err" ||
+	fail "second serve --xen: $(cat "$OUT/busy.err")"
+[ "$(cat "$OUT/serve.rc")" = 0 ] || fail "serve --xen exited $(cat "$OUT/serve.rc") on SIGTERM: $(tail -n 5 "$OUT/serve.err")"
+grep -q '^tracevisor-serve-xen\.' "$OUT/tmp-during" || fail "serve --xen's temporary session not in TMPDIR: $(cat "$OUT/tmp-during")"
+[ ! -s "$OUT/tmp-left" ] || fail "serve --xen left its temporary session: $(cat "$OUT/tmp-left")"
+[ "$(cat "$OUT/xt-after.rc")" = 0 ] && [ "$(cat "$OUT/xt-after.size" 2>/dev/null || echo 0)" -gt 0 ] ||
+	fail "xentrace after serve --xen: rc $(cat "$OUT/xt-after.rc"): $(tail -n 3 "$OUT/xt-after.out")"
+# promtool reads the text format: the OpenMetrics scrape is checked for its
+# own marks (busybox's wget may lack --header: then host/serve-*.sh's alone)
+if [ "$(cat "$OUT/om.rc")" = 0 ]; then
+	[ "$(tail -n 1 "$OUT/om.prom")" = "# EOF" ] && grep -q '^# TYPE tracevisor_vm_exits counter$' "$OUT/om.prom" &&
+		grep -q '^# UNIT tracevisor_vm_exit_latency_seconds seconds$' "$OUT/om.prom" ||
+		fail "the OpenMetrics scrape: $(head -n 3 "$OUT/om.prom")"
+else
+	echo "serve --xen: no OpenMetrics scrape (this wget has no --header)" >&2
+fi
+grep -q "^# HELP tracevisor_vm_exits_total VM exits counted at Xen's VMEXIT trace records" "$OUT/m3.prom" ||
+	fail "the exits' help: $(grep "^# HELP tracevisor_vm_exits_total" "$OUT/m3.prom")"
+for f in m0 m1 m2 m3; do
+	promtool check metrics <"$OUT/$f.prom" >"$T/$f.promtool" 2>&1 || fail "promtool check metrics on $f: $(head -n 5 "$T/$f.promtool")"
+done
+
+python3 - "$OUT" <<'PY' || fail "serve --xen's metrics (above)"
+import re, sys
+d = sys.argv[1]
+line = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
+def load(name):
+    out = {}
+    for l in open("%s/%s.prom" % (d, name)):
+        m = line.match(l.strip())
+        if m:
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+            out[(m.group(1), tuple(sorted(labels.items())))] = float(m.group(3))
+    return out
+def exits(s, vm):
+    return {dict(k[1])["reason"] + "/v" + dict(k[1])["vcpu"]: v for k, v in s.items()
+            if k[0] == "tracevisor_vm_exits_total" and dict(k[1]).get("vm") == vm}
+scrapes = [load("m%d" % i) for i in range(4)]
+totals = [sum(exits(s, "d1").values()) for s in scrapes]
+assert totals[1] > 0, "no exits of vm=\"d1\" after 3 s: %s" % sorted({dict(k[1]).get("vm") for k in scrapes[1]})
+assert totals[1] < totals[2] < totals[3], "d1's exits do not rise: %s" % totals
+svm = {"io", "npf", "hlt", "cpuid", "msr", "rdtsc", "vmmcall", "intr", "interrupt", "vintr", "pause", "nmi", "smi"}
+reasons = {r.split("/")[0] for r in exits(scrapes[3], "d1")}
+assert reasons & svm, "d1 has no SVM exit reason: %s" % reasons
+for i in range(1, 4):   # counters only grow
+    a, b = exits(scrapes[i - 1], "d1"), exits(scrapes[i], "d1")
+    assert all(b.get(k, 0) >= v for k, v in a.items()), "a counter fell: %s -> %s" % (a, b)
+s = scrapes[3]
+n = 0
+for (name, labels), v in s.items():
+    if name != "tracevisor_vm_exit_latency_seconds_count":
+        continue
+    lab = dict(labels)
+    buckets = sorted((float("inf") if dict(k[1])["le"] == "+Inf" else float(dict(k[1])["le"]), val)
+                     for k, val in s.items() if k[0] == "tracevisor_vm_exit_latency_seconds_bucket" and
+                     {x: y for x, y in k[1] if x != "le"} == lab)
+    assert len(buckets) == 14, "%s: %d buckets" % (lab, len(buckets))
+    assert all(buckets[j][1] <= buckets[j + 1][1] for j in range(13)), "%s: not cumulative: %s" % (lab, buckets)
+    assert buckets[-1][1] == v, "%s: +Inf %s != _count %s" % (lab, buckets[-1][1], v)
+    key = (("reason", lab["reason"]), ("vcpu", lab["vcpu"]), ("vm", lab["vm"]))
+    assert v <= s[("tracevisor_vm_exits_total", key)], "%s: more timed than exits" % lab
+    if v:
+        assert s[("tracevisor_vm_exit_latency_seconds_sum", labels)] > 0, "%s: _sum 0" % lab
+    n += 1
+assert n, "no histogram"
+timed = sum(v for (name, labels), v in s.items()
+            if name == "tracevisor_vm_exit_latency_seconds_count" and dict(labels)["vm"] == "d1")
+assert timed > 0.5 * totals[3], "d1: %d of %d exits timed" % (timed, totals[3])
+print("serve --xen: d1's exits over 4 scrapes %s, reasons %s, %d histograms, %d of the last's exits timed" %
+      ([int(t) for t in totals], sorted(reasons), n, timed), file=sys.stderr)
+PY
+exit 0
