@@ -22,11 +22,30 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile struct top_cfg cfg = {};
 
+/*
+ * A thread's last rows: the ids the rows hash gave for its last exit
+ * reasons (direct-mapped by reason) while the thread ran vCPU @vcpu of
+ * @tgid, so that an exit whose row it met lately costs no hash lookup
+ * (issue 28: the lookup was ~180 of kvm_exit's ~617 instructions, and a
+ * vCPU thread exits for a few reasons over and over).  Valid while
+ * row_epoch holds @epoch: user space bumps it before it forgets a row
+ * (tracevisor serve), so that no thread keeps a freed id.
+ */
+#define ROW_CACHE 4
+
+struct row_cache {
+	unsigned int epoch;
+	unsigned int tgid, vcpu, isa;
+	/* reason << 32 | (the row's id + 1), one store; 0: empty */
+	unsigned long long e[ROW_CACHE];
+};
+
 struct open_exit {
 	unsigned long long ts;		/* 0: no exit open */
 	struct top_key key;
 	unsigned int id;		/* its row's (unless cfg.by_latency) */
 	unsigned int pad;
+	struct row_cache cache;
 };
 
 /* The rows: key -> row id -> counters (kvm/bpf/top_exits.h). */
@@ -49,6 +68,14 @@ struct {
 	__uint(max_entries, TOP_MAX_ROWS);
 	__type(value, unsigned int);
 } free_ids SEC(".maps");
+
+/* One entry: the rows' epoch (struct row_cache), bumped by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, unsigned int);
+	__type(value, unsigned int);
+} row_epoch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -127,13 +154,62 @@ static __always_inline struct top_val *row_of(const struct top_key *key, unsigne
 	return bpf_map_lookup_elem(&counters, id);
 }
 
+/* The cache entry of @reason (a multiplicative hash: SVM's reasons share low bits). */
+static __always_inline unsigned int row_cache_index(unsigned int reason)
+{
+	return (reason * 0x9e3779b1u) >> 30;	/* ROW_CACHE == 4: the top 2 bits */
+}
+
+/*
+ * row_of() through @c, the thread's last rows (NULL: the hash only; a
+ * slot only its own thread uses, never at once): the hash is looked up
+ * only for a reason the thread has not met since its vCPU, process or
+ * the rows' epoch changed.
+ */
+static __always_inline struct top_val *row_of_cached(struct row_cache *c, const struct top_key *key,
+						     unsigned int *id)
+{
+	unsigned int zero = 0, *epoch, i;
+	unsigned long long e;
+	struct top_val *v;
+
+	epoch = bpf_map_lookup_elem(&row_epoch, &zero);
+	if (!c || !epoch)
+		return row_of(key, id);
+	if (c->epoch != *epoch || c->tgid != key->tgid || c->vcpu != key->vcpu || c->isa != key->isa) {
+		c->epoch = *epoch;
+		c->tgid = key->tgid;
+		c->vcpu = key->vcpu;
+		c->isa = key->isa;
+#pragma unroll
+		for (i = 0; i < ROW_CACHE; i++)
+			c->e[i] = 0;
+	}
+	i = row_cache_index(key->reason);
+	asm volatile("" : "+r"(i));	/* keep the bound for the verifier */
+	if (i >= ROW_CACHE)
+		return NULL;
+	e = c->e[i];
+	if ((unsigned int)e && (e >> 32) == key->reason) {
+		*id = (unsigned int)e - 1;
+		return bpf_map_lookup_elem(&counters, id);
+	}
+	v = row_of(key, id);
+	if (v)
+		c->e[i] = (unsigned long long)key->reason << 32 | (*id + 1);
+	return v;
+}
+
 /*
  * kvm_exit of @key on the thread of @slot (NULL: none yet): counts it
  * (unless a latency condition counts it at its entry), its row's id in
- * *@id.  1: open it (top_open, as late as can be), 0: not ours.
+ * *@id.  @cache: the slot's row cache if the thread held the slot before
+ * this exit (NULL: the hash only; a slot claimed at this exit may have a
+ * racing claimer, kvm/bpf/top_exits_btf.bpf.c).  1: open it (top_open,
+ * as late as can be), 0: not ours.
  */
-static __always_inline int top_on_exit(struct open_exit *slot, const struct top_key *key,
-				       unsigned int *id)
+static __always_inline int top_on_exit(struct open_exit *slot, struct row_cache *cache,
+				       const struct top_key *key, unsigned int *id)
 {
 	struct top_val *v;
 
@@ -144,7 +220,7 @@ static __always_inline int top_on_exit(struct open_exit *slot, const struct top_
 	}
 	if (cfg.by_latency)
 		return 1;
-	v = row_of(key, id);
+	v = row_of_cached(cache, key, id);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->count, 1);
@@ -182,7 +258,7 @@ static __always_inline void top_on_entry(struct open_exit *slot, unsigned long l
 		key = slot->key;
 		if (!passes(&key, ns, 1))
 			return;
-		v = row_of(&key, &id);
+		v = row_of_cached(&slot->cache, &key, &id);
 		if (!v)
 			return;
 		__sync_fetch_and_add(&v->count, 1);
