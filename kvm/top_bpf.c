@@ -60,7 +60,6 @@ struct tv_top_bpf {
 	struct bpf_link *links[2];
 	int rows_fd, stats_fd;
 	int counters_fd, free_ids_fd;	/* rows_fd's ids -> counters */
-	int epoch_fd;			/* row_epoch: the threads' cached ids valid */
 	/* --time-function: fobj owns the maps and the k/uprobe programs;
 	 * each fentry/fexit function has a copy of its own (fentry_objs) */
 	struct bpf_object *fobj;
@@ -139,9 +138,7 @@ static int exit_maps(struct tv_top_bpf *b)
 	b->stats_fd = bpf_object__find_map_fd_by_name(b->obj, "stats");
 	b->counters_fd = bpf_object__find_map_fd_by_name(b->obj, "counters");
 	b->free_ids_fd = bpf_object__find_map_fd_by_name(b->obj, "free_ids");
-	b->epoch_fd = bpf_object__find_map_fd_by_name(b->obj, "row_epoch");
-	if (b->rows_fd < 0 || b->stats_fd < 0 || b->counters_fd < 0 || b->free_ids_fd < 0 ||
-	    b->epoch_fd < 0)
+	if (b->rows_fd < 0 || b->stats_fd < 0 || b->counters_fd < 0 || b->free_ids_fd < 0)
 		return -ENOENT;
 	return ids_fill(b);
 }
@@ -188,7 +185,7 @@ static void bpf_unload(struct tv_top_bpf *b)
 	}
 	bpf_object__close(b->obj);
 	b->obj = NULL;
-	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = b->epoch_fd = -1;
+	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = -1;
 }
 
 /*
@@ -515,7 +512,7 @@ int tv_top_bpf_open(const char *filter, const char *const *funcs, size_t nr_func
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = b->epoch_fd = -1;
+	b->rows_fd = b->stats_fd = b->counters_fd = b->free_ids_fd = -1;
 	b->fn_rows_fd = b->fn_stats_fd = -1;
 	libbpf_set_print(libbpf_to_debug);
 	ret = parse_filter(filter, &cfg);
@@ -768,24 +765,10 @@ int tv_top_bpf_rows(struct tv_top_bpf *b, struct top_val *val,
 }
 
 /*
- * A new rows' epoch: every thread's cached row ids (kvm/bpf/top_exits_prog.h,
- * struct row_cache) stale from the programs' next run.  Only the caller's
- * thread changes it (serve's).  0 or -errno.
- */
-static int epoch_bump(struct tv_top_bpf *b)
-{
-	unsigned int zero = 0, epoch = 0;
-
-	if (bpf_map_lookup_elem(b->epoch_fd, &zero, &epoch))
-		return -errno;
-	epoch++;
-	return bpf_map_update_elem(b->epoch_fd, &zero, &epoch, BPF_ANY) ? -errno : 0;
-}
-
-/*
- * The threads' cached ids go stale first, then the row leaves the hash,
- * so no program finds its id any more; its counters are zeroed before
- * the id is free again.  An exit of the gone VMM still open on a thread
+ * The row leaves the hash first, so no program finds its id any more;
+ * its counters are zeroed before the id is free again (their key too:
+ * no thread's cached id passes for the row now, kvm/bpf/top_exits_prog.h,
+ * struct row_cache).  An exit of the gone VMM still open on a thread
  * (none: its threads are gone) would add its latency to the id's next
  * row.
  */
@@ -795,9 +778,6 @@ int tv_top_bpf_forget(struct tv_top_bpf *b, const struct top_key *k)
 	unsigned int id;
 	int ret = 0;
 
-	ret = epoch_bump(b);
-	if (ret)
-		return ret;
 	if (bpf_map_lookup_elem(b->rows_fd, k, &id) || bpf_map_delete_elem(b->rows_fd, k))
 		return -errno;
 	zero = calloc(1, sizeof(*zero));

@@ -45,7 +45,7 @@ int tv_top_exit(void *ctx)
 	o.key.reason = field_u32(ctx, cfg.off_reason);
 	o.key.isa = cfg.off_isa ? field_u32(ctx, cfg.off_isa) : cfg.isa_default;
 	o.key.vcpu = field_u32(ctx, cfg.off_vcpu);
-	if (!top_on_exit(slot, slot ? &slot->cache : NULL, &o.key, &row))
+	if (!top_on_exit(slot, &o.key, &row))
 		return 0;
 	if (slot) {
 		top_open(slot, &o.key, row);

@@ -118,25 +118,18 @@ static __always_inline int owned(const struct thread_slot *s, const struct whom 
  * (slots_more full).  Two threads of equal ids modulo SLOTS exiting at the
  * same instant on two CPUs may both claim a free array slot (no
  * compare-and-swap before BPF v3 atomics): the loser's exit is counted but
- * its latency not timed (its entry finds the slot not its own).  *@mine:
- * the thread held the slot before this exit, so no other thread writes
- * its row cache now (a claimer does not use it: two claimers could tear
- * it).
+ * its latency not timed (its entry finds the slot not its own).
  */
-static __always_inline struct open_exit *slot_at_exit(const struct whom *w, int *mine)
+static __always_inline struct open_exit *slot_at_exit(const struct whom *w)
 {
 	unsigned int i = w->tid % SLOTS;
 	struct thread_slot *s = bpf_map_lookup_elem(&slots, &i), fresh = {};
 
-	*mine = 1;
 	if (!s)
 		return NULL;
-	if (owned(s, w))
-		return &s->o;
-	if (!s->o.ts) {
+	if (owned(s, w) || !s->o.ts) {
 		s->tid = w->tid;
 		s->start = w->start;
-		*mine = 0;
 		return &s->o;
 	}
 	/* taken: the other thread's exit is open (or it died with one open:
@@ -209,7 +202,6 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	struct whom w;
 	long long reason;
 	unsigned int row = 0;
-	int mine;
 
 	key.isa = (unsigned int)ctx[1];
 	reason = exit_reason(vcpu, key.isa);
@@ -221,8 +213,8 @@ int tv_top_exit_btf(unsigned long long *ctx)
 	key.vcpu = (unsigned int)vcpu->vcpu_id;	/* BTF-typed: a plain load */
 	w = whoami();
 	key.tgid = w.tgid;
-	slot = slot_at_exit(&w, &mine);
-	if (!top_on_exit(slot, slot && mine ? &slot->cache : NULL, &key, &row))
+	slot = slot_at_exit(&w);
+	if (!top_on_exit(slot, &key, &row))
 		return 0;
 	if (slot)
 		top_open(slot, &key, row);

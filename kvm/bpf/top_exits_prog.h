@@ -23,21 +23,19 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile struct top_cfg cfg = {};
 
 /*
- * A thread's last rows: the ids the rows hash gave for its last exit
- * reasons (direct-mapped by reason) while the thread ran vCPU @vcpu of
- * @tgid, so that an exit whose row it met lately costs no hash lookup
- * (issue 28: the lookup was ~180 of kvm_exit's ~617 instructions, and a
- * vCPU thread exits for a few reasons over and over).  Valid while
- * row_epoch holds @epoch: user space bumps it before it forgets a row
- * (tracevisor serve), so that no thread keeps a freed id.
+ * A thread's last rows: the ids the rows hash gave for its last exits,
+ * direct-mapped by exit reason, so that an exit whose row the thread met
+ * lately costs no hash lookup (issue 28: the lookup was ~180 of
+ * kvm_exit's ~617 instructions, and two more cold pages per exit under
+ * nested TCG; a vCPU thread exits for a few reasons over and over).  An
+ * id is used only if its counters hold the exit's key: user space zeroes
+ * a forgotten row's counters before its id is free (tracevisor serve),
+ * and a reused id holds its new key.
  */
 #define ROW_CACHE 4
 
 struct row_cache {
-	unsigned int epoch;
-	unsigned int tgid, vcpu, isa;
-	/* reason << 32 | (the row's id + 1), one store; 0: empty */
-	unsigned long long e[ROW_CACHE];
+	unsigned int id1[ROW_CACHE];	/* the row's id + 1; 0: empty */
 };
 
 struct open_exit {
@@ -68,14 +66,6 @@ struct {
 	__uint(max_entries, TOP_MAX_ROWS);
 	__type(value, unsigned int);
 } free_ids SEC(".maps");
-
-/* One entry: the rows' epoch (struct row_cache), bumped by user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, unsigned int);
-	__type(value, unsigned int);
-} row_epoch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -133,8 +123,10 @@ static __always_inline unsigned int *row_new(const struct top_key *key)
 		return NULL;
 	}
 	v = bpf_map_lookup_elem(&counters, &id);
-	if (v)
+	if (v) {
 		bpf_get_current_comm(v->comm, sizeof(v->comm));
+		v->key = *key;
+	}
 	if (bpf_map_update_elem(&rows, key, &id, BPF_NOEXIST))
 		bpf_map_push_elem(&free_ids, &id, 0);
 	ref = bpf_map_lookup_elem(&rows, key);
@@ -160,56 +152,50 @@ static __always_inline unsigned int row_cache_index(unsigned int reason)
 	return (reason * 0x9e3779b1u) >> 30;	/* ROW_CACHE == 4: the top 2 bits */
 }
 
+static __always_inline int key_equal(const struct top_key *a, const struct top_key *b)
+{
+	return a->tgid == b->tgid && a->vcpu == b->vcpu && a->reason == b->reason && a->isa == b->isa;
+}
+
 /*
- * row_of() through @c, the thread's last rows (NULL: the hash only; a
- * slot only its own thread uses, never at once): the hash is looked up
- * only for a reason the thread has not met since its vCPU, process or
- * the rows' epoch changed.
+ * row_of() through @c, the thread's last rows (NULL: the hash only): the
+ * hash is looked up only when the id cached for @key's reason is not
+ * @key's row (a slot's cache written by two threads at once, two claimers
+ * of a slot, kvm/bpf/top_exits_btf.bpf.c, holds ids that are checked
+ * all the same).
  */
 static __always_inline struct top_val *row_of_cached(struct row_cache *c, const struct top_key *key,
 						     unsigned int *id)
 {
-	unsigned int zero = 0, *epoch, i;
-	unsigned long long e;
+	unsigned int i, id1;
 	struct top_val *v;
 
-	epoch = bpf_map_lookup_elem(&row_epoch, &zero);
-	if (!c || !epoch)
+	if (!c)
 		return row_of(key, id);
-	if (c->epoch != *epoch || c->tgid != key->tgid || c->vcpu != key->vcpu || c->isa != key->isa) {
-		c->epoch = *epoch;
-		c->tgid = key->tgid;
-		c->vcpu = key->vcpu;
-		c->isa = key->isa;
-#pragma unroll
-		for (i = 0; i < ROW_CACHE; i++)
-			c->e[i] = 0;
-	}
 	i = row_cache_index(key->reason);
 	asm volatile("" : "+r"(i));	/* keep the bound for the verifier */
 	if (i >= ROW_CACHE)
 		return NULL;
-	e = c->e[i];
-	if ((unsigned int)e && (e >> 32) == key->reason) {
-		*id = (unsigned int)e - 1;
-		return bpf_map_lookup_elem(&counters, id);
+	id1 = c->id1[i];
+	if (id1) {
+		*id = id1 - 1;
+		v = bpf_map_lookup_elem(&counters, id);
+		if (v && key_equal(&v->key, key))
+			return v;
 	}
 	v = row_of(key, id);
 	if (v)
-		c->e[i] = (unsigned long long)key->reason << 32 | (*id + 1);
+		c->id1[i] = *id + 1;
 	return v;
 }
 
 /*
  * kvm_exit of @key on the thread of @slot (NULL: none yet): counts it
  * (unless a latency condition counts it at its entry), its row's id in
- * *@id.  @cache: the slot's row cache if the thread held the slot before
- * this exit (NULL: the hash only; a slot claimed at this exit may have a
- * racing claimer, kvm/bpf/top_exits_btf.bpf.c).  1: open it (top_open,
- * as late as can be), 0: not ours.
+ * *@id.  1: open it (top_open, as late as can be), 0: not ours.
  */
-static __always_inline int top_on_exit(struct open_exit *slot, struct row_cache *cache,
-				       const struct top_key *key, unsigned int *id)
+static __always_inline int top_on_exit(struct open_exit *slot, const struct top_key *key,
+				       unsigned int *id)
 {
 	struct top_val *v;
 
@@ -220,7 +206,7 @@ static __always_inline int top_on_exit(struct open_exit *slot, struct row_cache 
 	}
 	if (cfg.by_latency)
 		return 1;
-	v = row_of_cached(cache, key, id);
+	v = row_of_cached(slot ? &slot->cache : NULL, key, id);
 	if (!v)
 		return 0;
 	__sync_fetch_and_add(&v->count, 1);
