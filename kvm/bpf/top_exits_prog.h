@@ -25,12 +25,12 @@ const volatile struct top_cfg cfg = {};
 /*
  * A thread's last rows: the ids the rows hash gave for its last exits,
  * direct-mapped by exit reason, so that an exit whose row the thread met
- * lately costs no hash lookup (issue 28: the lookup was ~180 of
- * kvm_exit's ~617 instructions, and two more cold pages per exit under
- * nested TCG; a vCPU thread exits for a few reasons over and over).  An
- * id is used only if its counters hold the exit's key: user space zeroes
- * a forgotten row's counters before its id is free (tracevisor serve),
- * and a reused id holds its new key.
+ * lately costs no hash lookup (issue 28: kvm_exit's program went from
+ * ~617 to ~479 instructions per run, the tracepoint flavour's from ~807
+ * to ~668, lab L1 under -icount; a vCPU thread exits for a few reasons
+ * over and over).  An id is used only if its counters hold the exit's
+ * key: user space zeroes a forgotten row's counters before its id is
+ * free (tracevisor serve), and a reused id holds its new key.
  */
 #define ROW_CACHE 4
 
