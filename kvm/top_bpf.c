@@ -766,9 +766,11 @@ int tv_top_bpf_rows(struct tv_top_bpf *b, struct top_val *val,
 
 /*
  * The row leaves the hash first, so no program finds its id any more;
- * its counters are zeroed before the id is free again.  An exit of the
- * gone VMM still open on a thread (none: its threads are gone) would add
- * its latency to the id's next row.
+ * its counters are zeroed before the id is free again (their key too:
+ * no thread's cached id passes for the row now, kvm/bpf/top_exits_prog.h,
+ * struct row_cache).  An exit of the gone VMM still open on a thread
+ * (none: its threads are gone) would add its latency to the id's next
+ * row.
  */
 int tv_top_bpf_forget(struct tv_top_bpf *b, const struct top_key *k)
 {

@@ -58,6 +58,9 @@ struct top_key {
 struct top_val {
 	char comm[16];			/* the first exiting thread's, for a VMM gone
 					 * before user space reads /proc */
+	struct top_key key;		/* an exit row's own key (zero: free), so that
+					 * a thread's cached id is checked where its
+					 * exit counts (kvm/bpf/top_exits_prog.h) */
 	unsigned long long count;	/* counted at kvm_exit */
 	unsigned long long total_ns;
 	unsigned long long max_ns;

@@ -19,12 +19,14 @@
  * bpf_get_current_pid_tgid(), which whoami() would call again beside the
  * task helper.  Where a run goes (the lab's L1 under -icount, bpf_stats
  * per program, instructions per run; issue 28, bench/top-bench):
- * kvm_exit ~617, of which the exit reason's two probe reads ~200 (the
- * vmcb is beyond struct kvm_vcpu: a 6.1 verifier allows no direct load
- * there, and no bpf_rdonly_cast before 6.2) and the row's hash lookup
- * ~180; kvm_entry ~260 (440 when it looked the row up again: it now
- * reaches the counters through the row id its exit left in the slot,
- * an inlined array lookup).  Same rows, filter and stats as the
+ * kvm_exit ~479 (617 when it looked its row up in the rows hash each
+ * time: it now takes the id its thread's slot cached for the reason,
+ * checked against the key in the row's counters, kvm/bpf/top_exits_prog.h),
+ * of which the exit reason's two probe reads ~200 (the vmcb is beyond
+ * struct kvm_vcpu: a 6.1 verifier allows no direct load there, and no
+ * bpf_rdonly_cast before 6.2); kvm_entry ~262 (440 when it looked the
+ * row up again: it now reaches the counters through the row id its exit
+ * left in the slot, an inlined array lookup).  Same rows, filter and stats as the
  * tracepoint flavour (kvm/bpf/top_exits_prog.h);
  * kvm/top_bpf.c falls back to that one where this one does not load (no
  * module BTF, an older kernel).

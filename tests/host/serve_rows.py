@@ -19,7 +19,7 @@ NR_BPF = 321			# x86-64
 BPF_MAP_UPDATE_ELEM, BPF_MAP_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD = 2, 14, 15
 BPF_MAP_LOOKUP_AND_DELETE_ELEM = 21
 TOP_NBUCKETS = 61 * 16
-VAL_SIZE = 16 + 3 * 8 + TOP_NBUCKETS * 8	# struct top_val
+VAL_SIZE = 16 + 16 + 3 * 8 + TOP_NBUCKETS * 8	# struct top_val
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 
@@ -62,14 +62,15 @@ def exit_maps(serve_pid):
     return fds["rows"][0], fds["counters"][0], fds["free_ids"][0]
 
 
-def value(count):
-    """count exits, all timed, spread over the histogram's buckets 0..479
-    (1 ns .. ~4 s): every Prometheus bucket has some, 9-digit counts."""
+def value(key, count):
+    """The row of key (struct top_key's bytes): count exits, all timed,
+    spread over the histogram's buckets 0..479 (1 ns .. ~4 s): every
+    Prometheus bucket has some, 9-digit counts."""
     hist = [0] * TOP_NBUCKETS
     spread = list(range(0, 480, 10))
     for i, b in enumerate(spread):
         hist[b] = count // len(spread) + (i < count % len(spread))
-    return struct.pack("16s3Q%dQ" % TOP_NBUCKETS, b"tv-testvmm", count, 987654321012, 4000000000, *hist)
+    return struct.pack("16s16s3Q%dQ" % TOP_NBUCKETS, b"tv-testvmm", key, count, 987654321012, 4000000000, *hist)
 
 
 def update(fd, key, val):
@@ -80,15 +81,15 @@ def main():
     serve, isa = int(sys.argv[1]), int(sys.argv[2])
     codes = [int(c, 0) for c in sys.argv[3].split(",")]
     rows, counters, free_ids = exit_maps(serve)
-    val = ctypes.create_string_buffer(value(123456789), VAL_SIZE)
     row_id = ctypes.create_string_buffer(4)
     n = 0
     for pid in map(int, sys.argv[4:]):
         for code in codes:
             # an id as the exit program takes one: popped from the queue
             bpf(BPF_MAP_LOOKUP_AND_DELETE_ELEM, struct.pack("IIQQQ", free_ids, 0, 0, ctypes.addressof(row_id), 0))
-            update(counters, row_id, val)
-            update(rows, ctypes.create_string_buffer(struct.pack("4I", pid, 0, code, isa), 16), row_id)
+            key = struct.pack("4I", pid, 0, code, isa)
+            update(counters, row_id, ctypes.create_string_buffer(value(key, 123456789), VAL_SIZE))
+            update(rows, ctypes.create_string_buffer(key, 16), row_id)
             n += 1
     print("serve_rows: %d rows into serve %d's map" % (n, serve))
 
