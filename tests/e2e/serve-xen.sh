@@ -23,13 +23,7 @@ command -v promtool >/dev/null || skip "promtool not installed (make deps: Debia
 DOM0="$XEN_DOMUS_START"'
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
 $TV serve --xen --flight-recorder 1M >/out/bad-flight.out 2>/out/bad-flight.err; echo $? >/out/bad-flight.rc
-lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
-n=0
-until [ -e /out/d1/agent-up ]; do
-	n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
-	xen_domu_crashed && exit 25
-done
-xl list > /out/xl-list.txt
+xen_domu1_start
 # a failure leaves nothing running on the (shared) machine
 die() { kill $S 2>/dev/null; wait $S 2>/dev/null; xl destroy d1; exit $1; }
 mkdir -p /tmp/st

@@ -23,13 +23,7 @@ command -v python3 >/dev/null || skip "python3 missing"
 DOM0="$XEN_DOMUS_START"'
 $TV top --xen --vm nosuch --count 1 --json >/out/bad-vm.out 2>/out/bad-vm.err; echo $? >/out/bad-vm.rc
 [ -e /tmp/nosuch ] && echo left >/out/bad-vm.left
-lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
-n=0
-until [ -e /out/d1/agent-up ]; do
-	n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
-	xen_domu_crashed && exit 25
-done
-xl list > /out/xl-list.txt
+xen_domu1_start
 # Xen tracing busy: a running xentrace has VIRQ_TBUF
 xentrace -D -e all -T 4 /tmp/xt-busy.bin >/dev/null 2>&1 & X=$!
 sleep 1.5

@@ -209,7 +209,8 @@ l1_start_l2() {
 # for both agents (/out/dN/agent-up), writes /out/domus-up-seconds and
 # /out/xl-list.txt, and exits the dom0 script with 20-22 when a domU does
 # not start, 25 when one triple-faulted in the emulator while booting.  TV
-# is the lab's tracevisor; xen_domu_crashed is defined too.
+# is the lab's tracevisor; xen_domu_crashed is defined too, and
+# xen_domu1_start, which starts the PVH d1 alone.
 # shellcheck disable=SC2016 # expanded in dom0 and the domUs
 XEN_DOMUS_START='
 TV=/opt/tracevisor/tracevisor
@@ -232,5 +233,15 @@ xen_domus_start() {
 		xen_domu_crashed && exit 25
 	done
 	echo "$(( $(date +%s) - t0 ))" > /out/domus-up-seconds
+	xl list > /out/xl-list.txt
+}
+# xen_domu1_start: the PVH domU d1 alone (/out/d1), its agent up; exits as xen_domus_start
+xen_domu1_start() {
+	lab-domu --name d1 --timeout 600 --background /tmp/domu.sh /out/d1 || exit 20
+	n=0
+	until [ -e /out/d1/agent-up ]; do
+		n=$((n+1)); [ $n -gt 600 ] && exit 22; sleep 0.5
+		xen_domu_crashed && exit 25
+	done
 	xl list > /out/xl-list.txt
 }'
