@@ -77,6 +77,7 @@ tracevisor stat --json /out/s/snapshot-$N > /out/stat.json || exit 32
 tracevisor report /out/s/snapshot-$N > /out/report.txt || exit 33
 tracevisor report --json /out/s/snapshot-$N | head -n 1 > /out/first.json
 tracevisor report --json /out/s/snapshot-$N | grep -m 1 "\"domain\":\"guest:l2\"" > /out/first-guest.json
+tracevisor report --json /out/s/snapshot-$N | grep -c "\"domain\":\"guest:l2\"" > /out/guest-events
 tracevisor sync /out/s/snapshot-$N > /out/sync.txt 2>&1 || exit 34
 tracevisor stat --by guest-task --json /out/s/snapshot-$N > /out/gt.json || exit 35
 exit 0' flight LAB_TIMEOUT=$((NORMAL_S + 600))
@@ -110,9 +111,12 @@ GM=$OUT/s/snapshot-$N/guest-l2/meta
 cat "$GM" >&2
 grep 'Snapshot' "$OUT/agent-l2.log" >&2 || true
 grep -qx 'status=complete' "$GM" || fail "the stall's snapshot: guest-l2 $(grep '^status=' "$GM")"
+gkey() { sed -n "s/^$1=//p" "$GM"; }
+echo "guest-l2: complete, $(gkey bytes_total) bytes, $(cat "$OUT/guest-events") events, received in $(($(gkey snapshot_receive_ns) / 1000000)) ms (longest wait for its data $(($(gkey snapshot_max_data_gap_ns) / 1000000)) ms)" >&2
 cat "$OUT/sync.txt" >&2
 caus=$(awk '$1 == "guest-l2" {print $NF}' "$OUT/sync.txt")
 case $caus in 0/[1-9]*) ;; *) fail "the stall's snapshot: guest-l2 causality '$caus' (want 0 violations)" ;; esac
+echo "guest-l2 sync: $(awk '$1 == "guest-l2" {print $2 ", bound " $6 " ns, " $7 " probes, causality " $NF}' "$OUT/sync.txt")" >&2
 python3 - "$M" "$OUT/s/snapshot-$N/host/meta" "$OUT/stat.json" "$OUT/report.txt" "$OUT/first.json" "$(cat "$OUT/qpid")" \
 	"$OUT/first-guest.json" "$OUT/gt.json" <<'PY' || fail "the snapshot of the stall"
 import json, re, sys
