@@ -34,10 +34,15 @@ NORMAL_S=${NORMAL_S:-60}
 # its agent (at 100 ms its ring came after the host's 2 s now and then).
 # The busy loop at nice 19: L2 has one vCPU, and at equal weight the
 # agent answered the stall snapshot's request after the host's 2 s (the
-# guest then written truncated, 0 bytes); the vCPU stays as busy
+# guest then written truncated, 0 bytes); the vCPU stays as busy.  L2's
+# busybox has renice, not nice (with `nice -n 19 sh -c ...` there was no
+# loop: L2 idle, the stop could land in a hlt exit, which the rule leaves
+# out); the loop's nice value is checked below (/out/loop-nice).
 L2_SCRIPT=$L2_AGENT_START'
-nice -n 19 sh -c "while :; do :; done" &
+sh -c "while :; do :; done" &
 B=$!
+renice 19 -p $B >/dev/null
+sed "s/.*) //" /proc/$B/stat | cut -d" " -f17 > /out/loop-nice
 l2_wait /out/done 9000
 kill $B
 l2_finish
@@ -71,6 +76,7 @@ ls /sys/kernel/tracing/instances > /out/instances-left
 touch /tmp/l2/done
 lab-guest --wait $QPID
 cp /tmp/l2/agent.log /out/agent-l2.log
+cp /tmp/l2/loop-nice /out/loop-nice
 N=$(ls -d /out/s/snapshot-* | wc -l)
 [ -e /out/s/snapshot-$N/session.meta ] || exit 31
 tracevisor stat --json /out/s/snapshot-$N > /out/stat.json || exit 32
@@ -106,6 +112,8 @@ grep -q '^tracevisor-' "$OUT/instances-left" && fail "tracefs instances left: $(
 N=$((normal + 1))
 M=$OUT/s/snapshot-$N/session.meta
 cat "$M" "$OUT/s/snapshot-$N/host/meta" >&2
+# L1's /tmp/l2 is L2's /out
+[ "$(cat "$OUT/loop-nice" 2>/dev/null)" = 19 ] || fail "L2's busy loop not at nice 19: '$(cat "$OUT/loop-nice" 2>/dev/null)'"
 GM=$OUT/s/snapshot-$N/guest-l2/meta
 [ -e "$GM" ] || fail "the stall's snapshot has no guest-l2 (record's log above)"
 cat "$GM" >&2
