@@ -287,6 +287,8 @@ static uint64_t mono_ns(void)
  * and dropped, so that the next snapshot starts after this one.
  * Return: bytes sent.
  */
+static uint64_t snap_send_max_ns;
+
 static size_t snap_cpu(struct session *s, uint32_t id, int cpu, unsigned char *buf, size_t cap,
 		       size_t budget)
 {
@@ -309,7 +311,13 @@ static size_t snap_cpu(struct session *s, uint32_t id, int cpu, unsigned char *b
 			n += sb;
 		}
 		if ((r <= 0 || n + sb > cap) && n) {
-			if (send_frame(s, TV_MSG_SNAP_DATA, TV_PROTO_SNAP_ARG(id, cpu), buf, n))
+			uint64_t t0 = mono_ns(), dt;
+			int ret = send_frame(s, TV_MSG_SNAP_DATA, TV_PROTO_SNAP_ARG(id, cpu), buf, n);
+
+			dt = mono_ns() - t0;
+			if (dt > snap_send_max_ns)
+				snap_send_max_ns = dt;
+			if (ret)
 				break;
 			sent += n;
 			n = 0;
@@ -338,6 +346,7 @@ void flight_snapshot(struct session *s, uint32_t id)
 	}
 	budget = (size_t)(s->flight_bytes / (unsigned long long)s->ncpus) / sb * sb;
 	swap = s->flight && s->flight->swap;
+	snap_send_max_ns = 0;
 	off_ns = mono_ns();
 	/* the freeze: one swap (tracing goes on in the other buffer), or tracing off */
 	if (swap && inst_write(s, "snapshot", "1"))
@@ -361,7 +370,8 @@ void flight_snapshot(struct session *s, uint32_t id)
 		 swap ? "snapshot-buffer" : "stop-read-restart", total);
 	send_text_arg(s, TV_MSG_SNAP_END, id, text);
 	if (verbose)
-		say("Snapshot %u: %llu bytes, frozen by %s, tracing off for %llu us", id, total,
+		say("Snapshot %u: %llu bytes sent in %llu ms (longest frame send %llu ms), frozen by %s, tracing off for %llu us", id, total,
+		    (unsigned long long)(mono_ns() - off_ns) / 1000000, (unsigned long long)snap_send_max_ns / 1000000,
 		    swap ? "snapshot-buffer" : "stop-read-restart", (unsigned long long)(on_ns - off_ns) / 1000);
 }
 

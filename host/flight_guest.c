@@ -10,7 +10,7 @@
  *                                       (formats copied from DIR/guest-NAME)
  *   (host, UST written meanwhile)       _frame: SNAP_DATA, SNAP_FILE, SNAP_END
  *   _snapshots_end: wait, list       <- done: at SNAP_END, or truncated at
- *                                       TV_GUEST_SNAPSHOT_WAIT_S (what came kept)
+ *                                       a limit of flight_guest.h (what came kept)
  *
  * A guest is untrusted here as everywhere: its snapshot data is capped at
  * SIZE (more is dropped, counted in snapshot_bytes_dropped and said), its
@@ -62,8 +62,10 @@ struct tv_guest_flight {
 	enum snap_state state;
 	unsigned int id;		/* the snapshot asked */
 	char dir[PATH_MAX];		/* its snapshot-N/guest-NAME */
-	double deadline;		/* now: WAIT_S without data, or the request + MAX_S */
+	double deadline;		/* now: WAIT_S or PAUSE_S without data, or the cap */
 	double asked_at;
+	/* the guest thread's, for the meta: where a snapshot's time went */
+	double last_data_at, last_turn_at, max_data_gap, max_turn_gap;
 	char status[300];		/* DONE: the domain's status */
 	int listable;			/* DONE: the domain is readable */
 	uint64_t dropped;		/* DONE: bytes past SIZE */
@@ -338,6 +340,8 @@ static void snap_start(struct tv_guest_flight *fl, double now)
 	/* its frames are read from now on, by this thread */
 	fl->asked_at = tv_probe_sched_now();
 	fl->deadline = fl->asked_at + TV_GUEST_SNAPSHOT_WAIT_S;
+	fl->last_data_at = fl->last_turn_at = fl->asked_at;
+	fl->max_data_gap = fl->max_turn_gap = 0;
 	if (ret)
 		snprintf(fl->status, sizeof(fl->status), "failed: cannot write the snapshot: path=\"%s\", errno=%d (%s)",
 			 fl->dir, -ret, strerror(-ret));
@@ -390,6 +394,9 @@ static int snap_meta(struct tv_guest_flight *fl)
 	tv_meta_set(m, "flight_freeze_ns", "%llu", (unsigned long long)fl->freeze_ns);
 	tv_meta_set(m, "flight_gap_ns", "%llu", (unsigned long long)fl->gap_ns);
 	tv_meta_set(m, "snapshot_bytes_dropped", "%llu", (unsigned long long)fl->dropped);
+	tv_meta_set(m, "snapshot_receive_ns", "%llu", (unsigned long long)((tv_probe_sched_now() - fl->asked_at) * 1e9));
+	tv_meta_set(m, "snapshot_max_data_gap_ns", "%llu", (unsigned long long)(fl->max_data_gap * 1e9));
+	tv_meta_set(m, "snapshot_max_turn_gap_ns", "%llu", (unsigned long long)(fl->max_turn_gap * 1e9));
 	if (!strncmp(fl->status, "truncated", 9))
 		tv_meta_set(m, "truncated", "1");
 	snprintf(path, sizeof(path), "%s/meta", fl->dir);
@@ -398,12 +405,23 @@ static int snap_meta(struct tv_guest_flight *fl)
 	return ret;
 }
 
+/* The latest a guest's answer may end, by what came so far (flight_guest.h). */
+static double snap_cap(const struct tv_guest_flight *fl)
+{
+	double allowed = TV_GUEST_SNAPSHOT_MAX_S + (double)fl->got / TV_GUEST_SNAPSHOT_MIN_RATE;
+
+	return fl->asked_at + (allowed < TV_GUEST_SNAPSHOT_LIMIT_S ? allowed : TV_GUEST_SNAPSHOT_LIMIT_S);
+}
+
 /* Data came: the guest answers, its deadline moves on (capped: a dripping guest). */
 static void snap_progress(struct tv_guest_flight *fl)
 {
-	double next = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_WAIT_S;
-	double cap = fl->asked_at + TV_GUEST_SNAPSHOT_MAX_S;
+	double now = tv_probe_sched_now(), next = now + TV_GUEST_SNAPSHOT_PAUSE_S;
+	double cap = snap_cap(fl);
 
+	if (now - fl->last_data_at > fl->max_data_gap)
+		fl->max_data_gap = now - fl->last_data_at;
+	fl->last_data_at = now;
 	fl->deadline = next < cap ? next : cap;
 }
 
@@ -440,16 +458,24 @@ void tv_guest_flight_poll(struct tv_guest_flight *fl, double now)
 			snap_finish(fl);
 		return;
 	}
+	if (st == SNAP_RUNNING && now - fl->last_turn_at > fl->max_turn_gap)
+		fl->max_turn_gap = now - fl->last_turn_at;
+	fl->last_turn_at = now;
 	if (st != SNAP_RUNNING || now < fl->deadline)
 		return;
 	if (!fl->status[0] && !fl->got)
 		snprintf(fl->status, sizeof(fl->status),
 			 "truncated: no SNAP_END from the agent within %.0f s of the request (%llu bytes came)",
 			 TV_GUEST_SNAPSHOT_WAIT_S, (unsigned long long)fl->got);
+	else if (!fl->status[0] && now >= snap_cap(fl))
+		snprintf(fl->status, sizeof(fl->status),
+			 "truncated: no SNAP_END from the agent within %.0f s of the request (%.0f s, a second more per %.0f KB that came, %.0f s at most; %llu bytes came)",
+			 now - fl->asked_at, TV_GUEST_SNAPSHOT_MAX_S, TV_GUEST_SNAPSHOT_MIN_RATE / 1024,
+			 TV_GUEST_SNAPSHOT_LIMIT_S, (unsigned long long)fl->got);
 	else if (!fl->status[0])
 		snprintf(fl->status, sizeof(fl->status),
-			 "truncated: no SNAP_END from the agent, its data stopped for %.0f s or ran past %.0f s of the request (%llu bytes came)",
-			 TV_GUEST_SNAPSHOT_WAIT_S, TV_GUEST_SNAPSHOT_MAX_S, (unsigned long long)fl->got);
+			 "truncated: no SNAP_END from the agent, its data stopped for %.0f s (%llu bytes came)",
+			 TV_GUEST_SNAPSHOT_PAUSE_S, (unsigned long long)fl->got);
 	snap_finish(fl);
 }
 
@@ -742,7 +768,7 @@ static int snapshot_wait(struct tv_guest_flight *fl, double until)
 
 int tv_guest_flight_snapshots_end(struct tv_guest *const *guests, size_t n, struct tv_session_writer *w)
 {
-	double until = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_MAX_S + WRITE_GRACE_S;
+	double until = tv_probe_sched_now() + TV_GUEST_SNAPSHOT_LIMIT_S + WRITE_GRACE_S;
 	int ret = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -760,7 +786,7 @@ int tv_guest_flight_snapshots_end(struct tv_guest *const *guests, size_t n, stru
 		/* its thread is stuck (disk): the snapshot goes without it */
 		if (listed < 0)
 			tv_warn("Guest %s is not in the snapshot: its thread did not write it within %.0f s",
-				fl->io.name, TV_GUEST_SNAPSHOT_MAX_S + WRITE_GRACE_S);
+				fl->io.name, TV_GUEST_SNAPSHOT_LIMIT_S + WRITE_GRACE_S);
 		else if (listed && strcmp(fl->status, "complete"))
 			tv_warn("Guest %s: snapshot %s", fl->io.name, fl->status);
 		else if (!listed)

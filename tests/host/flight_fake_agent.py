@@ -4,7 +4,12 @@
 guest end PTY of a pty relay (doc/agent-protocol.md).  MODE:
   old   describes itself as agent version 3 (no flight recorder);
   liar  version 4, but after READY floods TRIGGER frames for rule 0 and
-        answers each SNAP with 4 x the flight_bytes START asked for.
+        answers each SNAP with 4 x the flight_bytes START asked for;
+  slow  version 4, a slow channel: its first SNAP answered with 3 MB in
+        64 KB frames over about 12 s, pausing 3 s and 1 s in turn (as vsock
+        under nested TCG), then SNAP_END; its second with 1 MB and then
+        nothing (a guest frozen midway); its third with one page every 3 s
+        for 18 s (a guest that drips), then SNAP_END.
 The formats it sends are this kernel's, so the domain checks pass."""
 import os, select, struct, sys, time
 
@@ -85,6 +90,25 @@ while True:
     ftype, arg, payload = f
     if ftype == 0x03:		# PING -> PONG
         send(0x13, payload)
+    elif ftype == 0x05 and mode == "slow":
+        snaps = globals().setdefault("snaps", [0])
+        snaps[0] += 1
+        frame = bytes(4096) * 16
+        if snaps[0] == 1:
+            for i in range(48):
+                send(0x1e, frame, (arg & 0xffff) << 16)
+                if i % 8 == 7 and i < 47:
+                    time.sleep(3.0 if (i // 8) % 2 == 0 else 1.0)
+            send(0x20, b"gap_ns=1\n", arg)
+        elif snaps[0] == 2:
+            for i in range(16):
+                send(0x1e, frame, (arg & 0xffff) << 16)
+        else:
+            for i in range(6):
+                send(0x1e, bytes(4096), (arg & 0xffff) << 16)
+                time.sleep(3.0)
+            send(0x20, b"gap_ns=1\n", arg)
+        print("answered SNAP %d (%d)" % (arg, snaps[0]), file=sys.stderr)
     elif ftype == 0x05:		# SNAP: 4 x SIZE of empty pages
         page = bytes(4096)
         for _ in range(4 * flight // (64 * 4096)):

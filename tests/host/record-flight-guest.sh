@@ -10,7 +10,9 @@
 # written truncated within ~2 s, the host's layer whole.  Then fake agents
 # (tests/host/flight_fake_agent.py): one of version 3 gets the guest failed
 # with a clear line; a lying one that sends 4 x SIZE is cut at SIZE
-# (counted and said) and its TRIGGER flood takes one snapshot.
+# (counted and said) and its TRIGGER flood takes one snapshot; a slow one
+# (a ring of megabytes with pauses of 3 s) comes whole, one that stops
+# midway or drips is cut and said.
 . "$(dirname "$0")/lib.bash"
 require_root; require_tracefs
 AGENT=$TV_ROOT/build/tracevisor-agent
@@ -187,6 +189,40 @@ trig=$(sed -n 's/^triggers=//p' "$m")
 lines=$(grep -c "not taken" "$TV_TMP/rec5.err")
 [ "$lines" -le 6 ] || fail "the TRIGGER flood made $lines refusal lines (at most one a second)"
 echo "ok: a lying guest: $lines refusal line(s), $got bytes written, $dropped dropped and said; $trig TRIGGERs, one snapshot"
+kill $APID $RELAY 2>/dev/null
+# 5. A slow channel (tests/host/flight_fake_agent.py slow): a guest that
+# answers and keeps sending, pausing 3 s now and then, 3 MB over ~12 s,
+# comes whole; one that stops midway is cut 5 s after its last data, one
+# that drips a page every 3 s about 10 s after the request.
+rm -f "$TV_TMP/ptys"; pty_relay
+python3 "$FAKE" "$GPTY" slow 2>"$TV_TMP/fake-slow.log" &
+APID=$!
+S6=$TV_TMP/s6
+"$TV" record -o "$S6" -e sched:sched_switch --guest "serial:$HPTY,name:slow" --flight-recorder 4M \
+	2>"$TV_TMP/rec6.err" &
+REC=$!
+for _ in $(seq 300); do grep -q "recording to" "$TV_TMP/rec6.err" && break; sleep 0.1; done
+grep -q "recording to" "$TV_TMP/rec6.err" || fail "record with the slow fake agent did not start: $(cat "$TV_TMP/rec6.err")"
+slow_snap() {	# N STATUS-PREFIX BYTES MIN-MS MAX-MS
+	local t0 ms m got
+	t0=$(date +%s%N)
+	"$TV" snapshot "$S6" >/dev/null || fail "snapshot $1 of the slow guest: $(cat "$TV_TMP/rec6.err")"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	m=$S6/snapshot-$1/guest-slow/meta
+	[ -e "$m" ] || fail "snapshot $1 without the slow guest: $(cat "$TV_TMP/rec6.err")"
+	grep -q "^status=$2" "$m" || fail "snapshot $1 of the slow guest: $(grep '^status=' "$m"), want $2"
+	got=$(sed -n 's/^bytes_total=//p' "$m")
+	expect_eq "snapshot $1 of the slow guest: bytes" "$got" "$3"
+	[ $ms -ge "$4" ] && [ $ms -le "$5" ] || fail "snapshot $1 of the slow guest took $ms ms (want $4..$5)"
+	echo "ok: snapshot $1 of the slow guest: $(grep '^status=' "$m" | cut -c8-80), $got bytes, $ms ms"
+}
+slow_snap 1 complete $((48 * 65536)) 11000 20000
+slow_snap 2 "truncated: no SNAP_END from the agent, its data stopped for 5 s" $((16 * 65536)) 4500 8000
+slow_snap 3 "truncated: no SNAP_END from the agent within 10 s of the request" $((4 * 4096)) 9500 13000
+# its last pages (late: counted) before the stop, which it then answers
+for _ in $(seq 150); do grep -q "(3)" "$TV_TMP/fake-slow.log" && break; sleep 0.1; done
+kill -INT $REC
+wait $REC || fail "record with the slow fake agent exited $?: $(cat "$TV_TMP/rec6.err")"
 kill $APID $RELAY 2>/dev/null
 ask QUIT 0
 echo "PASS: guests in the flight recorder"
