@@ -676,6 +676,26 @@ out:
 	return 0;
 }
 
+/*
+ * The exit watches' times on the xen domain's clock (xen-system: pCPU 0's
+ * scale); known once tracing is on (tv_xen_recorder_start), and a watch may
+ * be added before or after.
+ */
+static void xen_watch_set_scale(const struct tv_xen_recorder *rec, struct tv_xen_exit_watch *w)
+{
+	if (rec->info.clock && !strcmp(rec->info.clock, "xen-system"))
+		tv_xen_exit_watch_set_scale(w, rec->scale0.tsc, rec->scale0.stime, rec->scale0.mul,
+					    rec->scale0.shift);
+}
+
+static void xen_watches_set_scale(struct tv_xen_recorder *rec)
+{
+	pthread_mutex_lock(&rec->flight_lock);
+	for (int i = 0; i < rec->nr_watch; i++)
+		xen_watch_set_scale(rec, rec->watch[i]);
+	pthread_mutex_unlock(&rec->flight_lock);
+}
+
 int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 {
 	int ret;
@@ -707,8 +727,10 @@ int tv_xen_recorder_start(struct tv_xen_recorder *rec)
 	 * 10-20 ms on a pCPU whose time Xen had warped forward meanwhile
 	 * (lab free run of 2026-11-26, doc/sync-probes.md).
 	 */
-	if (!ret)
+	if (!ret) {
 		xen_read_time_scale(rec);
+		xen_watches_set_scale(rec);
+	}
 	if (!ret)
 		xen_snapshot_running(rec);
 	rec->stop_fd = eventfd(0, EFD_CLOEXEC);
@@ -900,9 +922,7 @@ int tv_xen_recorder_watch_exits(struct tv_xen_recorder *rec, const struct tv_xen
 	ret = tv_xen_exit_watch_new(&r, rec->ncpus, rec->info.cpu_khz, out);
 	if (ret)
 		return ret;
-	if (!strcmp(rec->info.clock, "xen-system"))
-		tv_xen_exit_watch_set_scale(*out, rec->scale0.tsc, rec->scale0.stime, rec->scale0.mul,
-					    rec->scale0.shift);
+	xen_watch_set_scale(rec, *out);
 	pthread_mutex_lock(&rec->flight_lock);
 	if (rec->nr_watch == XEN_MAX_WATCHES) {
 		ret = -EBUSY;
