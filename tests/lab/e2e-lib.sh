@@ -202,7 +202,9 @@ l1_start_l2() {
 # xen_domus_start [MARK], which starts a PV domU d1 and a PVH domU d2 with
 # `lab-domu --background` (files in /out/d1, /out/d2), each running
 # tracevisor-agent on its org.tracevisor.0 channel (/dev/hvc1, one session)
-# under a fork/exec workload until the agent exits; MARK=1: d1 also writes
+# under a fork/exec workload until the agent exits (and a shell spinning
+# without a pause once the domU's /out/busy exists: dom0's /out/dN/busy,
+# a vCPU that a pause stops while it runs, not in hlt); MARK=1: d1 also writes
 # a record into Xen's trace every second (`tracevisor xen-mark`); AUTO=1
 # (xen_domus_start MARK AUTO): d1's agent has no channel option at all
 # (`-s auto` finds org.tracevisor.0 in the domU's xenstore).  It waits
@@ -220,8 +222,9 @@ xen_domu_crashed() { xl dmesg 2>/dev/null | grep -q "Triple fault"; }
 printf "%s\n" "tracevisor-agent \${AGENT_OPTS--p 0 -s /dev/hvc1} -1 -v 2>/out/agent.err & A=\$!" \
 	"sleep 1; echo up > /out/agent-up" \
 	"( while :; do /bin/true; ls /proc >/dev/null; sleep 0.05; done ) & W=\$!" \
+	"( while [ ! -e /out/busy ]; do sleep 0.2; done; while :; do :; done ) & B=\$!" \
 	"M=; [ \"\$MARK\" = 1 ] && { ( while :; do tracevisor xen-mark --event 7 29814 >/dev/null 2>>/out/xen-mark.err; sleep 1; done ) & M=\$!; }" \
-	"wait \$A; rc=\$?; kill \$W \$M; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
+	"wait \$A; rc=\$?; kill \$W \$M \$B; echo \$rc > /out/agent-rc; exit \$rc" >/tmp/domu.sh
 xen_domus_start() {
 	t0=$(date +%s)
 	{ echo "MARK=${1:-0}"; [ "${2:-0}" = 1 ] && echo "AGENT_OPTS="; cat /tmp/domu.sh; } >/tmp/domu-d1.sh
