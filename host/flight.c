@@ -257,6 +257,7 @@ static int flight_hit(struct tv_flight *f, const struct pending *p)
 		taken = 1;
 	}
 	pthread_mutex_unlock(&f->lock);
+	tv_debug("Trigger hit: rule=%d, time_ns=%llu, taken=%d", p->rule, (unsigned long long)p->time_ns, taken);
 	if (write(f->hit_fd, &one, sizeof(one)) < 0)
 		tv_debug("Cannot wake the session for a trigger: errno=%d", errno);
 	return taken;

@@ -485,6 +485,24 @@ int tv_session_record_wait_fd(const struct tv_session_record *s)
 static int session_snapshot(struct tv_session_record *s, const char *const *keys,
 			    char *path, size_t size);
 
+/* Said before the snapshot is written: a guest's ring can take many seconds. */
+static void notify_fired(struct tv_session_record *s, const char *const *keys)
+{
+	char detail[1024];
+	size_t used = 0;
+
+	detail[0] = '\0';
+	for (size_t i = 0; keys[i] && used < sizeof(detail); i += 2) {
+		int n = snprintf(detail + used, sizeof(detail) - used, "%s%s=%s", used ? " " : "", keys[i],
+				 keys[i + 1]);
+
+		if (n < 0 || (size_t)n >= sizeof(detail) - used)
+			break;
+		used += (size_t)n;
+	}
+	notify(s, TV_SESSION_TRIGGER_FIRED, NULL, 0, detail);
+}
+
 /* The triggers' work: a due snapshot, the refusals said. */
 static void flight_tick(struct tv_session_record *s)
 {
@@ -498,6 +516,7 @@ static void flight_tick(struct tv_session_record *s)
 		return;
 	tv_flight_next_ms(s->flight);	/* reads the eventfd */
 	if (tv_flight_due(s->flight, &fire)) {
+		notify_fired(s, fire.keys);
 		ret = session_snapshot(s, fire.keys, path, sizeof(path));
 		tv_flight_done(s->flight, !ret);
 		notify(s, TV_SESSION_SNAPSHOT, ret ? NULL : path, ret, fire.keys[1]);

@@ -749,6 +749,12 @@ static void flight_note(struct record_cli *cli, enum tv_session_note note, const
 			detail);
 		return;
 	}
+	if (note == TV_SESSION_TRIGGER_FIRED) {
+		if (!cli->quiet)
+			fprintf(stderr, "tracevisor record: trigger fired: %s; writing the snapshot\n",
+				tv_cli_text(detail));
+		return;
+	}
 	if (!path) {
 		cli->snapshot_errors++;
 		snprintf(error, sizeof(error), "errno=%d (%s)", -err, strerror(-err));
@@ -988,7 +994,8 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 {
 	struct record_cli *cli = ctx;
 
-	if (note == TV_SESSION_SNAPSHOT || note == TV_SESSION_TRIGGER_REFUSED) {
+	if (note == TV_SESSION_SNAPSHOT || note == TV_SESSION_TRIGGER_REFUSED ||
+	    note == TV_SESSION_TRIGGER_FIRED) {
 		flight_note(cli, note, name, err, detail);
 		return;
 	}

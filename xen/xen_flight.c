@@ -375,6 +375,8 @@ static void watch_report(struct tv_xen_exit_watch *w, const struct tv_exit_slot 
 	h->latency_ns = tv_xen_tsc_to_ns(latency_tsc, w->khz);
 	h->open = open;
 	h->system_time = w->scale.known;
+	tv_debug("Xen exit past the limit: dom=%u, vcpu=%u, reason=0x%x, latency_ns=%llu, open=%d", h->domid,
+		 h->vcpu, h->reason, (unsigned long long)h->latency_ns, open);
 	if (write(w->efd, &one, sizeof(one)) < 0)
 		tv_debug("Cannot signal a Xen exit hit: errno=%d", errno);
 }

@@ -119,6 +119,10 @@ enum tv_session_note {
 	 * why: "busy" a snapshot pending or being written, "holdoff",
 	 * "max-snapshots"). */
 	TV_SESSION_TRIGGER_REFUSED,
+	/* A trigger fired and its snapshot is being written now (@detail:
+	 * the snapshot's trigger keys, "KEY=VALUE" separated by spaces;
+	 * TV_SESSION_SNAPSHOT follows when it is done). */
+	TV_SESSION_TRIGGER_FIRED,
 };
 
 #define TV_SESSION_MAX_EVENTS 256

@@ -60,6 +60,8 @@ ask BULK 1000
 # the trigger, then 2000 getppid within the 300 ms post
 ask BOTH 2000
 wait_file "$S/snapshot-1/session.meta" 10 || fail "no snapshot after the trigger: $(cat "$TV_TMP/rec.err")"
+grep -q "^tracevisor record: trigger fired: trigger=event=syscalls:sys_enter_getpid,filter=common_pid==$worker .*; writing the snapshot$" \
+	"$TV_TMP/rec.err" || fail "no 'trigger fired' line before the snapshot: $(cat "$TV_TMP/rec.err")"
 # at once, within the holdoff: refused, said
 ask MARK 1
 for _ in $(seq 30); do grep -q 'trigger not taken (holdoff)' "$TV_TMP/rec.err" && break; sleep 0.1; done
