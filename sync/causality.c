@@ -116,6 +116,9 @@ int sync_check_pair(const struct round *r, int gt, int pt, int below, void *ctx)
 	hull_cross_check(c, r, gt, pt, g, gts);
 	/* below: the guest received what the peer sent, so it may not be earlier. */
 	if (below ? gts < pts : gts > pts) {
+		tv_debug("Causality violation: domain=%s, guest marker type=%d (raw %lld, mapped %llu), peer %s type=%d (mapped %llu), by %lld ns",
+			 g->domain, gt, (long long)r->ts[gt], (unsigned long long)gts, p->domain, pt,
+			 (unsigned long long)pts, (long long)(below ? pts - gts : gts - pts));
 		g->causality_violations++;
 		if (gt == TV_SYNC_PING_RECV || gt == TV_SYNC_PONG_SEND)
 			g->message_violations++;
