@@ -25,6 +25,7 @@ static int scan_push(struct scan *sc, struct probe p)
 	p.stream_first = sc->cur->first;
 	p.backs = sc->cur->backs;
 	p.held = sc->cur->held;
+	p.ambiguous = sc->cur->ambiguous;
 	sc->probes[sc->nr_probes++] = p;
 	return 0;
 }
@@ -321,6 +322,7 @@ static int scan_stream(struct scan *sc, const struct tv_event *ev)
 	}
 	s->backs += ev->ts_raw < s->last;
 	s->last = ev->ts_raw;
+	s->ambiguous = ev->time_ambiguous;
 	sc->cur = s;
 	return 0;
 }

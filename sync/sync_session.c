@@ -92,6 +92,8 @@ static int sync_compute(struct scan *sc, const char *dir, struct tv_sync_result 
 			out->domains[d].held_rounds = sync_count_held_rounds(sc, (int)d);
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
 			out->domains[d].misplaced_rounds = sync_count_misplaced_rounds(sc, (int)d);
+		for (size_t d = 0; d < sc->nr_domains && !ret; d++)
+			out->domains[d].ambiguous_rounds = sync_count_ambiguous_rounds(sc, (int)d);
 		for (size_t d = 0; d < sc->nr_domains && d < MAX_DOMAINS; d++)
 			out->domains[d].foreign_probes = sc->dom[d].foreign;
 		for (size_t d = 0; d < sc->nr_domains && !ret; d++) {
@@ -139,6 +141,7 @@ static int sync_ust_domains(struct scan *sc, struct tv_sync_result *out)
 			copy.message_violations = 0;
 			copy.held_rounds = 0;
 			copy.misplaced_rounds = 0;
+			copy.ambiguous_rounds = 0;
 			copy.foreign_probes = 0;
 			/* its streams are not its parent's vCPUs: not moved (not done yet) */
 			copy.xen_line = 0;

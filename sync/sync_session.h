@@ -29,6 +29,7 @@ struct probe {
 	uint64_t stream_first;	/* its CPU stream's first time */
 	unsigned int backs;	/* how often that stream's clock went back before it */
 	int held;		/* its stream's clock did not run since the event before */
+	int ambiguous;		/* its time on Xen's line fits two runs (tv_event.time_ambiguous) */
 };
 
 /* A constraint point of one (guest, peer) relation. */
@@ -75,6 +76,7 @@ struct scan {
 		uint64_t first, last;
 		unsigned int backs;
 		int held;	/* the last event within TV_SYNC_HELD_NS of the one before */
+		int ambiguous;	/* the last event's tv_event.time_ambiguous */
 	} *streams;
 	size_t nr_streams, cap_streams;
 	struct stream_scan *cur;	/* the current event's */
@@ -89,6 +91,7 @@ struct round {
 	int64_t ts[TV_PROBE_NR_TYPES];
 	uint64_t mapped[TV_PROBE_NR_TYPES];	/* ts in the reference clock */
 	int held[TV_PROBE_NR_TYPES];	/* struct probe's held */
+	int ambiguous[TV_PROBE_NR_TYPES];	/* struct probe's ambiguous */
 };
 
 typedef int (*round_fn)(const struct round *r, int guest_t, int peer_t, int below, void *ctx);
@@ -142,6 +145,7 @@ int sync_for_each_pair(const struct scan *sc, round_fn fn, void *ctx);
 int sync_round_clock_held(const struct round *r, int type);
 /* Probe rounds of domain @d with a pair left out so (its send time held). */
 size_t sync_count_held_rounds(const struct scan *sc, int d);
+size_t sync_count_ambiguous_rounds(const struct scan *sc, int d);
 /* Hypercall rounds of domain @d left out: markers misplaced on Xen's line (xen_offset.c). */
 size_t sync_count_misplaced_rounds(const struct scan *sc, int d);
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx);

@@ -55,6 +55,9 @@ static void print_checks(const struct tv_sync_domain *d, int on_line)
 	if (d->misplaced_rounds)
 		printf("%s: %zu hypercall rounds left out: moved to Xen's line, their markers missed Xen's record of the hypercall (put on another pCPU than the one that ran them)\n",
 		       tv_cli_text(d->domain), d->misplaced_rounds);
+	if (d->ambiguous_rounds)
+		printf("%s: %zu probe rounds left out: moved to Xen's line, a marker's time fits two runs of its vCPU on pCPUs whose times differ (a move between them next to it)\n",
+		       tv_cli_text(d->domain), d->ambiguous_rounds);
 	if (d->foreign_probes)
 		printf("%s: %zu sync probe records in its trace ignored: they were not its own to write (another guest's index, or a prober's marker); they move no other domain\n",
 		       tv_cli_text(d->domain), d->foreign_probes);
@@ -155,12 +158,12 @@ static void print_json(const struct tv_sync_result *res)
 		       ",\"causality_violations\":%zu,\"vcpu_events_checked\":%zu"
 		       ",\"vcpu_events_outside\":%zu,\"runstate_events_checked\":%zu"
 		       ",\"runstate_events_outside\":%zu,\"message_violations\":%zu"
-		       ",\"held_rounds\":%zu,\"misplaced_rounds\":%zu,\"foreign_probes\":%zu"
-		       ",\"alt_via\":",
+		       ",\"held_rounds\":%zu,\"misplaced_rounds\":%zu,\"ambiguous_rounds\":%zu"
+		       ",\"foreign_probes\":%zu,\"alt_via\":",
 		       d->nr_probes, d->nr_pieces, d->nr_pairs_checked, d->causality_violations,
 		       d->nr_vcpu_checked, d->vcpu_violations, d->nr_runstate_checked,
 		       d->runstate_violations, d->message_violations, d->held_rounds,
-		       d->misplaced_rounds, d->foreign_probes);
+		       d->misplaced_rounds, d->ambiguous_rounds, d->foreign_probes);
 		if (d->alt_via[0])
 			tv_cli_json_str(d->alt_via);
 		else

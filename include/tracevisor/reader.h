@@ -40,6 +40,13 @@ struct tv_event {
 	uint64_t ts_raw;		/* in the domain's own trace clock */
 	int domain_index;		/* index for tv_reader_domain() */
 	const struct tv_domain_info *domain_info;
+	/*
+	 * 1: a pvclock domain's event moved to Xen's common time line whose
+	 * time fits two runs of its vCPU on pCPUs whose times differ (a move
+	 * between them just before or after it): @ts is the first run's
+	 * reading, and may be off by the pCPUs' difference.
+	 */
+	int time_ambiguous;
 };
 
 struct tv_domain_info {

@@ -169,6 +169,13 @@ struct tv_sync_domain {
 	 * that a guest's forged probes move no other domain's clock.
 	 */
 	size_t foreign_probes;
+	/*
+	 * Probe rounds left out because a marker's time, moved to Xen's
+	 * common line, fits two runs of its writer's vCPU on pCPUs whose
+	 * times differ (struct tv_event.time_ambiguous): not in the hull, not
+	 * in the causality checks.
+	 */
+	size_t ambiguous_rounds;
 };
 
 struct tv_sync_result {

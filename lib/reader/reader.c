@@ -815,6 +815,7 @@ int tv_reader_next_before(struct tv_reader *rd, uint64_t limit, struct tv_event 
 	ev->ts_raw = st->raw_ts;
 	ev->domain_index = (int)(st->dom - rd->domains);
 	ev->domain_info = &st->dom->info;
+	ev->time_ambiguous = st->dom->line_moved && st->line_cursor.ambiguous;
 	return 1;
 }
 

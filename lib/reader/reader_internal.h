@@ -158,6 +158,7 @@ struct tv_xen_line_cursor {
 	int valid;
 	uint32_t key;		/* domid << 16 | vcpu */
 	size_t lo, hi, i;	/* its runs, and the current one */
+	int ambiguous;		/* the last time moved fit two runs (line_walk) */
 };
 
 struct tv_cpu_stream {

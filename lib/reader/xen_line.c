@@ -447,6 +447,39 @@ static uint64_t run_distance(const struct line_run *r, uint64_t st)
  */
 #define LINE_LOOKAHEAD_NS 200000000ULL
 
+/*
+ * Two runs whose pCPUs' offsets to the line differ by less than this put
+ * an event at the same place, as far as any bound is concerned.
+ */
+#define LINE_AMBIGUOUS_NS 50000
+
+static int64_t run_offset(const struct tv_xen_line *l, const struct line_run *r, uint64_t st);
+
+/*
+ * Whether another run than @best, from it on, holds @st too and moves it
+ * elsewhere: where the pCPUs' times differ by more than the gap between
+ * two runs of the vCPU on them, an event near the move fits both (lab,
+ * xen-domu-sync under load: dom0's ping and pong fit its run on pCPU 0
+ * and its next on pCPU 1, 10-17 ms apart on the line), and the stream's
+ * order cannot say which held it.
+ */
+static int line_ambiguous(const struct tv_xen_line *l, const struct tv_xen_line_cursor *cur, size_t best,
+			  uint64_t st)
+{
+	int64_t off = run_offset(l, &l->runs[best], st);
+
+	for (size_t k = best + 1; k < cur->hi && l->runs[k].st_from <= st + LINE_LOOKAHEAD_NS; k++) {
+		int64_t d;
+
+		if (l->runs[k].pcpu == l->runs[best].pcpu || run_distance(&l->runs[k], st))
+			continue;
+		d = run_offset(l, &l->runs[k], st) - off;
+		if (d > LINE_AMBIGUOUS_NS || d < -LINE_AMBIGUOUS_NS)
+			return 1;
+	}
+	return 0;
+}
+
 static int line_walk(const struct tv_xen_line *l, uint32_t key, uint64_t st,
 		     struct tv_xen_line_cursor *cur)
 {
@@ -476,23 +509,35 @@ static int line_walk(const struct tv_xen_line *l, uint32_t key, uint64_t st,
 			break;
 	}
 	cur->i = best;
+	cur->ambiguous = best_d == 0 && line_ambiguous(l, cur, best, st);
 	return (int)l->runs[best].pcpu;
+}
+
+/* The line minus pCPU @p's system time, at its system time @st. */
+static int64_t pcpu_offset(const struct tv_xen_line *l, int p, uint64_t st)
+{
+	const struct line_scale *sc;
+
+	if (p <= 0 || p >= l->nr_pcpus || !l->pcpu[p].nr)
+		return 0;	/* on pCPU 0, the line's own scale, or unknown */
+	sc = scale_at_st(&l->pcpu[p], st);
+	return (int64_t)(line_common(l, scale_invert(sc, st)) - st);
+}
+
+static int64_t run_offset(const struct tv_xen_line *l, const struct line_run *r, uint64_t st)
+{
+	return pcpu_offset(l, (int)r->pcpu, st);
 }
 
 uint64_t tv_xen_line_move(const struct tv_xen_line *l, uint32_t key, int64_t pvclock_ns,
 			  uint64_t ts, struct tv_xen_line_cursor *cur)
 {
 	int64_t s = (int64_t)ts + pvclock_ns;
-	const struct line_scale *sc;
-	uint64_t tsc;
 	int p;
 
+	cur->ambiguous = 0;
 	if (s < 0)
 		return ts;
 	p = line_walk(l, key, (uint64_t)s, cur);
-	if (p <= 0 || p >= l->nr_pcpus || !l->pcpu[p].nr)
-		return ts;	/* on pCPU 0, the line's own scale, or unknown */
-	sc = scale_at_st(&l->pcpu[p], (uint64_t)s);
-	tsc = scale_invert(sc, (uint64_t)s);
-	return (uint64_t)((int64_t)ts + (int64_t)(line_common(l, tsc) - (uint64_t)s));
+	return (uint64_t)((int64_t)ts + pcpu_offset(l, p, (uint64_t)s));
 }
