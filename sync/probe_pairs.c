@@ -208,8 +208,10 @@ size_t sync_count_ambiguous_rounds(const struct scan *sc, int d)
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
 			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 && r.guest == d &&
-			    pair_ambiguous(&r, pairs[k][0], pairs[k][1]))
-				amb = 1;
+			    pair_ambiguous(&r, pairs[k][0], pairs[k][1]) &&
+			    !pair_sent_held(sc, &r, pairs[k][0], pairs[k][1], pairs[k][2]) &&
+			    !pair_misplaced(sc, &r, pairs[k][0], pairs[k][1]))
+				amb = 1;	/* left out for that alone */
 		n += amb;
 	}
 	return n;
