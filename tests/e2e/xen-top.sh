@@ -141,14 +141,15 @@ for who in ("Domain-0[0]", d1[0]["vm"]):
     assert rs, "%s: no runstate rows" % who
     assert any(r["share"] and r["share"] > 0 for r in rs), "%s: no runstate share" % who
     assert {r["reason"] for r in rs} & {"runstate:running"}, "%s: never running" % who
-# the shares of one vCPU in one interval: at most the whole interval
+# the shares of one vCPU in one interval: at most the whole interval, up to
+# the rounding of each row's share to 4 decimals (a lab run: 1.0001 + 2e-16)
 for iv in ivs:
     per = {}
     for r in iv["rows"]:
         if r["kind"] == "runstate" and r["share"] is not None:
             k = (r["vm"], r["vcpu"])
             per[k] = per.get(k, 0) + r["share"]
-    assert all(v <= 1.0001 for v in per.values()), "shares over 100%%: %s" % per
+    assert all(v <= 1.0002 for v in per.values()), "shares over 100%%: %s" % per
 lost = sum(iv["lost"] for iv in ivs)
 hc = sum(r["count"] for r in rows if r["kind"] == "hypercall" and r["vcpu"] != "all")
 print("top --xen: %d intervals, %d domains, d1 exits %s, %d timed exit rows, %d hypercalls, %d lost" %
