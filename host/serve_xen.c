@@ -13,7 +13,8 @@
  * temporary directory that the close removes: the rings' last records
  * are no product here.
  *
- * VMs: the domain's xl name (xenstore), Domain-0 for dom0; a domain gone
+ * VMs: the domain's xl name (xenstore), Domain-0 for dom0, and its UUID
+ * (xenstore's /local/domain/ID/vm, none for a nil one); a domain gone
  * from xenstore for --forget seconds loses its rows; --max-vms as for
  * KVM.  Reasons: the host CPU's exit codes (VMX or SVM) as KVM's table
  * names them, others "unknown".
@@ -99,6 +100,18 @@ void serve_xen_close(struct serve_xen *x)
 	free(x);
 }
 
+/*
+ * The uuid label of domain @domid, "" when none: the toolstack's
+ * (xenstore), so its format is checked; dom0's nil UUID is none.
+ */
+static void xen_vm_uuid(unsigned int domid, char *uuid, size_t size)
+{
+	char raw[SERVE_UUID_LEN + 2];
+
+	if (tv_xen_domain_uuid(domid, raw, sizeof(raw)) || serve_uuid_canon(raw, uuid, size))
+		uuid[0] = '\0';
+}
+
 /* The cache's entry of domain @domid (new if needed: named now), or -1 (no memory). */
 static long xen_vm_of(struct serve_xen *x, struct serve_metrics *m, unsigned int domid, unsigned int max_vms)
 {
@@ -123,6 +136,7 @@ static long xen_vm_of(struct serve_xen *x, struct serve_metrics *m, unsigned int
 		snprintf(vm->name, sizeof(vm->name), "Domain-0");
 	else if (tv_xen_domain_name(domid, vm->name, sizeof(vm->name)))
 		snprintf(vm->name, sizeof(vm->name), "d%u", domid);	/* gone already */
+	xen_vm_uuid(domid, vm->uuid, sizeof(vm->uuid));
 	return (long)m->nr_vms++;
 }
 

@@ -162,6 +162,28 @@ int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
 	return ret;
 }
 
+int tv_xen_domain_uuid(unsigned int domid, char *buf, size_t size)
+{
+	static const char prefix[] = "/vm/";
+	struct xs_handle *xs = xs_open(0);
+	char *v;
+	int ret = 0;
+
+	if (!xs)
+		return -errno;
+	/* libxl writes "/vm/UUID" there (xen-init-dom0 too, for dom0) */
+	v = xs_get(xs, "/local/domain/%u/vm", domid);
+	if (!v)
+		ret = -errno;
+	else if (strncmp(v, prefix, sizeof(prefix) - 1) || strlen(v + sizeof(prefix) - 1) >= size)
+		ret = -EINVAL;
+	else
+		snprintf(buf, size, "%s", v + sizeof(prefix) - 1);
+	free(v);
+	xs_close(xs);
+	return ret;
+}
+
 int tv_xen_domain_id(const char *name, unsigned int *domid)
 {
 	struct xs_handle *xs = xs_open(0);

@@ -7,7 +7,9 @@
 # `serve --xen --per-vcpu` on its loopback; /metrics is scraped with wget
 # three times, 3 s apart.  Checks: promtool check metrics passes on every
 # scrape (and on the OpenMetrics one); d1's series are labelled with its
-# xl name (vm="d1"), carry SVM exit reasons, and its counters rise from
+# xl name (vm="d1") and its UUID as `xl list -v` prints it (uuid="...",
+# on every series of d1; none on dom0's, whose UUID is nil), carry SVM
+# exit reasons, and its counters rise from
 # one scrape to the next; every histogram is coherent (buckets cumulative,
 # _count = +Inf <= the exits, _sum > 0); serve stops with status 0 on
 # SIGTERM, removes its temporary session, and xentrace starts after it
@@ -24,6 +26,7 @@ DOM0="$XEN_DOMUS_START"'
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up
 $TV serve --xen --flight-recorder 1M >/out/bad-flight.out 2>/out/bad-flight.err; echo $? >/out/bad-flight.rc
 xen_domu1_start
+xl list -v >/out/xl-list-v.txt 2>&1
 # a failure leaves nothing running on the (shared) machine
 die() { kill $S 2>/dev/null; wait $S 2>/dev/null; xl destroy d1; exit $1; }
 mkdir -p /tmp/st
@@ -77,6 +80,14 @@ done
 python3 - "$OUT" <<'PY' || fail "serve --xen's metrics (above)"
 import re, sys
 d = sys.argv[1]
+# xl list -v: Name ID Mem VCPUs State Time(s) UUID ...; a domain's UUID as Xen holds it
+UUID = r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+xl = {}
+for l in open("%s/xl-list-v.txt" % d):
+    m = re.match(r'^(\S+)\s+\d+\s.*?\s(' + UUID + r')(\s|$)', l)
+    if m:
+        xl[m.group(1)] = m.group(2)
+assert "d1" in xl, "no UUID of d1 in xl list -v: %s" % open("%s/xl-list-v.txt" % d).read()
 line = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
 def load(name):
     out = {}
@@ -111,8 +122,7 @@ for (name, labels), v in s.items():
     assert len(buckets) == 14, "%s: %d buckets" % (lab, len(buckets))
     assert all(buckets[j][1] <= buckets[j + 1][1] for j in range(13)), "%s: not cumulative: %s" % (lab, buckets)
     assert buckets[-1][1] == v, "%s: +Inf %s != _count %s" % (lab, buckets[-1][1], v)
-    key = (("reason", lab["reason"]), ("vcpu", lab["vcpu"]), ("vm", lab["vm"]))
-    assert v <= s[("tracevisor_vm_exits_total", key)], "%s: more timed than exits" % lab
+    assert v <= s[("tracevisor_vm_exits_total", labels)], "%s: more timed than exits" % lab
     if v:
         assert s[("tracevisor_vm_exit_latency_seconds_sum", labels)] > 0, "%s: _sum 0" % lab
     n += 1
@@ -120,7 +130,15 @@ assert n, "no histogram"
 timed = sum(v for (name, labels), v in s.items()
             if name == "tracevisor_vm_exit_latency_seconds_count" and dict(labels)["vm"] == "d1")
 assert timed > 0.5 * totals[3], "d1: %d of %d exits timed" % (timed, totals[3])
-print("serve --xen: d1's exits over 4 scrapes %s, reasons %s, %d histograms, %d of the last's exits timed" %
-      ([int(t) for t in totals], sorted(reasons), n, timed), file=sys.stderr)
+# the uuid label: xl's for d1 on every series of its (both metrics), none for a nil UUID
+for (name, labels), v in s.items():
+    lab = dict(labels)
+    if not name.startswith("tracevisor_vm_exit") or lab.get("vm") not in xl:
+        continue
+    want = None if xl[lab["vm"]] == "00000000-0000-0000-0000-000000000000" else xl[lab["vm"]]
+    assert lab.get("uuid") == want, "%s{%s}: uuid %s, xl list -v says %s" % (name, lab, lab.get("uuid"), xl[lab["vm"]])
+d1_uuid = {dict(k[1]).get("uuid") for k in s if dict(k[1]).get("vm") == "d1"}
+print("serve --xen: d1's exits over 4 scrapes %s, reasons %s, %d histograms, %d of the last's exits timed, d1's uuid %s (xl: %s)" %
+      ([int(t) for t in totals], sorted(reasons), n, timed, sorted(d1_uuid), xl["d1"]), file=sys.stderr)
 PY
 exit 0
