@@ -160,8 +160,8 @@ int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
  * tv_xen_domain_uuid - the UUID part of domain @domid's /local/domain/ID/vm
  * ("/vm/UUID", as libxl writes it), as xenstore holds it: unchecked, the
  * caller validates its format.
- * Return: 0 with @buf filled, -EINVAL (not "/vm/..." or longer than
- * @size), -errno of xenstore (-ENOENT: no such key), -ENOTSUP built
+ * Return: 0 with @buf filled, -EINVAL (not "/vm/..."), -E2BIG (longer
+ * than @size), -errno of xenstore (-ENOENT: no such key), -ENOTSUP built
  * without Xen.  Logs nothing.
  */
 int tv_xen_domain_uuid(unsigned int domid, char *buf, size_t size);
