@@ -417,7 +417,12 @@ static int serve_loop(struct serve *s)
 	}
 }
 
-/* --flight-recorder: the host's kvm events kept in memory in outdir (record's defaults). */
+/*
+ * --flight-recorder: the host's kvm events kept in memory in outdir
+ * (record's defaults); with --xen, Xen's records in dom0 instead (as
+ * record --xen --flight-recorder: dom0's scheduler too when guests sync),
+ * on which serve's exit watch counts.
+ */
 static int flight_start(struct serve *s)
 {
 	static const char *const events[] = { TV_RECORD_DEFAULT_EVENTS };
@@ -425,9 +430,12 @@ static int flight_start(struct serve *s)
 	int ret;
 
 	so.host.outdir = s->opts->outdir ? s->opts->outdir : TV_SERVE_DEFAULT_OUTDIR;
-	so.host.events = events;
-	so.host.nr_events = 1;
+	so.host.events = s->opts->xen ? NULL : events;
+	so.host.nr_events = s->opts->xen ? 0 : 1;
 	so.host.flight_bytes = s->opts->flight_bytes;
+	so.xen = s->opts->xen;
+	so.xen_opts.flight_bytes = s->opts->xen ? s->opts->flight_bytes : 0;
+	so.xen_opts.evt_mask = s->opts->xen ? tv_xen_parse_events(SERVE_XEN_CLASSES) : 0;
 	so.guests = s->opts->guests;
 	so.nr_guests = s->opts->nr_guests;
 	s->max_alerts = s->opts->max_snapshots ? s->opts->max_snapshots : TV_FLIGHT_DEFAULT_MAX_SNAPSHOTS;
@@ -438,6 +446,8 @@ static int flight_start(struct serve *s)
 		return -EINVAL;
 	}
 	ret = tv_session_record_start(&so, &s->flight);
+	if (!ret && so.xen)
+		ret = serve_xen_open_on(tv_session_record_xen(s->flight), &s->xen);
 	if (!ret && so.nr_guests) {
 		s->m.guests = calloc(so.nr_guests, sizeof(*s->m.guests));
 		s->m.nr_guests = s->m.guests ? tv_session_record_nr_guests(s->flight) : 0;
@@ -445,8 +455,9 @@ static int flight_start(struct serve *s)
 			ret = -ENOMEM;
 	}
 	if (!ret)
-		tv_info("Flight recorder armed: the last %llu bytes of kvm events; POST /snapshot writes %s/snapshot-N (at most %u, %.3g s apart)",
-			(unsigned long long)s->opts->flight_bytes, so.host.outdir, s->max_alerts,
+		tv_info("Flight recorder armed: the last %llu bytes of %s; POST /snapshot writes %s/snapshot-N (at most %u, %.3g s apart)",
+			(unsigned long long)s->opts->flight_bytes, so.xen ? "Xen's records" : "kvm events",
+			so.host.outdir, s->max_alerts,
 			(double)s->holdoff_ns / 1e9);
 	return ret;
 }
@@ -472,10 +483,6 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		tv_err("No stop fd given");
 		return -EINVAL;
 	}
-	if (opts->xen && opts->flight_bytes) {
-		tv_err("serve --xen has no flight recorder yet: no --flight-recorder with --xen");
-		return -EINVAL;
-	}
 	if (opts->nr_guests && !opts->flight_bytes) {
 		tv_err("serve --guest records the guests in the flight recorder: give --flight-recorder SIZE");
 		return -EINVAL;
@@ -486,7 +493,8 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 	ret = opts->web_config ? serve_web_load(opts->web_config, &s.web) : 0;
 	if (!ret)
 		ret = serve_http_open(listen, s.web, &s.http);
-	if (!ret)
+	/* --xen --flight-recorder: Xen has one consumer, the flight recorder's */
+	if (!ret && !(opts->xen && opts->flight_bytes))
 		ret = opts->xen ? serve_xen_open(&s.xen) : tv_top_bpf_open(NULL, NULL, 0, &s.bpf);
 	s.m.xen = opts->xen;
 	if (!ret && opts->flight_bytes)
@@ -502,9 +510,9 @@ int tv_serve_run(const struct tv_serve_opts *opts)
 		if (ret)
 			tv_err("Stopped: errno=%d (%s)", -ret, strerror(-ret));
 	}
+	serve_xen_close(s.xen);	/* before the flight recorder that may hold its watch */
 	flight_stop(&s);
 	tv_top_bpf_close(s.bpf);
-	serve_xen_close(s.xen);
 	serve_http_close(s.http);
 	serve_web_free(s.web);
 	serve_metrics_free(&s.m);

@@ -122,6 +122,15 @@ void serve_metrics_free(struct serve_metrics *m);
 void serve_vm_identify(const char *proc, pid_t tgid, const char *comm, char *name, size_t size,
 		       char *uuid, size_t usize);
 
+/*
+ * serve_uuid_canon - @in as a uuid label: 8-4-4-4-12 hex digits, written
+ * lowercase into @out (@size >= SERVE_UUID_LEN + 1).  The nil UUID (all
+ * zeros: dom0's, or a domain created without one) is none.
+ * Return: 0, or -EINVAL (not that format, or nil) with @out "".
+ */
+int serve_uuid_canon(const char *in, char *out, size_t size);
+#define SERVE_UUID_LEN 36
+
 struct serve_web;
 /*
  * Read the exporter-toolkit web config at @path (host/serve_web.c: TLS,

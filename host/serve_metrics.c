@@ -8,6 +8,7 @@
  * guest's owner may choose: escaped as both formats require, and cut.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -352,6 +353,34 @@ void serve_metrics_free(struct serve_metrics *m)
 	m->guests = NULL;
 	m->nr_guests = 0;
 	m->nr_vms = m->cap_vms = m->nr_series = m->cap_series = 0;
+}
+
+int serve_uuid_canon(const char *in, char *out, size_t size)
+{
+	bool nil = true;
+	size_t i;
+
+	if (size)
+		out[0] = '\0';
+	if (size < SERVE_UUID_LEN + 1)
+		return -EINVAL;
+	for (i = 0; i < SERVE_UUID_LEN; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? in[i] != '-' : !isxdigit((unsigned char)in[i])) {
+			out[0] = '\0';
+			return -EINVAL;
+		}
+		out[i] = (char)tolower((unsigned char)in[i]);
+		nil &= dash || in[i] == '0';
+	}
+	out[i] = '\0';
+	/* the nil UUID names no domain: dom0's, or one created without any */
+	if (in[i] != '\0' || nil) {
+		out[0] = '\0';
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* The value of option @opt (QEMU's "-name"/"-uuid") in NUL-separated @cmdline of @n bytes, or NULL. */

@@ -8,12 +8,15 @@
  * runnable (xen stat's rule), per (domain, vCPU, reason).  A scrape copies
  * those counts: nothing is written to disk while serve runs.
  *
- * The recorder keeps its records in memory rings (a flight recorder's,
+ * With --flight-recorder the watch is on the flight recorder's Xen
+ * consumer (Xen has one): serve_xen_open_on().  Else the recorder is
+ * serve's own; it keeps its records in memory rings (a flight recorder's,
  * the smallest that fits TOP_XEN's 256 pCPUs), its session in a
  * temporary directory that the close removes: the rings' last records
  * are no product here.
  *
- * VMs: the domain's xl name (xenstore), Domain-0 for dom0; a domain gone
+ * VMs: the domain's xl name (xenstore), Domain-0 for dom0, and its UUID
+ * (xenstore's /local/domain/ID/vm, none for a nil one); a domain gone
  * from xenstore for --forget seconds loses its rows; --max-vms as for
  * KVM.  Reasons: the host CPU's exit codes (VMX or SVM) as KVM's table
  * names them, others "unknown".
@@ -32,8 +35,6 @@
 
 /* The rings: TV_XEN_FRING_MIN_BYTES for each of up to 256 pCPUs (4 MiB). */
 #define SERVE_XEN_RING_BYTES (256ULL * TV_XEN_FRING_MIN_BYTES)
-/* What the recorder asks of Xen: exits, and the scheduler (whose vCPU runs). */
-#define SERVE_XEN_CLASSES "gen,sched,hvm"
 #define SERVE_XEN_DIR_MAX 4096
 
 struct serve_xen {
@@ -43,11 +44,41 @@ struct serve_xen {
 	int isa;			/* enum tv_kvm_isa of the exit codes, 0: unknown */
 	unsigned int nr_own;		/* domains with series of their own */
 	bool said_limit;
+	bool borrowed;			/* rec is the flight recorder's, not ours */
 };
+
+/* The exit watch that counts every exit (a limit never passed: it never reports). */
+static int xen_watch_start(struct serve_xen *x)
+{
+	struct tv_xen_exit_rule rule = { .limit_ns = UINT64_MAX, .domid = -1, .hlt = ~0u };
+	int ret = tv_xen_recorder_watch_exits(x->rec, &rule, &x->watch);
+
+	return ret ?: tv_xen_exit_watch_count(x->watch);
+}
+
+int serve_xen_open_on(struct tv_xen_recorder *rec, struct serve_xen **out)
+{
+	struct serve_xen *x = calloc(1, sizeof(*x));
+	int ret;
+
+	*out = NULL;
+	if (!x)
+		return -ENOMEM;
+	x->rec = rec;
+	x->borrowed = true;
+	ret = xen_watch_start(x);
+	if (ret) {
+		tv_err("Cannot count Xen's exits on the flight recorder: errno=%d (%s)", -ret, strerror(-ret));
+		serve_xen_close(x);
+		return ret;
+	}
+	x->isa = tv_xen_recorder_isa(rec);
+	*out = x;
+	return 0;
+}
 
 int serve_xen_open(struct serve_xen **out)
 {
-	struct tv_xen_exit_rule rule = { .limit_ns = UINT64_MAX, .domid = -1, .hlt = ~0u };
 	struct tv_xen_record_opts o = { .flight_bytes = SERVE_XEN_RING_BYTES };
 	const char *tmp = getenv("TMPDIR");
 	char session[SERVE_XEN_DIR_MAX + 16];
@@ -69,9 +100,7 @@ int serve_xen_open(struct serve_xen **out)
 	o.outdir = session;
 	o.evt_mask = tv_xen_parse_events(SERVE_XEN_CLASSES);
 	ret = tv_xen_recorder_create(&o, &x->rec);
-	/* a limit never passed: the watch counts, it never reports */
-	ret = ret ?: tv_xen_recorder_watch_exits(x->rec, &rule, &x->watch);
-	ret = ret ?: tv_xen_exit_watch_count(x->watch);
+	ret = ret ?: xen_watch_start(x);
 	ret = ret ?: tv_xen_recorder_start(x->rec);
 	x->isa = ret ? 0 : tv_xen_recorder_isa(x->rec);
 out:
@@ -91,12 +120,25 @@ void serve_xen_close(struct serve_xen *x)
 		if (x->watch)
 			tv_xen_recorder_unwatch_exits(x->rec, x->watch);
 		/* stopped by destroy: Xen's tracing and masks restored */
-		tv_xen_recorder_destroy(x->rec);
+		if (!x->borrowed)
+			tv_xen_recorder_destroy(x->rec);
 	}
 	if (x->dir[0] && tv_session_remove_tree(x->dir))
 		tv_warn("Cannot remove serve --xen's temporary session: path=\"%s\", errno=%d (%s)", x->dir,
 			errno, strerror(errno));
 	free(x);
+}
+
+/*
+ * The uuid label of domain @domid, "" when none: the toolstack's
+ * (xenstore), so its format is checked; dom0's nil UUID is none.
+ */
+static void xen_vm_uuid(unsigned int domid, char *uuid, size_t size)
+{
+	char raw[SERVE_UUID_LEN + 2];
+
+	if (tv_xen_domain_uuid(domid, raw, sizeof(raw)) || serve_uuid_canon(raw, uuid, size))
+		uuid[0] = '\0';
 }
 
 /* The cache's entry of domain @domid (new if needed: named now), or -1 (no memory). */
@@ -123,6 +165,7 @@ static long xen_vm_of(struct serve_xen *x, struct serve_metrics *m, unsigned int
 		snprintf(vm->name, sizeof(vm->name), "Domain-0");
 	else if (tv_xen_domain_name(domid, vm->name, sizeof(vm->name)))
 		snprintf(vm->name, sizeof(vm->name), "d%u", domid);	/* gone already */
+	xen_vm_uuid(domid, vm->uuid, sizeof(vm->uuid));
 	return (long)m->nr_vms++;
 }
 

@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* What the recorder asks of Xen: exits, and the scheduler (whose vCPU runs). */
+#define SERVE_XEN_CLASSES "gen,sched,hvm"
+
 struct serve_metrics;
 struct serve_xen;
 
@@ -20,7 +23,15 @@ struct serve_xen;
  * (-ENODEV: not Xen's dom0; another trace consumer running).
  */
 int serve_xen_open(struct serve_xen **out);
-/* Xen's tracing stopped and restored, the temporary session removed; NULL-safe. */
+struct tv_xen_recorder;
+/*
+ * serve_xen_open_on - the exit watch on @rec, a Xen flight recorder
+ * started by the caller (serve --xen --flight-recorder: the session
+ * recorder's), which outlives *@out and stays the caller's.  Return: 0,
+ * or -errno logged in one line.
+ */
+int serve_xen_open_on(struct tv_xen_recorder *rec, struct serve_xen **out);
+/* Xen's tracing stopped and restored (not a borrowed recorder's), the temporary session removed; NULL-safe. */
 void serve_xen_close(struct serve_xen *x);
 
 struct serve_xen_opts {

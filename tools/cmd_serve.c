@@ -26,7 +26,9 @@ static void serve_usage(FILE *out)
 		"                        [--max-snapshots N] [--trigger-holdoff DURATION]\n"
 		"                        [--guest SPEC]...]\n"
 		"       tracevisor serve --xen [--listen ADDR:PORT] [--per-vcpu] [--max-vms N] [--forget SECONDS]\n"
-		"                        [--web.config.file FILE]\n\n"
+		"                        [--web.config.file FILE] [--flight-recorder SIZE [-o DIR]\n"
+		"                        [--max-snapshots N] [--trigger-holdoff DURATION]\n"
+		"                        [--guest SPEC]...]\n\n"
 		"Aggregate VM exits in the kernel (the BPF programs of top --bpf) and serve\n"
 		"them on /metrics in the Prometheus text format (OpenMetrics when the\n"
 		"scraper's Accept asks for it): tracevisor_vm_exits_total{vm,reason} and\n"
@@ -36,8 +38,10 @@ static void serve_usage(FILE *out)
 		"  --listen ADDR:PORT  where to listen (default " TV_SERVE_DEFAULT_LISTEN "; [V6]:PORT)\n"
 		"  --xen               Xen's dom0: the exits of Xen's trace records (the\n"
 		"                      consumer of record --xen and top --xen), vm label the\n"
-		"                      domain's xl name (Domain-0 for dom0); a domain gone\n"
-		"                      from xenstore keeps its series --forget seconds\n"
+		"                      domain's xl name (Domain-0 for dom0), uuid its UUID\n"
+		"                      (as xl list -v; none for dom0's nil one); a domain gone\n"
+		"                      from xenstore keeps its series --forget seconds;\n"
+		"                      --flight-recorder: Xen's (as record --xen)\n"
 		"  --per-vcpu          a vcpu label on the exit metrics\n"
 		"  --max-vms N         VMs with series of their own (default %d); the\n"
 		"                      others' exits are counted under vm=\"_other\"\n"
@@ -46,7 +50,8 @@ static void serve_usage(FILE *out)
 		"                      authentication (basic_auth_users, bcrypt; bearer_token_file)\n"
 		"                      as Prometheus exporters' web config; without valid\n"
 		"                      credentials a request gets 401 and nothing else\n"
-		"  --flight-recorder SIZE  keep the host's kvm events of the last SIZE bytes\n"
+		"  --flight-recorder SIZE  keep the host's kvm events (--xen: Xen's records)\n"
+		"                      of the last SIZE bytes\n"
 		"                      (K, M, G) in memory, as record --flight-recorder, and\n"
 		"                      take POST /snapshot: Alertmanager's webhook (version 4)\n"
 		"                      writes DIR/snapshot-N, alert= and alert_vm= (the\n"
@@ -183,10 +188,6 @@ static int parse_serve_args(int argc, char **argv, struct tv_serve_opts *o, stru
 	}
 	if (o->nr_guests && !o->flight_bytes) {
 		tv_cli_error("serve", "--guest records the guests in the flight recorder: give --flight-recorder SIZE");
-		return -1;
-	}
-	if (o->xen && o->flight_bytes) {
-		tv_cli_error("serve", "--xen has no flight recorder: not with --flight-recorder (record --xen --flight-recorder has one)");
 		return -1;
 	}
 	if (optind != argc) {

@@ -82,6 +82,14 @@ int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
 	return -ENOTSUP;
 }
 
+int tv_xen_domain_uuid(unsigned int domid, char *buf, size_t size)
+{
+	(void)domid;
+	(void)buf;
+	(void)size;
+	return -ENOTSUP;
+}
+
 int tv_xen_domain_id(const char *name, unsigned int *domid)
 {
 	(void)name;

@@ -156,6 +156,15 @@ int tv_xen_domain_find(const char *name, struct tv_xen_domain *dom);
  * the domain some other way.
  */
 int tv_xen_domain_name(unsigned int domid, char *buf, size_t size);
+/*
+ * tv_xen_domain_uuid - the UUID part of domain @domid's /local/domain/ID/vm
+ * ("/vm/UUID", as libxl writes it), as xenstore holds it: unchecked, the
+ * caller validates its format.
+ * Return: 0 with @buf filled, -EINVAL (not "/vm/..."), -E2BIG (longer
+ * than @size), -errno of xenstore (-ENOENT: no such key), -ENOTSUP built
+ * without Xen.  Logs nothing.
+ */
+int tv_xen_domain_uuid(unsigned int domid, char *buf, size_t size);
 /* The domid of the domain named @name: 0, -ENOENT, -errno; logs nothing. */
 int tv_xen_domain_id(const char *name, unsigned int *domid);
 

@@ -144,22 +144,44 @@ out:
 	return ret;
 }
 
-int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
+/*
+ * Domain @domid's key @key (/local/domain/ID/KEY, not empty) after
+ * @prefix, into @buf.  Return: 0, -E2BIG (cut to @size), -ENOENT (no
+ * such key, or empty), -EINVAL (not starting with @prefix), -errno of
+ * xenstore.
+ */
+static int domain_key(unsigned int domid, const char *key, const char *prefix, char *buf, size_t size)
 {
 	struct xs_handle *xs = xs_open(0);
+	size_t skip = strlen(prefix);
 	char *v;
 	int ret = 0;
 
 	if (!xs)
 		return -errno;
-	v = xs_get(xs, "/local/domain/%u/name", domid);
-	if (v && *v)
-		snprintf(buf, size, "%s", v);
-	else
+	v = xs_get(xs, "/local/domain/%u/%s", domid, key);
+	if (!v || !v[0])
 		ret = v ? -ENOENT : -errno;
+	else if (strncmp(v, prefix, skip))
+		ret = -EINVAL;
+	else if ((size_t)snprintf(buf, size, "%s", v + skip) >= size)
+		ret = -E2BIG;
 	free(v);
 	xs_close(xs);
 	return ret;
+}
+
+int tv_xen_domain_name(unsigned int domid, char *buf, size_t size)
+{
+	int ret = domain_key(domid, "name", "", buf, size);
+
+	return ret == -E2BIG ? 0 : ret;	/* a long name is cut */
+}
+
+int tv_xen_domain_uuid(unsigned int domid, char *buf, size_t size)
+{
+	/* libxl writes "/vm/UUID" there (xen-init-dom0 too, for dom0) */
+	return domain_key(domid, "vm", "/vm/", buf, size);
 }
 
 int tv_xen_domain_id(const char *name, unsigned int *domid)

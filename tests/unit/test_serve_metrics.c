@@ -11,6 +11,9 @@
  *  - 100 VMs x the test VMM's reasons render under 1 MB;
  *  - VM names: libvirt's guest=NAME and -uuid from a command line,
  *    comm[pid] otherwise, the kernel's comm for a VMM gone;
+ *  - serve --xen's uuid label (serve_uuid_canon(): xenstore's, checked):
+ *    8-4-4-4-12 hex lowercased, nil (dom0's), short, long, misplaced or
+ *    non-hex refused; Xen rows render uuid="..." only where known;
  *  - POST /snapshot's Alertmanager payload (host/serve_alert.c): the first
  *    firing alertname and the distinct vm labels, sanitised and bounded,
  *    resolved alerts ignored, a trailing newline accepted; malformed
@@ -205,6 +208,51 @@ static void test_identify(void)
 	TV_CHECK(system(path) == 0, "cleanup");
 }
 
+static void uuid_bad(const char *in)
+{
+	char out[SERVE_UUID_LEN + 1] = "x";
+
+	TV_CHECK(serve_uuid_canon(in, out, sizeof(out)) == -EINVAL && !out[0], "uuid \"%s\" accepted: \"%s\"", in,
+		 out);
+}
+
+static void test_uuid_canon(void)
+{
+	struct serve_vm vms[2] = { { .tgid = 1 }, { .tgid = 2 } };
+	struct serve_metrics m = { .vms = vms, .nr_vms = 2, .xen = true };
+	struct tv_strbuf out = { 0 };
+	char uuid[SERVE_UUID_LEN + 1];
+
+	TV_CHECK(!serve_uuid_canon("C7A5fdbd-cdaf-9455-926A-d65c16db1809", uuid, sizeof(uuid)) &&
+			 !strcmp(uuid, "c7a5fdbd-cdaf-9455-926a-d65c16db1809"),
+		 "uuid lowercased: \"%s\"", uuid);
+	TV_CHECK(serve_uuid_canon("c7a5fdbd-cdaf-9455-926a-d65c16db1809", uuid, SERVE_UUID_LEN) == -EINVAL,
+		 "a buffer too small accepted");
+	uuid_bad("00000000-0000-0000-0000-000000000000");	/* dom0's nil handle */
+	uuid_bad("");
+	uuid_bad("c7a5fdbd-cdaf-9455-926a-d65c16db180");
+	uuid_bad("c7a5fdbd-cdaf-9455-926a-d65c16db1809-1");
+	uuid_bad("c7a5fdbdcdaf-9455-926a-d65c16db1809-");
+	uuid_bad("c7a5fdbd-cdaf-9455-926a-d65c16db18g9");
+	uuid_bad("c7a5fdbd-cdaf-9455-926a-d65c16db18\"}");
+	/* a Xen domain with a uuid, dom0 without */
+	snprintf(vms[0].name, sizeof(vms[0].name), "Domain-0");
+	snprintf(vms[1].name, sizeof(vms[1].name), "d1");
+	TV_CHECK(!serve_uuid_canon("5F0d6a5e-3b0b-4a8e-9c1e-0123456789ab", vms[1].uuid, sizeof(vms[1].uuid)), "d1's uuid");
+	serve_series_new(&m, 0, 0, "vmmcall")->count = 3;
+	serve_series_new(&m, 1, 1, "npf")->count = 4;
+	serve_series_sort(&m);
+	TV_CHECK(!serve_metrics_render(&m, false, &out), "render Xen");
+	TV_CHECK(strstr(out.data, "tracevisor_vm_exits_total{vm=\"Domain-0\",reason=\"vmmcall\",vcpu=\"0\"} 3\n") != NULL,
+		 "dom0 without uuid: %s", out.data);
+	TV_CHECK(strstr(out.data, "tracevisor_vm_exits_total{vm=\"d1\",uuid=\"5f0d6a5e-3b0b-4a8e-9c1e-0123456789ab\",reason=\"npf\",vcpu=\"1\"} 4\n") != NULL,
+		 "d1's uuid: %s", out.data);
+	TV_CHECK(strstr(out.data, "tracevisor_vm_exit_latency_seconds_count{vm=\"d1\",uuid=\"5f0d6a5e-3b0b-4a8e-9c1e-0123456789ab\",reason=\"npf\",vcpu=\"1\"} 0\n") != NULL,
+		 "d1's histogram uuid");
+	tv_strbuf_free(&out);
+	free(m.series);
+}
+
 static void alert_ok(const char *json, unsigned int firing, const char *name, const char *vms)
 {
 	struct serve_alert a;
@@ -273,6 +321,7 @@ int main(void)
 	test_merge_render();
 	test_size();
 	test_identify();
+	test_uuid_canon();
 	test_alert();
 	return tv_test_done("test_serve_metrics");
 }
