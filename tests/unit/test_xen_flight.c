@@ -204,6 +204,26 @@ static void test_watch(void)
 		 (unsigned long long)lat);
 	TV_CHECK(!tv_xen_exit_watch_take(w, &hit), "no second report at its end");
 
+	/*
+	 * a vCPU that moved from pCPU 1 to pCPU 0 within one drain: pCPU 0's
+	 * records (its 5 ms exit) come first, then pCPU 1's (its earlier
+	 * 0.1 ms exit and entry): the later exit is still the one open, and
+	 * is reported as pCPU 0's records go on
+	 */
+	t += 20 * MS;
+	rec_to(w, 0, RUNSTATE(1, 0), t + MS, D1V0, 0);
+	rec_to(w, 0, XT_HVM_VMEXIT, t + 2 * MS, SVM_IO, 0x1000);
+	rec_to(w, 1, RUNSTATE(1, 0), t - MS, D1V0, 0);
+	rec_to(w, 1, XT_HVM_VMEXIT, t, SVM_IO, 0x1000);
+	rec_to(w, 1, XT_HVM_VMENTRY, t + MS / 10, 0, 0);
+	rec_to(w, 1, RUNSTATE(0, 1), t + MS / 2, D1V0, 0);
+	tv_xen_exit_watch_pass(w);
+	TV_CHECK(!tv_xen_exit_watch_take(w, &hit), "moved: not yet past the limit");
+	rec_to(w, 0, XT_HVM_VMENTRY, t + 7 * MS, 0, 0);
+	TV_CHECK(tv_xen_exit_watch_take(w, &hit) == 1 && !hit.open && hit.exit_tsc == t + 2 * MS &&
+		 hit.latency_ns == 5 * MS, "moved within a drain: hit %d, exit at %llu, latency %llu",
+		 hit.open, (unsigned long long)(hit.exit_tsc - t), (unsigned long long)hit.latency_ns);
+
 	/* made runnable 0.5 ms in: the exit ends there (the wait for a CPU is not its) */
 	t += 20 * MS;
 	rec_to(w, 0, XT_HVM_VMEXIT, t, SVM_IO, 0x1000);
