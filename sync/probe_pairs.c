@@ -197,42 +197,47 @@ size_t sync_count_misplaced_rounds(const struct scan *sc, int d)
 	return n;
 }
 
-size_t sync_count_ambiguous_rounds(const struct scan *sc, int d)
+/* Whether pair @k of round @r meets a reason to be left out. */
+typedef int (*pair_test)(const struct scan *sc, const struct round *r, size_t k);
+
+/* Guest @d's rounds with a pair, both sides there, that @test picks. */
+static size_t count_rounds(const struct scan *sc, int d, pair_test test)
 {
 	size_t n = 0;
 	struct round r;
 
 	for (size_t i = 0; i < sc->nr_probes;) {
-		int amb = 0;
+		int hit = 0;
 
 		next_round(sc, &i, &r);
 		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
-			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 && r.guest == d &&
-			    pair_ambiguous(&r, pairs[k][0], pairs[k][1]) &&
-			    !pair_sent_held(sc, &r, pairs[k][0], pairs[k][1], pairs[k][2]) &&
-			    !pair_misplaced(sc, &r, pairs[k][0], pairs[k][1]))
-				amb = 1;	/* left out for that alone */
-		n += amb;
+			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 && r.guest == d && test(sc, &r, k))
+				hit = 1;
+		n += hit;
 	}
 	return n;
 }
 
+static int pair_k_held(const struct scan *sc, const struct round *r, size_t k)
+{
+	return pair_sent_held(sc, r, pairs[k][0], pairs[k][1], pairs[k][2]);
+}
+
+/* Left out for that alone: neither held nor misplaced. */
+static int pair_k_ambiguous(const struct scan *sc, const struct round *r, size_t k)
+{
+	return pair_ambiguous(r, pairs[k][0], pairs[k][1]) && !pair_k_held(sc, r, k) &&
+	       !pair_misplaced(sc, r, pairs[k][0], pairs[k][1]);
+}
+
+size_t sync_count_ambiguous_rounds(const struct scan *sc, int d)
+{
+	return count_rounds(sc, d, pair_k_ambiguous);
+}
+
 size_t sync_count_held_rounds(const struct scan *sc, int d)
 {
-	size_t n = 0;
-	struct round r;
-
-	for (size_t i = 0; i < sc->nr_probes;) {
-		int held = 0;
-
-		next_round(sc, &i, &r);
-		for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++)
-			if (r.ts[pairs[k][0]] >= 0 && r.ts[pairs[k][1]] >= 0 && r.guest == d &&
-			    pair_sent_held(sc, &r, pairs[k][0], pairs[k][1], pairs[k][2]))
-				held = 1;
-		n += held;
-	}
-	return n;
+	return count_rounds(sc, d, pair_k_held);
 }
 
 int sync_collect_point(const struct round *r, int gt, int pt, int below, void *ctx)
