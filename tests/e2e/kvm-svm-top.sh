@@ -126,8 +126,10 @@ for iv in ivs:
         s = whole.get((r["vcpu"], r["reason"]))
         if s and s["count"] == r["count"] and s["count"] >= 100 and r["p50_ns"]:
             # p99 of 1000 exits is their 10th largest: one slow exit more or
-            # less under one of the two tracers moves it (seen: 17% and 30%)
-            for k, tol in (("p50_ns", 0.15), ("p99_ns", 0.35)):
+            # less under one of the two tracers moves it (seen: 17% and 30%);
+            # of 200 it is the 2nd largest, one exit itself (CI 2026-11-28,
+            # twice: cpuid, bpf 56 us, stat 15 us): p99 from 1000 exits on
+            for k, tol in (("p50_ns", 0.15),) + ((("p99_ns", 0.35),) if s["count"] >= 1000 else ()):
                 assert abs(r[k] - s[k]) <= tol * s[k] + 3000, "%s %s: bpf %d, stat %d" % (r["reason"], k, r[k], s[k])
             near += 1
 assert near > 0, "no row of 100 exits or more in one interval"
