@@ -408,9 +408,10 @@ void serve_vm_identify(const char *proc, pid_t tgid, const char *comm, char *nam
 		fclose(f);
 	}
 	cmdline[n > 0 ? n : 0] = '\0';
+	/* the same form as Xen's: lowercase 8-4-4-4-12, none for nil or malformed */
 	val = n > 0 ? cmdline_option(cmdline, n, "-uuid") : NULL;
 	if (val)
-		snprintf(uuid, usize, "%.36s", val);
+		serve_uuid_canon(val, uuid, usize);
 	val = n > 0 ? cmdline_option(cmdline, n, "-name") : NULL;
 	if (val) {
 		/* libvirt: -name guest=DOMAIN,debug-threads=on */

@@ -202,6 +202,18 @@ static void test_identify(void)
 	write_file(path, "tv-testvmm\n", 11);
 	serve_vm_identify(dir, 101, "x", name, sizeof(name), uuid, sizeof(uuid));
 	TV_CHECK(!strcmp(name, "tv-testvmm[101]") && !uuid[0], "no -name: \"%s\" \"%s\"", name, uuid);
+	/* QEMU takes either case: the label is Xen's form; a malformed one none */
+	snprintf(path, sizeof(path), "%s/103", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/103/cmdline", dir);
+	write_file(path, "qemu\0-uuid\0C7A5FDBD-CDAF-9455-926A-D65C16DB1809\0-name\0up\0", 57);
+	serve_vm_identify(dir, 103, "x", name, sizeof(name), uuid, sizeof(uuid));
+	TV_CHECK(!strcmp(name, "up") && !strcmp(uuid, "c7a5fdbd-cdaf-9455-926a-d65c16db1809"),
+		 "uppercase -uuid: \"%s\" \"%s\"", name, uuid);
+	snprintf(path, sizeof(path), "%s/103/cmdline", dir);
+	write_file(path, "qemu\0-uuid\0c7a5fdbd-cdaf-9455-926a-d65c16db1809\"x\0", 50);
+	serve_vm_identify(dir, 103, "x", name, sizeof(name), uuid, sizeof(uuid));
+	TV_CHECK(!uuid[0], "malformed -uuid kept: \"%s\"", uuid);
 	serve_vm_identify(dir, 102, "qemu-kvm", name, sizeof(name), uuid, sizeof(uuid));
 	TV_CHECK(!strcmp(name, "qemu-kvm[102]"), "a VMM gone: \"%s\"", name);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
