@@ -165,6 +165,17 @@ static int hook_live_start(void *ctx, const char *outdir, uint64_t *t0)
 		ret = tv_xen_recorder_start(tx->rec);
 	if (!ret)
 		ret = tv_xen_recorder_checkpoint(tx->rec);
+	/*
+	 * The reader, opened next, takes each CPU's first vCPU from the first
+	 * scheduler record in the file, else from the recorder's snapshot of
+	 * who runs where, taken after tracing began: a switch between the two
+	 * must be on disk when the reader looks, or the snapshot's later state
+	 * is taken for the start (lab xen-top of 2026-11-28: one hlt exit of
+	 * d8 counted as the idle vCPU's, where stat of the finished session,
+	 * which sees the switch, counts it as d8's).
+	 */
+	if (!ret)
+		ret = tv_xen_recorder_flush(tx->rec, TOP_XEN_FLUSH_MS);
 	if (!ret)
 		ret = xen_load_clock(tx);
 	/* records from here on are in the first interval; those before, too */
