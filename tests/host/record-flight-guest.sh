@@ -70,6 +70,10 @@ size=$(cat "$snap"/guest-loc/cpu*.raw | wc -c)
 gap=$(sed -n 's/^flight_gap_ns=//p' "$snap/guest-loc/meta")
 [ "${gap:-0}" -gt 0 ] || fail "no flight_gap_ns in the guest's meta"
 echo "ok: snapshot 1: guest tail $bulk of 200000 getppid + 7 markers, $size bytes <= ${SIZE} KB, gap $gap ns"
+# its first frame one sub-buffer: a guest whose VMM stalled answers at once
+sb=$(sed -n 's/^subbuf_size=//p' "$snap/guest-loc/meta")
+grep -q "^tracevisor-agent: Snapshot 1: .*(first frame ${sb:-none} bytes at" "$TV_TMP/agent.log" ||
+	fail "the agent's first snapshot frame is not one sub-buffer ($sb bytes): $(grep 'Snapshot 1' "$TV_TMP/agent.log")"
 "$TV" stat --domain guest:loc "$snap" > "$TV_TMP/s1" || fail "stat of snapshot 1's guest"
 n=$(sed -n 's/.*: \([0-9]*\) events, .*/\1/p' "$TV_TMP/s1")
 [ "${n:-0}" -gt 1000 ] || fail "stat --domain guest:loc of snapshot 1: '$(head -1 "$TV_TMP/s1")'"
