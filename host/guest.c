@@ -90,6 +90,7 @@ struct tv_guest {
 	struct tv_guest_session sess;
 	int listed;
 	struct tv_guest_flight *flight;	/* a flight recorder's guest (host/flight_guest.c), or NULL */
+	int connect_err;		/* atomic: the last connect attempt's -errno, 0 connected */
 };
 
 static double now_s(void)
@@ -474,6 +475,8 @@ static int guest_connect(struct tv_guest *g)
 		struct pollfd pfd = { .fd = g->stop_fd, .events = POLLIN };
 
 		fd = g->spec.vsock_cid ? connect_vsock(&g->spec) : connect_serial(&g->spec);
+		/* relaxed: a report for the waiting caller, it orders nothing */
+		__atomic_store_n(&g->connect_err, fd < 0 ? fd : 0, __ATOMIC_RELAXED);
 		if (fd >= 0)
 			break;
 		/* The agent may not listen yet: retry until stopped or too late. */
@@ -793,6 +796,11 @@ int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms)
 	ret = g->ready == 1 ? 0 : g->ready < 0 ? g->ready : -ETIMEDOUT;
 	pthread_mutex_unlock(&g->lock);
 	return ret;
+}
+
+int tv_guest_connect_error(struct tv_guest *g)
+{
+	return __atomic_load_n(&g->connect_err, __ATOMIC_RELAXED);
 }
 
 static void put_counts(struct tv_meta *m, struct tv_guest *g)

@@ -39,6 +39,17 @@ int tv_guest_start(struct tv_recorder *rec, const struct tv_guest_spec *spec,
 int tv_guest_wait_ready(struct tv_guest *g, int timeout_ms);
 
 /**
+ * tv_guest_connect_error - why the guest's channel does not connect yet
+ * @g: the guest
+ *
+ * Safe from any thread while the guest's thread runs (its last attempt's
+ * result, stored atomically).
+ * Return: the last failed attempt's -errno while the guest's thread is
+ * still trying to connect; 0 once connected (or before the first try).
+ */
+int tv_guest_connect_error(struct tv_guest *g);
+
+/**
  * tv_guest_stop - final probes, STOP, drain, guest-NAME/meta; joins its thread
  * @g: the guest
  *

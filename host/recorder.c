@@ -205,23 +205,30 @@ static void notify_not_ready(struct tv_session_record *s, struct tv_guest *g, in
  */
 static int wait_guests_ready(struct tv_session_record *s, int timeout_ms)
 {
-	double deadline = tv_probe_sched_now() + timeout_ms / 1000.0;
+	double start = tv_probe_sched_now(), deadline = start + timeout_ms / 1000.0;
+	/* 1: said ready or not; 2: said still waiting (a user hears why early) */
 	char *said = calloc(s->opts.nr_guests ? s->opts.nr_guests : 1, 1);
 
 	if (!said)
 		return -ENOMEM;
 	for (;;) {
+		bool note = tv_probe_sched_now() - start >= TV_SESSION_GUEST_WAIT_NOTE_MS / 1000.0;
 		size_t waiting = 0;
 		double left;
 
 		for (size_t i = 0; i < s->opts.nr_guests; i++) {
 			int ret;
 
-			if (said[i])
+			if (said[i] == 1)
 				continue;
 			ret = tv_guest_wait_ready(s->guests[i], 0);
 			if (ret == -ETIMEDOUT) {
 				waiting++;
+				if (note && !said[i]) {
+					said[i] = 2;
+					notify(s, TV_SESSION_GUEST_WAITING, tv_guest_name(s->guests[i]),
+					       tv_guest_connect_error(s->guests[i]), NULL);
+				}
 				continue;
 			}
 			said[i] = 1;
@@ -233,7 +240,7 @@ static int wait_guests_ready(struct tv_session_record *s, int timeout_ms)
 			break;
 		if (left <= 0) {
 			for (size_t i = 0; i < s->opts.nr_guests; i++)
-				if (!said[i])
+				if (said[i] != 1)
 					notify_not_ready(s, s->guests[i], -ETIMEDOUT);
 			break;
 		}

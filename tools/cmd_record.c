@@ -988,6 +988,13 @@ static int parse_guests(struct record_cli *cli)
 	return 0;
 }
 
+/* How long the start waits for the guests, in seconds. */
+static double ready_timeout_s(const struct record_cli *cli)
+{
+	return (cli->so.guest_ready_timeout_ms ? cli->so.guest_ready_timeout_ms
+					       : TV_SESSION_GUEST_READY_TIMEOUT_MS) / 1000.0;
+}
+
 /* What the session recorder says a user should hear. */
 static void record_notify(void *ctx, enum tv_session_note note, const char *name, int err,
 			  const char *detail)
@@ -1015,11 +1022,16 @@ static void record_notify(void *ctx, enum tv_session_note note, const char *name
 			tv_cli_text(name), tv_cli_text(strstr(detail, ": ") + 2));	/* the guest's text */
 	else if (note == TV_SESSION_GUEST_NOT_READY && err == -ETIMEDOUT)
 		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (no answer in %.3g s); going on\n",
-			tv_cli_text(name), (cli->so.guest_ready_timeout_ms ? cli->so.guest_ready_timeout_ms
-								 : TV_SESSION_GUEST_READY_TIMEOUT_MS) / 1000.0);
+			tv_cli_text(name), ready_timeout_s(cli));
 	else if (note == TV_SESSION_GUEST_NOT_READY)
 		fprintf(stderr, "tracevisor record: warning: guest %s is not recording yet (failed); going on\n",
 			tv_cli_text(name));
+	else if (note == TV_SESSION_GUEST_WAITING && err)
+		fprintf(stderr, "tracevisor record: waiting for guest %s: cannot connect to its agent yet: errno=%d (%s); trying until %.3g s after the start\n",
+			tv_cli_text(name), -err, strerror(-err), ready_timeout_s(cli));
+	else if (note == TV_SESSION_GUEST_WAITING)
+		fprintf(stderr, "tracevisor record: waiting for guest %s: connected, its agent has not started tracing yet; waiting until %.3g s after the start\n",
+			tv_cli_text(name), ready_timeout_s(cli));
 	else if (note == TV_SESSION_XEN_PROBES_FAILED)
 		fprintf(stderr, "tracevisor record: warning: dom0/Xen sync probes failed; `tracevisor sync` will lack them\n");
 }

@@ -123,10 +123,16 @@ enum tv_session_note {
 	 * the snapshot's trigger keys, "KEY=VALUE" separated by spaces;
 	 * TV_SESSION_SNAPSHOT follows when it is done). */
 	TV_SESSION_TRIGGER_FIRED,
+	/* A guest is still not recording TV_SESSION_GUEST_WAIT_NOTE_MS after
+	 * the start, said once per guest while the wait goes on (@name; @err:
+	 * its channel's last connect error, -errno, or 0 when connected and
+	 * its agent has not answered yet). */
+	TV_SESSION_GUEST_WAITING,
 };
 
 #define TV_SESSION_MAX_EVENTS 256
 #define TV_SESSION_GUEST_READY_TIMEOUT_MS 30000
+#define TV_SESSION_GUEST_WAIT_NOTE_MS 5000
 
 struct tv_session_record_opts {
 	/*

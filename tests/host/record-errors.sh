@@ -49,6 +49,16 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
 		"$TV" record -q -o "$TV_TMP/g" -e sched:sched_switch --duration 0.1
 	[ ! -e "$TV_TMP/g" ] || fail "non-root left $TV_TMP/g"
 fi
+# A guest whose channel does not connect: said after 5 s with why, then the
+# recording goes on without it (exit 3: a guest incomplete)
+"$TV" record -o "$TV_TMP/noguest" -e sched:sched_switch --duration 7 \
+	--guest "serial:$TV_TMP/no-such-port,name:gone" 2>"$TV_TMP/noguest.err"
+rc=$?
+[ $rc = 3 ] || fail "a guest that never connects: record exited $rc, not 3: $(cat "$TV_TMP/noguest.err")"
+grep -q "^tracevisor record: waiting for guest gone: cannot connect to its agent yet: errno=2 (No such file or directory)" \
+	"$TV_TMP/noguest.err" || fail "no early line saying why guest gone waits: $(cat "$TV_TMP/noguest.err")"
+[ "$(grep -c "waiting for guest gone" "$TV_TMP/noguest.err")" = 1 ] || fail "the wait said more than once"
+echo "ok: a guest that never connects: said once after 5 s, why, exit 3"
 # A report of something that is not a session.
 expect_error "report of a non-session" 'Not a complete tracevisor session' "$TV" report "$TV_TMP"
 expect_error "stat of a missing dir" "Cannot open session directory" "$TV" stat "$TV_TMP/nope"
