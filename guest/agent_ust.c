@@ -459,4 +459,5 @@ void ust_stop(void)
 		U.listen_fd = -1;
 	}
 	U.stop = 0;
+	U.flight_bytes = 0;	/* the next session says again */
 }
