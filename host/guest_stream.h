@@ -59,7 +59,7 @@ struct tv_guest_stream {
 	/*
 	 * A flight recorder's guest (START had flight_bytes; host/
 	 * flight_guest.c): META must come from an agent that keeps its ring
-	 * (agent_version >= 4), and SNAP_DATA, SNAP_FILE, SNAP_END, TRIGGER frames after READY go to
+	 * (agent_version >= 4), and SNAP_DATA, SNAP_FILE, SNAP_UST, SNAP_END, TRIGGER frames after READY go to
 	 * @on_flight (-EBADMSG with @err: a protocol error).  NULL: they are
 	 * protocol errors.
 	 */
