@@ -25,6 +25,7 @@
 # at the first pause holds, in snapshot-1/ust-guest-l2-PID/ (status
 # snapshot), a gap-free tail ending exactly at that pause; Ctrl-C at the
 # second writes the last tail into the session (status complete).
+# tv-timeout: 2400 (tests/run-tests: two lab runs, each booted again when L1 crashes)
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
