@@ -132,6 +132,12 @@ void answer_ping(struct session *s, const unsigned char *p, size_t len);
 /* agent_ust.c: the guest's traced processes (own thread) */
 int ust_start(struct session *s, const char *globs);
 void ust_stop(void);
+/*
+ * A flight recorder's SNAP @id: the traced processes' newest sub-buffers as
+ * SNAP_UST frames, sent by the ust thread while the caller (the main
+ * thread, send_lock not held) waits.  Nothing without ust or flight_bytes.
+ */
+void ust_snapshot(uint32_t id);
 
 /* agent_flight.c: the ring kept in the guest until the host's SNAP; triggers */
 /* START's flight_bytes, trigger.N, trigger_filter.N: 1 taken, 0 not one, -errno */

@@ -379,6 +379,8 @@ void flight_snapshot(struct session *s, uint32_t id)
 	if (!swap)
 		inst_write(s, "tracing_on", "1");
 	on_ns = swap ? off_ns : mono_ns();
+	/* the traced processes' tails (SNAP_UST): after the kernel's, before SNAP_END */
+	ust_snapshot(id);
 	snprintf(text, sizeof(text), "gap_ns=%llu\nfreeze_ns=%llu\nfreeze=%s\nbytes_total=%llu\n",
 		 (unsigned long long)(on_ns - off_ns), (unsigned long long)(frozen_ns - off_ns),
 		 swap ? "snapshot-buffer" : "stop-read-restart", total);

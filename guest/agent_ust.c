@@ -11,9 +11,22 @@
  * that lies is cut off (said once, UST_END "truncated: ...") and the
  * others go on.
  *
+ * A flight recorder (START's flight_bytes): each process is configured in
+ * overwrite mode with the ring the host gives its own
+ * (tv_ust_flight_policy()); UST_PROC and UST_META go out as above, no
+ * UST_DATA while armed.  A snapshot (SNAP) sends, after the kernel's
+ * SNAP_DATA and before SNAP_END, the newest sub-buffers of every buffer
+ * of each mapped process not cut off, trimmed to a gap-free tail
+ * (tv_ust_consumer_tail()), as SNAP_UST frames; a process that ended keeps
+ * its mapping for the snapshots.  At the session's end the tails go out
+ * as UST_DATA and UST_END into the session itself.
+ *
  * Threads: the ust thread owns every process and the socket; the main
- * thread only sets ust_stop (release) and joins; frames go out under the
- * session's send_lock (send_frame()).
+ * thread only sets ust_stop (release) and joins, or asks for a snapshot
+ * (ust_snapshot()): it sets snap_asked under snap_lock and waits on
+ * snap_cond until the ust thread has sent it (the thread takes requests at
+ * every tick while snap_open); frames go out under the session's send_lock
+ * (send_frame()), never held across the wait.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +55,8 @@ struct ust_proc {
 	size_t meta_sent;		/* metadata bytes sent (whole entries) */
 	unsigned char *buf;
 	int done;
+	int flight;			/* kept in overwrite mode for snapshots (nothing streamed) */
+	int gone;			/* flight: its connection closed, its mapping kept */
 };
 
 static struct {
@@ -57,7 +72,13 @@ static struct {
 	pthread_t thread;
 	int started;
 	int stop;			/* atomic: release by main, acquire here */
-} U = { .listen_fd = -1 };
+	uint64_t flight_bytes;		/* START's: > 0 a flight recorder */
+	pthread_mutex_t snap_lock;	/* below: main asks, the ust thread answers */
+	pthread_cond_t snap_cond;
+	int snap_asked;
+	uint32_t snap_id;
+	int snap_open;			/* the ust thread still takes requests */
+} U = { .listen_fd = -1, .snap_lock = PTHREAD_MUTEX_INITIALIZER, .snap_cond = PTHREAD_COND_INITIALIZER };
 
 /* New whole metadata entries to the host. */
 static void send_ust_meta(struct ust_proc *p)
@@ -86,6 +107,10 @@ static int proc_map(struct ust_proc *p)
 	if (!p->buf)
 		return -ENOMEM;
 	p->mapped = 1;
+	p->flight = U.flight_bytes && p->c.hdr.mode == TV_UST_MODE_OVERWRITE;
+	if (U.flight_bytes && !p->flight)
+		say("Traced process not in overwrite mode, streamed whole instead of kept for snapshots: pid=%d, comm=\"%s\"",
+		    p->conn.pid, p->conn.comm);
 	snprintf(text, sizeof(text),
 		 "pid=%d\ncomm=%s\nnr_bufs=%u\nsubbuf_size=%u\nnr_subbufs=%u\nclock=%s\nmode=%s\nper_thread=%u\n",
 		 p->conn.pid, p->conn.comm, p->c.hdr.nr_bufs, p->c.hdr.subbuf_size, p->c.hdr.nr_subbufs,
@@ -130,6 +155,32 @@ static void proc_drain(struct ust_proc *p)
 		}
 }
 
+/*
+ * The newest sub-buffers of every buffer of @p, trimmed to a gap-free
+ * tail, one frame of @type each (arg: @id's for SNAP_UST, else UST_DATA's).
+ * Return: -EPIPE the channel failed, else 0 (a lying buffer cuts @p off).
+ */
+static int proc_send_tail(struct ust_proc *p, uint16_t type, uint32_t id)
+{
+	struct tv_ust_tail t = { 0 };
+	size_t sb = p->c.hdr.subbuf_size;
+	int ret = tv_ust_consumer_tail(&p->c, U.flight_bytes, &t);
+
+	for (unsigned int b = 0; (!ret || ret == -EBADMSG) && b < p->c.hdr.nr_bufs; b++)
+		for (unsigned int i = 0; i < t.n[b]; i++) {
+			size_t at = (size_t)b * t.max + i;
+			uint32_t arg = type == TV_MSG_SNAP_UST ? TV_PROTO_SNAP_UST_ARG(id, p->idx, b)
+								: p->idx << 16 | b;
+
+			if (t.kept[at] && send_frame(U.s, type, arg, t.all + at * sb, sb)) {
+				tv_ust_tail_release(&t);
+				return -EPIPE;
+			}
+		}
+	tv_ust_tail_release(&t);
+	return 0;
+}
+
 static void proc_finish(struct ust_proc *p, int gone)
 {
 	char text[600];
@@ -138,8 +189,14 @@ static void proc_finish(struct ust_proc *p, int gone)
 	if (p->done)
 		return;
 	p->done = 1;
-	proc_drain(p);
-	for (unsigned int b = 0; p->mapped && !p->c.cut && b < p->c.hdr.nr_bufs; b++) {
+	if (p->flight && !p->c.cut) {	/* the last snapshot, into the session itself */
+		send_ust_meta(p);
+		proc_send_tail(p, TV_MSG_UST_DATA, 0);
+		gone |= p->gone;
+	} else {
+		proc_drain(p);
+	}
+	for (unsigned int b = 0; p->mapped && !p->flight && !p->c.cut && b < p->c.hdr.nr_bufs; b++) {
 		if (gone) {
 			while (tv_ust_consumer_recover(&p->c, b, p->buf) == 1)
 				send_frame(U.s, TV_MSG_UST_DATA, p->idx << 16 | b, p->buf, p->c.hdr.subbuf_size);
@@ -181,7 +238,15 @@ static void proc_poll(struct ust_proc *p)
 		;
 	if (p->conn.fd >= 0 && r < 0) {
 		tv_ust_conn_close(&p->conn);
+		if (p->flight && !p->c.cut) {
+			p->gone = 1;	/* its last events stay in the mapping for the snapshots */
+			return;
+		}
 		proc_finish(p, 1);
+		return;
+	}
+	if (p->flight) {
+		send_ust_meta(p);	/* the host needs it; the events stay in the ring */
 		return;
 	}
 	proc_drain(p);
@@ -202,7 +267,13 @@ static void accept_new(void)
 			continue;
 		}
 		p->conn = conn;
-		tv_ust_conn_set_policy(&p->conn, &U.policy);
+		if (U.flight_bytes) {	/* the ring the host gives its own processes */
+			tv_ust_flight_policy(U.flight_bytes, sysconf(_SC_NPROCESSORS_CONF),
+					     &p->conn.cfg_subbuf_size, &p->conn.cfg_nr_subbufs);
+			p->conn.cfg_mode = TV_UST_MODE_OVERWRITE + 1;
+		} else {
+			tv_ust_conn_set_policy(&p->conn, &U.policy);
+		}
 		p->idx = U.nr_procs;
 		U.procs[U.nr_procs++] = p;
 	}
@@ -215,7 +286,7 @@ static void quiesce(void)
 	for (unsigned int i = 0; i < U.nr_procs; i++) {
 		struct ust_proc *p = U.procs[i];
 
-		if (p->done || !p->mapped)
+		if (p->done || !p->mapped || p->gone)
 			continue;
 		tv_ust_conn_quiesce(&p->conn);
 	}
@@ -229,7 +300,7 @@ static void quiesce(void)
 			if (p->done || !p->mapped)
 				continue;
 			proc_poll(p);
-			waiting |= !p->done && !tv_ust_conn_quiesced(&p->conn);
+			waiting |= !p->done && !p->gone && !tv_ust_conn_quiesced(&p->conn);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!waiting || (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >
@@ -239,6 +310,46 @@ static void quiesce(void)
 	}
 	for (unsigned int i = 0; i < U.nr_procs; i++)
 		proc_finish(U.procs[i], 0);
+}
+
+/* SNAP @id: every mapped process's tail as SNAP_UST (the main thread waits). */
+static void snap_send(uint32_t id)
+{
+	for (unsigned int i = 0; i < U.nr_procs; i++) {
+		struct ust_proc *p = U.procs[i];
+
+		if (!p->mapped || !p->flight || p->done || p->c.cut)
+			continue;
+		send_ust_meta(p);	/* its records' events are known before them */
+		if (proc_send_tail(p, TV_MSG_SNAP_UST, id))
+			return;
+		if (p->c.cut)
+			say("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
+	}
+}
+
+/* The main thread's request, if any: sent, answered. */
+static void snap_serve(void)
+{
+	pthread_mutex_lock(&U.snap_lock);
+	if (U.snap_asked) {
+		snap_send(U.snap_id);
+		U.snap_asked = 0;
+		pthread_cond_broadcast(&U.snap_cond);
+	}
+	pthread_mutex_unlock(&U.snap_lock);
+}
+
+void ust_snapshot(uint32_t id)
+{
+	pthread_mutex_lock(&U.snap_lock);
+	if (U.started && U.snap_open && U.flight_bytes) {
+		U.snap_id = id;
+		U.snap_asked = 1;
+		while (U.snap_asked && U.snap_open)
+			pthread_cond_wait(&U.snap_cond, &U.snap_lock);
+	}
+	pthread_mutex_unlock(&U.snap_lock);
 }
 
 static void *ust_thread(void *arg)
@@ -251,7 +362,12 @@ static void *ust_thread(void *arg)
 		accept_new();
 		for (unsigned int i = 0; i < U.nr_procs; i++)
 			proc_poll(U.procs[i]);
+		snap_serve();
 	}
+	pthread_mutex_lock(&U.snap_lock);
+	U.snap_open = 0;	/* a request still waiting is let go unanswered */
+	pthread_cond_broadcast(&U.snap_cond);
+	pthread_mutex_unlock(&U.snap_lock);
 	accept_new();
 	for (unsigned int i = 0; i < U.nr_procs; i++)
 		proc_poll(U.procs[i]);
@@ -282,6 +398,7 @@ int ust_start(struct session *s, const char *globs)
 	int ret;
 
 	U.s = s;
+	U.flight_bytes = s->flight_bytes;
 	/* a policy this agent cannot honour is said, not silently replaced */
 	if (tv_ust_policy_parse(s->ust_mode, s->ust_subbuf_size, s->ust_nr_subbufs, &U.policy, why,
 				sizeof(why))) {
@@ -300,10 +417,15 @@ int ust_start(struct session *s, const char *globs)
 	ret = ust_listen();
 	if (ret)
 		return ret;
+	U.snap_open = 1;
 	ret = pthread_create(&U.thread, NULL, ust_thread, NULL);
-	if (ret)
+	if (ret) {
+		U.snap_open = 0;
 		return -ret;
+	}
+	pthread_mutex_lock(&U.snap_lock);
 	U.started = 1;
+	pthread_mutex_unlock(&U.snap_lock);
 	if (verbose)
 		say("Listening for traced processes on %s", U.sock_path);
 	return 0;
@@ -315,7 +437,9 @@ void ust_stop(void)
 		/* release: the thread's acquire load sees it; nothing else is shared */
 		__atomic_store_n(&U.stop, 1, __ATOMIC_RELEASE);
 		pthread_join(U.thread, NULL);
+		pthread_mutex_lock(&U.snap_lock);
 		U.started = 0;
+		pthread_mutex_unlock(&U.snap_lock);
 	}
 	for (unsigned int i = 0; i < U.nr_procs; i++) {
 		struct ust_proc *p = U.procs[i];
@@ -335,4 +459,5 @@ void ust_stop(void)
 		U.listen_fd = -1;
 	}
 	U.stop = 0;
+	U.flight_bytes = 0;	/* the next session says again */
 }

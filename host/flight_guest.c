@@ -8,12 +8,19 @@
  *   session thread                      guest thread (host/guest.c)
  *   _snapshots_begin: request, wake  -> _poll: SNAP sent, guest-NAME made
  *                                       (formats copied from DIR/guest-NAME)
- *   (host, UST written meanwhile)       _frame: SNAP_DATA, SNAP_FILE, SNAP_END
+ *   (host, UST written meanwhile)       _frame: SNAP_DATA, SNAP_FILE, SNAP_UST, SNAP_END
  *   _snapshots_end: wait, list       <- done: at SNAP_END, or truncated at
  *                                       a limit of flight_guest.h (what came kept)
  *
- * A guest is untrusted here as everywhere: its snapshot data is capped at
- * SIZE (more is dropped, counted in snapshot_bytes_dropped and said), its
+ * The guest's traced processes (SNAP_UST, between its kernel's data and
+ * SNAP_END) go into snapshot-N/ust-guest-NAME-PID/, made on a process's
+ * first frame from its UST_PROC and metadata (host/guest_ust.c), and are
+ * listed beside guest-NAME.
+ *
+ * A guest is untrusted here as everywhere: its kernel's snapshot data is
+ * capped at SIZE, and each traced process's at SIZE too (the agent sends
+ * at most that per process, TV_PROTO_MAX_UST of them at most); more is
+ * dropped, counted in snapshot_bytes_dropped and said; its
  * late frames (of a snapshot already written) are dropped and counted, a
  * guest that withholds SNAP_END holds nobody (each thread has its own
  * deadline, the session's wait one overall), and its TRIGGERs go through
@@ -68,6 +75,7 @@ struct tv_guest_flight {
 	double last_data_at, last_turn_at, max_data_gap, max_turn_gap;
 	char status[300];		/* DONE: the domain's status */
 	int listable;			/* DONE: the domain is readable */
+	char ust_list[4096];		/* DONE: its traced processes' subdirs, comma separated */
 	uint64_t dropped;		/* DONE: bytes past SIZE */
 	struct tv_flight *flight;	/* triggers go there, NULL: not armed */
 	int asked;			/* the session thread's: this snapshot asked it */
@@ -434,6 +442,8 @@ static void snap_finish(struct tv_guest_flight *fl)
 	snap_close(fl, fl->io.gs->ncpus);
 	if (!fl->status[0])
 		snprintf(fl->status, sizeof(fl->status), "complete");
+	tv_guest_ust_snap_finish(fl->io.gs, strcmp(fl->status, "complete") ? "truncated" : "snapshot",
+				 fl->ust_list, sizeof(fl->ust_list));
 	snprintf(hp, sizeof(hp), "%s/header_page", fl->dir);
 	listable = strncmp(fl->status, "failed", 6) && !access(hp, R_OK) && !snap_meta(fl);
 	snap_free(fl, fl->io.gs->ncpus);
@@ -547,6 +557,30 @@ static int snap_data(struct tv_guest_flight *fl, uint32_t arg, const unsigned ch
 	}
 	fl->got += len;
 	fl->cpu_bytes[cpu] += len;
+	snap_progress(fl);
+	return 0;
+}
+
+/* A traced process's sub-buffers: checked, then late, capped or written like SNAP_DATA. */
+static int snap_ust(struct tv_guest_flight *fl, uint32_t arg, const unsigned char *p, uint32_t len,
+		    char *err, size_t err_size)
+{
+	struct tv_guest_stream *gs = fl->io.gs;
+	int ret;
+
+	if (tv_guest_ust_snap_check(gs, arg, len, err, err_size))
+		return -EBADMSG;
+	if (fl->state != SNAP_RUNNING || TV_PROTO_SNAP_UST_ID(arg) != (fl->id & 0xffu) || fl->have_end ||
+	    fl->status[0]) {
+		fl->late_bytes += len;	/* a snapshot already written, or none asked */
+		return 0;
+	}
+	ret = tv_guest_ust_snap_write(gs, arg, p, len, fl->dir, fl->bytes, &fl->dropped);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		snprintf(fl->status, sizeof(fl->status),
+			 "truncated: cannot write a traced process's snapshot: errno=%d (%s)", -ret, strerror(-ret));
 	snap_progress(fl);
 	return 0;
 }
@@ -683,6 +717,8 @@ int tv_guest_flight_frame(void *ctx, const struct tv_proto_hdr *h, const unsigne
 		return snap_file(fl, h->arg, p, h->len, err, err_size);
 	case TV_MSG_SNAP_END:
 		return snap_end(fl, h->arg, p, h->len, err, err_size);
+	case TV_MSG_SNAP_UST:
+		return snap_ust(fl, h->arg, p, h->len, err, err_size);
 	case TV_MSG_TRIGGER:
 		return trigger(fl, h->arg, p, h->len, err, err_size);
 	}
@@ -783,6 +819,10 @@ int tv_guest_flight_snapshots_end(struct tv_guest *const *guests, size_t n, stru
 		snprintf(subdir, sizeof(subdir), "guest-%s", fl->io.name);
 		if (listed == 1 && !ret)
 			ret = tv_session_writer_add_domain(w, subdir);
+		/* its traced processes (written by then: DONE was set after them) */
+		for (char *save = NULL, *d = listed == 1 ? strtok_r(fl->ust_list, ",", &save) : NULL; d && !ret;
+		     d = strtok_r(NULL, ",", &save))
+			ret = tv_session_writer_add_domain(w, d);
 		/* its thread is stuck (disk): the snapshot goes without it */
 		if (listed < 0)
 			tv_warn("Guest %s is not in the snapshot: its thread did not write it within %.0f s",

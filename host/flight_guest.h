@@ -90,7 +90,7 @@ void tv_guest_flight_free(struct tv_guest_flight *fl);
 /* START's flight lines (flight_bytes, trigger.N, trigger_filter.N), owned by @fl. */
 const char *tv_guest_flight_start_keys(const struct tv_guest_flight *fl);
 
-/* The guest thread: one SNAP_DATA, SNAP_FILE, SNAP_END, TRIGGER frame (guest_stream.c's callback). -EBADMSG with @err. */
+/* The guest thread: one SNAP_DATA, SNAP_FILE, SNAP_UST, SNAP_END, TRIGGER frame (guest_stream.c's callback). -EBADMSG with @err. */
 int tv_guest_flight_frame(void *ctx, const struct tv_proto_hdr *h, const unsigned char *p, char *err,
 			  size_t err_size);
 /* The guest thread, every turn of its loop: a request to send, a deadline passed. */

@@ -401,6 +401,7 @@ static int handle_frame(struct tv_guest_stream *gs, const struct tv_proto_hdr *h
 	case TV_MSG_SNAP_DATA:
 	case TV_MSG_SNAP_FILE:
 	case TV_MSG_SNAP_END:
+	case TV_MSG_SNAP_UST:
 	case TV_MSG_TRIGGER:
 		return handle_flight(gs, h, p);
 	}

@@ -59,7 +59,7 @@ struct tv_guest_stream {
 	/*
 	 * A flight recorder's guest (START had flight_bytes; host/
 	 * flight_guest.c): META must come from an agent that keeps its ring
-	 * (agent_version >= 4), and SNAP_DATA, SNAP_FILE, SNAP_END, TRIGGER frames after READY go to
+	 * (agent_version >= 4), and SNAP_DATA, SNAP_FILE, SNAP_UST, SNAP_END, TRIGGER frames after READY go to
 	 * @on_flight (-EBADMSG with @err: a protocol error).  NULL: they are
 	 * protocol errors.
 	 */
@@ -108,6 +108,22 @@ int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned c
 int tv_guest_ust_end(struct tv_guest_stream *gs, uint32_t idx, const unsigned char *p, size_t len,
 		     char *err, size_t err_size);
 /* Write every process's meta; its subdirectories (up to @max) into @subdirs. */
+/*
+ * A flight snapshot's SNAP_UST (host/flight_guest.c, the guest's thread):
+ * _check: its process announced (UST_PROC, not ended) and whole
+ * sub-buffers of one of its buffers, else -EBADMSG with @err;
+ * _write: into SNAP_DIR/../ust-NAME-PID (SNAP_DIR: snapshot-N/guest-NAME),
+ * made on the process's first frame, records checked as UST_DATA's; past
+ * @cap bytes per process dropped and added to *@dropped;
+ * _finish: every process's snapshot domain finished with @status (its own
+ * "truncated" if cut off) and freed; @list gets their subdirs, comma
+ * separated.  Return: how many are listed.
+ */
+int tv_guest_ust_snap_check(struct tv_guest_stream *gs, uint32_t arg, size_t len, char *err,
+			    size_t err_size);
+int tv_guest_ust_snap_write(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p,
+			    size_t len, const char *snap_dir, uint64_t cap, uint64_t *dropped);
+size_t tv_guest_ust_snap_finish(struct tv_guest_stream *gs, const char *status, char *list, size_t size);
 size_t tv_guest_ust_finish(struct tv_guest_stream *gs, const char **subdirs, size_t max);
 /*
  * Into @st's ust_* fields: the processes with a domain (announced), their

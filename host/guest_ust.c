@@ -41,6 +41,9 @@ struct tv_guest_ust {
 	uint64_t records;		/* valid records written */
 	char status[300];
 	int ended;
+	/* the flight snapshot being received (SNAP_UST), NULL none */
+	struct tv_ust_domain *snap;
+	uint64_t snap_bytes;		/* its data, at most the snapshot's cap */
 };
 
 static int is_pow2(unsigned long v)
@@ -171,52 +174,128 @@ int tv_guest_ust_meta(struct tv_guest_stream *gs, uint32_t idx, const unsigned c
 	return tv_ust_domain_add_events(u->dom, &u->c);
 }
 
-int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p, size_t len,
-		      char *err, size_t err_size)
+/*
+ * Whole sub-buffers @p of buffer @b into domain @d, every record checked
+ * against the process's metadata: one that lies cuts the process off (the
+ * valid part before it written).  Adds the valid records to *@records.
+ */
+static int subbufs_write(struct tv_guest_stream *gs, struct tv_guest_ust *u, struct tv_ust_domain *d,
+			 unsigned int b, const unsigned char *p, size_t len, uint64_t *records)
 {
-	struct tv_guest_ust *u = proc_of(gs, arg >> 16, "UST_DATA", err, err_size);
-	unsigned int b = arg & 0xffff;
-	unsigned char *copy;
+	unsigned char *copy = malloc(u->hdr.subbuf_size);
+	int ret = 0;
 
-	if (!u)
-		return -EBADMSG;
-	if (b >= u->hdr.nr_bufs || !len || len % u->hdr.subbuf_size) {
-		snprintf(err, err_size, "UST_DATA for buffer %u of %u with %zu bytes (not whole %u-byte sub-buffers)",
-			 b, u->hdr.nr_bufs, len, u->hdr.subbuf_size);
-		return -EBADMSG;
-	}
-	if (u->c.cut)
-		return 0;
-	copy = malloc(u->hdr.subbuf_size);
 	if (!copy)
 		return -ENOMEM;
-	for (size_t off = 0; off < len && !u->c.cut; off += u->hdr.subbuf_size) {
-		uint64_t records;
+	for (size_t off = 0; off < len && !u->c.cut && !ret; off += u->hdr.subbuf_size) {
+		uint64_t n;
 		const char *why;
 		size_t end;
-		int ret;
 
 		memcpy(copy, p + off, u->hdr.subbuf_size);
 		ret = tv_ust_subbuf_walk(copy, u->hdr.subbuf_size, u->c.events ? u->c.events : NULL,
-					 u->c.events ? TV_UST_MAX_ID + 1 : 0, &end, &records, &why);
-		u->records += records;
+					 u->c.events ? TV_UST_MAX_ID + 1 : 0, &end, &n, &why);
+		*records += n;
 		if (ret) {
 			memset(copy + end, 0, u->hdr.subbuf_size - end);	/* the valid part stays */
 			snprintf(u->c.why, sizeof(u->c.why), "buffer %u: %s", b, why);
 			u->c.cut = 1;
 			proc_cut(gs, u);
 		}
-		ret = tv_ust_domain_write(u->dom, b, copy);
-		if (ret) {
-			free(copy);
-			tv_ust_domain_close_files(u->dom);
-			return ret;
-		}
+		ret = tv_ust_domain_write(d, b, copy);
 	}
 	free(copy);
 	/* no descriptor held between frames: 256 processes of 1024 buffers cost none */
-	tv_ust_domain_close_files(u->dom);
-	return 0;
+	tv_ust_domain_close_files(d);
+	return ret;
+}
+
+/* A frame's process and buffer: whole sub-buffers of a buffer it has, else a protocol error. */
+static struct tv_guest_ust *frame_check(struct tv_guest_stream *gs, uint32_t idx, unsigned int b,
+					size_t len, const char *what, char *err, size_t err_size)
+{
+	struct tv_guest_ust *u = proc_of(gs, idx, what, err, err_size);
+
+	if (u && (b >= u->hdr.nr_bufs || !len || len % u->hdr.subbuf_size)) {
+		snprintf(err, err_size, "%s for buffer %u of %u with %zu bytes (not whole %u-byte sub-buffers)",
+			 what, b, u->hdr.nr_bufs, len, u->hdr.subbuf_size);
+		return NULL;
+	}
+	return u;
+}
+
+int tv_guest_ust_data(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p, size_t len,
+		      char *err, size_t err_size)
+{
+	struct tv_guest_ust *u = frame_check(gs, arg >> 16, arg & 0xffff, len, "UST_DATA", err, err_size);
+
+	if (!u)
+		return -EBADMSG;
+	if (u->c.cut)
+		return 0;
+	return subbufs_write(gs, u, u->dom, arg & 0xffff, p, len, &u->records);
+}
+
+int tv_guest_ust_snap_check(struct tv_guest_stream *gs, uint32_t arg, size_t len, char *err,
+			    size_t err_size)
+{
+	return frame_check(gs, TV_PROTO_SNAP_UST_IDX(arg), TV_PROTO_SNAP_UST_BUF(arg), len, "SNAP_UST",
+			   err, err_size) ? 0 : -EBADMSG;
+}
+
+int tv_guest_ust_snap_write(struct tv_guest_stream *gs, uint32_t arg, const unsigned char *p,
+			    size_t len, const char *snap_dir, uint64_t cap, uint64_t *dropped)
+{
+	struct tv_guest_ust *u = gs->ust[TV_PROTO_SNAP_UST_IDX(arg)];
+	char session[PATH_MAX];
+	const char *sub;
+	uint64_t records = 0;
+	int ret;
+
+	if (u->c.cut)
+		return 0;
+	if (u->snap_bytes + len > cap) {
+		*dropped += len;	/* past SIZE: a lying guest's */
+		return 0;
+	}
+	if (!u->snap) {
+		if (split_dir(snap_dir, session, sizeof(session), &sub))
+			return -EINVAL;
+		ret = tv_ust_domain_create(session, sub, &u->hdr, &u->snap);
+		if (ret)
+			return ret;
+	}
+	ret = tv_ust_domain_add_events(u->snap, &u->c);
+	if (!ret)
+		ret = subbufs_write(gs, u, u->snap, TV_PROTO_SNAP_UST_BUF(arg), p, len, &records);
+	u->snap_bytes += len;
+	return ret;
+}
+
+size_t tv_guest_ust_snap_finish(struct tv_guest_stream *gs, const char *status, char *list, size_t size)
+{
+	size_t n = 0, len = 0;
+
+	list[0] = '\0';
+	for (size_t i = 0; i < TV_PROTO_MAX_UST; i++) {
+		struct tv_guest_ust *u = gs->ust[i];
+		int w;
+
+		if (!u || !u->snap)
+			continue;
+		if (!tv_ust_domain_add_events(u->snap, &u->c) &&
+		    !tv_ust_domain_finish(u->snap, &u->c, NULL, u->c.cut ? "truncated" : status, 0)) {
+			w = snprintf(list + len, size - len, "%s%s", n ? "," : "", tv_ust_domain_subdir(u->snap));
+			if (w > 0 && (size_t)w < size - len) {
+				len += (size_t)w;
+				n++;
+			}
+		}
+		tv_ust_domain_free(u->snap);
+		u->snap = NULL;
+		u->snap_bytes = 0;
+	}
+	return n;
 }
 
 static int end_key(const char *key, const char *val, void *ctx)
@@ -325,6 +404,7 @@ void tv_guest_ust_free(struct tv_guest_stream *gs)
 		if (!u)
 			continue;
 		tv_ust_domain_free(u->dom);
+		tv_ust_domain_free(u->snap);
 		tv_ust_consumer_release(&u->c);
 		free(u->lost);
 		free(u);

@@ -425,10 +425,6 @@ static int session_record_start(struct tv_session_record *s,
 	s->opts.guest_opts.nr_triggers = s->opts.nr_triggers;
 	if (ust_policy_check(s) || (s->opts.ust && s->opts.nr_guests && ust_join(s)))
 		return -EINVAL;
-	/* the agents stream their processes: no ring of theirs to snapshot (yet) */
-	if (s->opts.ust && s->opts.nr_guests && s->opts.host.flight_bytes)
-		tv_warn("The guests' traced processes are streamed to the session as in a plain recording, "
-			"not kept in the flight recorder: snapshots hold the host's processes only");
 	s->guests = calloc(opts->nr_guests ? opts->nr_guests : 1, sizeof(*s->guests));
 	if (!s->guests || tv_session_writer_new(s->opts.host.outdir, 0, &s->session))
 		return -ENOMEM;

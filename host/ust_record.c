@@ -192,39 +192,6 @@ static void proc_tails(struct ust_proc *p, int gone)
 	}
 }
 
-/* The first record's timestamp of a sub-buffer (0: none). */
-static uint64_t subbuf_first_ts(const unsigned char *sb, size_t size)
-{
-	struct tv_ust_record_hdr h;
-
-	if (size < sizeof(h))
-		return 0;
-	memcpy(&h, sb, sizeof(h));
-	return h.id == TV_UST_ID_PADDING ? 0 : h.ts;
-}
-
-/* Keep the records at or after @horizon (checked already), moved up; the rest zeroed.  Return: kept. */
-static size_t subbuf_trim(unsigned char *sb, size_t size, uint64_t horizon)
-{
-	size_t off = 0, kept = 0, n = 0;
-
-	while (size - off >= sizeof(struct tv_ust_record_hdr)) {
-		struct tv_ust_record_hdr h;
-
-		memcpy(&h, sb + off, sizeof(h));
-		if (h.id == TV_UST_ID_PADDING || h.size < sizeof(h) || h.size > size - off)
-			break;
-		if (h.ts >= horizon) {
-			memmove(sb + kept, sb + off, h.size);
-			kept += h.size;
-			n++;
-		}
-		off += h.size;
-	}
-	memset(sb + kept, 0, size - kept);
-	return n;
-}
-
 /*
  * The newest sub-buffers of every buffer of @p (at most flight_bytes in
  * all), trimmed to a gap-free tail, into domain *@d, finished with @status.
@@ -234,54 +201,31 @@ static size_t subbuf_trim(unsigned char *sb, size_t size, uint64_t horizon)
 static int flight_write(struct tv_ust_recorder *u, struct ust_proc *p, const char *dir,
 			struct tv_ust_domain **d, const char *status, uint64_t *events)
 {
-	uint32_t nb = p->c.hdr.nr_bufs, sb = p->c.hdr.subbuf_size;
-	uint64_t max = u->flight_bytes / ((uint64_t)nb * sb), horizon = 0;
-	unsigned int *n = calloc(nb, sizeof(*n));
-	unsigned char *all;
-	int ret = 0;
+	uint32_t sb = p->c.hdr.subbuf_size;
+	struct tv_ust_tail t = { 0 };
+	int ret = tv_ust_consumer_tail(&p->c, u->flight_bytes, &t);
 
-	if (!max)
-		max = 1;	/* more buffers than the size allows: one sub-buffer each */
-	if (max > p->c.hdr.nr_subbufs)
-		max = p->c.hdr.nr_subbufs;
-	all = malloc((size_t)nb * max * sb);
-	if (!n || !all) {
-		free(n);
-		free(all);
-		return -ENOMEM;
-	}
-	for (uint32_t b = 0; b < nb && !ret; b++) {
-		unsigned char *mine = all + (size_t)b * max * sb;
-		int whole;
-
-		ret = tv_ust_consumer_snapshot(&p->c, b, mine, (unsigned int)max, &n[b], &whole);
-		/* what came before this buffer's oldest is gone: so it goes from the others too */
-		if (!ret && n[b] && !whole && subbuf_first_ts(mine, sb) > horizon)
-			horizon = subbuf_first_ts(mine, sb);
-	}
+	if (ret == -EBADMSG)
+		ret = 0;	/* cut: its valid records are written, said below */
 	if (!ret && *d)	/* the session's own domain: its formats even without a record */
 		ret = tv_ust_domain_add_events(*d, &p->c);
-	for (uint32_t b = 0; b < nb && !ret; b++)
-		for (unsigned int i = 0; i < n[b] && !ret; i++) {
-			unsigned char *one = all + ((size_t)b * max + i) * sb;
-			size_t kept = subbuf_trim(one, sb, horizon);
+	for (uint32_t b = 0; b < p->c.hdr.nr_bufs && !ret; b++)
+		for (unsigned int i = 0; i < t.n[b] && !ret; i++) {
+			size_t at = (size_t)b * t.max + i;
 
-			if (!kept)
+			if (!t.kept[at])
 				continue;
 			if (!*d)
 				ret = tv_ust_domain_create(dir, "host", &p->c.hdr, d);
 			if (!ret)
-				ret = tv_ust_domain_add_events(*d, &p->c) ?: tv_ust_domain_write(*d, b, one);
-			*events += kept;
+				ret = tv_ust_domain_add_events(*d, &p->c) ?: tv_ust_domain_write(*d, b, t.all + at * sb);
+			*events += t.kept[at];
 		}
-	free(n);
-	free(all);
+	tv_ust_tail_release(&t);
 	if (!*d)
 		return ret;	/* nothing kept: no domain */
 	if (p->c.cut)
 		tv_err("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);
-	if (ret == -EBADMSG)
-		ret = 0;	/* cut: its valid records are written, said above */
 	return tv_ust_domain_finish(*d, &p->c, NULL, p->c.cut ? "truncated" : status, 1) ?: ret;
 }
 
@@ -372,24 +316,12 @@ static void proc_free(struct ust_proc *p)
 	free(p);
 }
 
-/*
- * Overwrite mode with a ring of about flight_bytes over the CPUs' buffers
- * (the process has one per configured CPU, ust_core.c): sub-buffers of at
- * most 64 KiB and at least four of them per buffer where the size allows.
- */
+/* Overwrite mode with a ring of about flight_bytes (tv_ust_flight_policy()). */
 static void flight_config(const struct tv_ust_recorder *u, struct tv_ust_conn *conn)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_CONF);
-	uint64_t per_buf = u->flight_bytes / (uint64_t)(cpus > 0 ? cpus : 1);
-	uint32_t sb = 65536, nr = 2;
-
-	while (sb > 4096 && (uint64_t)sb * 4 > per_buf)
-		sb /= 2;
-	while ((uint64_t)sb * nr * 2 <= per_buf && nr < 4096)
-		nr *= 2;
+	tv_ust_flight_policy(u->flight_bytes, sysconf(_SC_NPROCESSORS_CONF), &conn->cfg_subbuf_size,
+			     &conn->cfg_nr_subbufs);
 	conn->cfg_mode = TV_UST_MODE_OVERWRITE + 1;
-	conn->cfg_subbuf_size = sb;
-	conn->cfg_nr_subbufs = nr;
 }
 
 static void accept_new(struct tv_ust_recorder *u)

@@ -79,6 +79,7 @@ const char *tv_proto_type_name(uint16_t type)
 	case TV_MSG_SNAP_FILE: return "SNAP_FILE";
 	case TV_MSG_SNAP_END: return "SNAP_END";
 	case TV_MSG_TRIGGER: return "TRIGGER";
+	case TV_MSG_SNAP_UST: return "SNAP_UST";
 	}
 	return NULL;
 }

@@ -53,11 +53,23 @@ enum tv_proto_type {
 	TV_MSG_SNAP_FILE = 0x1f,	/* arg = snapshot id; as FILE: saved_cmdlines, saved_tgids */
 	TV_MSG_SNAP_END = 0x20,	/* arg = snapshot id; text: cpuN.lost, lost_total, gap_ns */
 	TV_MSG_TRIGGER = 0x21,	/* arg = rule (START's trigger.N); text: time, cpu */
+	/* a flight snapshot of a guest's traced process (START "ust" and "flight_bytes") */
+	TV_MSG_SNAP_UST = 0x22,	/* arg: TV_PROTO_SNAP_UST_ARG; whole sub-buffers */
 };
 
 /* A SNAP_DATA frame's arg: the snapshot id (low 16 bits) and the CPU. */
 #define TV_PROTO_SNAP_ARG(id, cpu)	((uint32_t)((id) & 0xffffu) << 16 | ((uint32_t)(cpu) & 0xffffu))
 #define TV_PROTO_SNAP_ID(arg)		((arg) >> 16)
+/*
+ * A SNAP_UST frame's arg: the snapshot id's low 8 bits (24-31), the
+ * process index of its UST_PROC (16-23, below TV_PROTO_MAX_UST) and the
+ * buffer (0-15, below the process's nr_bufs, at most TV_UST_MAX_BUFS).
+ */
+#define TV_PROTO_SNAP_UST_ARG(id, idx, b) \
+	((uint32_t)((id) & 0xffu) << 24 | ((uint32_t)(idx) & 0xffu) << 16 | ((uint32_t)(b) & 0xffffu))
+#define TV_PROTO_SNAP_UST_ID(arg)	((arg) >> 24)
+#define TV_PROTO_SNAP_UST_IDX(arg)	(((arg) >> 16) & 0xffu)
+#define TV_PROTO_SNAP_UST_BUF(arg)	((arg) & 0xffffu)
 #define TV_PROTO_SNAP_CPU(arg)		((arg) & 0xffffu)
 
 /*

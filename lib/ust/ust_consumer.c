@@ -735,3 +735,94 @@ const char *tv_ust_mode_name(uint32_t mode)
 {
 	return mode <= TV_UST_MODE_OVERWRITE ? ust_mode_names[mode] : ust_mode_names[0];
 }
+
+void tv_ust_flight_policy(uint64_t flight_bytes, long nr_cpus, uint32_t *subbuf_size,
+			  uint32_t *nr_subbufs)
+{
+	uint64_t per_buf = flight_bytes / (uint64_t)(nr_cpus > 0 ? nr_cpus : 1);
+	uint32_t sb = 65536, nr = 2;
+
+	while (sb > 4096 && (uint64_t)sb * 4 > per_buf)
+		sb /= 2;
+	while ((uint64_t)sb * nr * 2 <= per_buf && nr < 4096)
+		nr *= 2;
+	*subbuf_size = sb;
+	*nr_subbufs = nr;
+}
+
+/* The first record's timestamp of a sub-buffer (0: none). */
+static uint64_t subbuf_first_ts(const unsigned char *sb, size_t size)
+{
+	struct tv_ust_record_hdr h;
+
+	if (size < sizeof(h))
+		return 0;
+	memcpy(&h, sb, sizeof(h));
+	return h.id == TV_UST_ID_PADDING ? 0 : h.ts;
+}
+
+/* Keep the records at or after @horizon (checked already), moved up; the rest zeroed.  Return: kept. */
+static size_t subbuf_trim(unsigned char *sb, size_t size, uint64_t horizon)
+{
+	size_t off = 0, kept = 0, n = 0;
+
+	while (size - off >= sizeof(struct tv_ust_record_hdr)) {
+		struct tv_ust_record_hdr h;
+
+		memcpy(&h, sb + off, sizeof(h));
+		if (h.id == TV_UST_ID_PADDING || h.size < sizeof(h) || h.size > size - off)
+			break;
+		if (h.ts >= horizon) {
+			memmove(sb + kept, sb + off, h.size);
+			kept += h.size;
+			n++;
+		}
+		off += h.size;
+	}
+	memset(sb + kept, 0, size - kept);
+	return n;
+}
+
+void tv_ust_tail_release(struct tv_ust_tail *t)
+{
+	free(t->n);
+	free(t->kept);
+	free(t->all);
+	t->n = NULL;
+	t->kept = NULL;
+	t->all = NULL;
+}
+
+int tv_ust_consumer_tail(struct tv_ust_consumer *c, uint64_t bytes, struct tv_ust_tail *t)
+{
+	uint32_t nb = c->hdr.nr_bufs, sb = c->hdr.subbuf_size;
+	uint64_t max = bytes / ((uint64_t)nb * sb), horizon = 0;
+	int ret = 0;
+
+	if (!max)
+		max = 1;	/* more buffers than the size allows: one sub-buffer each */
+	if (max > c->hdr.nr_subbufs)
+		max = c->hdr.nr_subbufs;
+	t->max = (uint32_t)max;
+	t->n = calloc(nb, sizeof(*t->n));
+	t->kept = calloc((size_t)nb * max, sizeof(*t->kept));
+	t->all = malloc((size_t)nb * max * sb);
+	if (!t->n || !t->kept || !t->all)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < nb && !ret; b++) {
+		unsigned char *mine = t->all + (size_t)b * max * sb;
+		int whole;
+
+		ret = tv_ust_consumer_snapshot(c, b, mine, (unsigned int)max, &t->n[b], &whole);
+		/* what came before this buffer's oldest is gone: so it goes from the others too */
+		if (!ret && t->n[b] && !whole && subbuf_first_ts(mine, sb) > horizon)
+			horizon = subbuf_first_ts(mine, sb);
+	}
+	for (uint32_t b = 0; b < nb; b++)
+		for (unsigned int i = 0; i < t->n[b]; i++) {
+			size_t at = (size_t)b * max + i;
+
+			t->kept[at] = subbuf_trim(t->all + at * sb, sb, horizon);
+		}
+	return ret;
+}

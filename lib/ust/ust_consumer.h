@@ -169,6 +169,47 @@ int tv_ust_consumer_copy_partial(struct tv_ust_consumer *c, unsigned int b, unsi
 int tv_ust_consumer_snapshot(struct tv_ust_consumer *c, unsigned int b, unsigned char *out,
 			     unsigned int max, unsigned int *n, int *whole);
 
+/*
+ * tv_ust_flight_policy - a flight recorder's ring for one traced process:
+ * about @flight_bytes over its @nr_cpus buffers (one per configured CPU),
+ * sub-buffers of at most 64 KiB and at least four per buffer where the
+ * size allows.  Sets *@subbuf_size and *@nr_subbufs (the process's
+ * CONFIG, overwrite mode).  The host's recorder and the guest's agent both
+ * size their processes' rings so.
+ */
+void tv_ust_flight_policy(uint64_t flight_bytes, long nr_cpus, uint32_t *subbuf_size,
+			  uint32_t *nr_subbufs);
+
+/*
+ * struct tv_ust_tail - a flight snapshot of one process: the newest
+ * sub-buffers of each of its buffers, trimmed to a gap-free tail
+ * @max: sub-buffers room per buffer
+ * @n: per buffer, how many were copied (oldest first)
+ * @kept: per sub-buffer (buffer b's i-th at b * max + i), its records kept
+ * @all: nr_bufs * max sub-buffers; buffer b's i-th at (b * max + i) * subbuf_size
+ */
+struct tv_ust_tail {
+	uint32_t max;
+	unsigned int *n;
+	size_t *kept;
+	unsigned char *all;
+};
+
+/*
+ * tv_ust_consumer_tail - the newest sub-buffers of every buffer of @c (at
+ * most @bytes in all, one sub-buffer per buffer at least), copied without
+ * taking them (tv_ust_consumer_snapshot()), then trimmed: when a buffer's
+ * oldest events were overwritten, the events older than the first one it
+ * still holds are dropped from every buffer, so that no thread's sequence
+ * has a hole (a thread that moved between CPUs leaves its older events in
+ * several buffers).  A record that lies cuts @c off (c->cut): what came
+ * before it is kept.  @t is the caller's, freed with
+ * tv_ust_tail_release() whatever the return.  Return: 0, -ENOMEM,
+ * -EBADMSG (cut), -EINVAL (not an overwrite buffer).
+ */
+int tv_ust_consumer_tail(struct tv_ust_consumer *c, uint64_t bytes, struct tv_ust_tail *t);
+void tv_ust_tail_release(struct tv_ust_tail *t);
+
 /* Events the writer counted as discarded in buffer @b (untrusted, for the record). */
 uint64_t tv_ust_consumer_lost(const struct tv_ust_consumer *c, unsigned int b);
 

@@ -19,6 +19,13 @@
 #    kvm_entry/kvm_exit (sync's vCPU check: 0 violations of N x T checks);
 #  - stat counts demo:tick exactly; babeltrace2 reads the CTF export with
 #    report's count.
+# Then the same L2 under `record --flight-recorder 1M --guest ... --ust`
+# (issue 25 point 1): ust-steps (one thread) pauses after step 1 and step 2;
+# nothing of its events in L1's ust-guest-l2-PID/ while armed; a snapshot
+# at the first pause holds, in snapshot-1/ust-guest-l2-PID/ (status
+# snapshot), a gap-free tail ending exactly at that pause; Ctrl-C at the
+# second writes the last tail into the session (status complete).
+# tv-timeout: 2400 (tests/run-tests: two lab runs, each booted again when L1 crashes)
 . "$(dirname "$0")/../lab/e2e-lib.sh"
 lab_preflight
 TV=${TV:-$REPO/build/tracevisor}
@@ -106,4 +113,78 @@ bt=$(babeltrace2 "$T/ctf" | grep -c ' demo:tick:')
 rp=$(grep -c '"event":"demo:tick"' "$T/report.json")
 [ "$bt" = "$rp" ] || fail "babeltrace2 has $bt demo:tick, report $rp"
 echo "ok: babeltrace2 reads $bt demo:tick = report" >&2
-echo "PASS: application, guest kernel and L1 kvm events in one synchronised timeline" >&2
+echo "ok: application, guest kernel and L1 kvm events in one synchronised timeline" >&2
+
+# The guest's traced process in the flight recorder
+FN=20000
+L2_FLIGHT=$L2_AGENT_START'
+l2_wait /out/go
+w=0
+while [ ! -S /run/tracevisor/ust.sock ] && [ $w -lt 100 ]; do sleep 0.1; w=$((w + 1)); done
+mkdir -p /tmp/w
+/opt/tracevisor/examples/ust-steps '$FN' 2 1 /tmp/w >/out/steps.txt 2>&1 &
+P=$!
+echo $P >/out/steps.pid
+l2_wait /tmp/w/step1
+touch /out/step1
+l2_wait /out/go1
+touch /tmp/w/go1
+l2_wait /tmp/w/step2
+touch /out/step2
+l2_wait /out/done
+touch /tmp/w/go2
+wait $P
+echo "status $?" >>/out/steps.txt
+l2_finish
+exit 0'
+run_lab kvm "$(l1_start_l2 "$L2_FLIGHT" 400 2)"'
+tracevisor record -o /out/f --flight-recorder 1M --guest vsock:3,pid:$QPID,name:l2 \
+	--guest-events sched:sched_switch --ust "demo:*" >/out/record.log 2>&1 &
+REC=$!
+n=0
+until grep -q "recording to" /out/record.log || [ $n -gt 600 ]; do sleep 0.1; n=$((n + 1)); done
+touch /tmp/l2/go
+n=0
+until [ -e /tmp/l2/step1 ] || [ $n -gt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+[ -e /tmp/l2/step1 ] || { cat /out/record.log; exit 30; }
+cat /out/f/ust-guest-l2-*/cpu*.ust 2>/dev/null | wc -c >/out/bytes-before
+ls /out/f >/out/files-before
+tracevisor snapshot /out/f >/out/snap.path 2>/out/snap.err || exit 31
+touch /tmp/l2/go1
+n=0
+until [ -e /tmp/l2/step2 ] || [ $n -gt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+[ -e /tmp/l2/step2 ] || exit 32
+kill -INT $REC
+wait $REC || exit 33
+touch /tmp/l2/done
+lab-guest --wait $QPID
+cp /tmp/l2/steps.txt /tmp/l2/steps.pid /tmp/l2/agent.log /out/ 2>/dev/null
+exit 0' ust-flight LAB_TIMEOUT=900
+expect_rc 0 "L1 script (flight)"
+cat "$OUT/record.log" >&2
+grep -q "status 0" "$OUT/steps.txt" || fail "ust-steps in L2: $(cat "$OUT/steps.txt")"
+PID=$(cat "$OUT/steps.pid")
+[ "$(cat "$OUT/bytes-before")" = 0 ] || fail "the guest's process streamed while armed: $(cat "$OUT/bytes-before") bytes"
+grep -qx "ust-guest-l2-$PID" "$OUT/files-before" || fail "no ust-guest-l2-$PID while armed: $(cat "$OUT/files-before")"
+SNAP=$OUT/f/snapshot-1
+grep -q "^domains=.*ust-guest-l2-$PID" "$SNAP/session.meta" || fail "snapshot-1's domains: $(cat "$SNAP/session.meta")"
+grep -qx "status=snapshot" "$SNAP/ust-guest-l2-$PID/meta" || fail "snapshot-1's process: $(grep status "$SNAP/ust-guest-l2-$PID/meta")"
+tail_check() {	# REPORT END: guest:l2's demo:tick gap-free, ending at END-1
+	python3 - "$@" <<'PY'
+import re, sys
+end = int(sys.argv[2])
+s = [int(m.group(1)) for m in (re.search(r"^guest:l2 .*demo:tick thread=0 seq=(\d+)", l) for l in open(sys.argv[1])) if m]
+assert s, "no guest:l2 demo:tick"
+assert s == list(range(s[0], s[0] + len(s))), "gap"
+assert s[-1] == end - 1, ("ends at", s[-1])
+print(len(s))
+PY
+}
+"$TV" report "$SNAP" >"$T/f1" || fail "report of snapshot-1"
+n=$(tail_check "$T/f1" $FN) || fail "snapshot-1: not a gap-free tail ending at seq $((FN - 1))"
+echo "ok: flight: snapshot-1 holds the guest process's tail, $n events up to seq $((FN - 1)); nothing streamed while armed" >&2
+grep -qx "status=complete" "$OUT/f/ust-guest-l2-$PID/meta" || fail "the session's process: $(grep status "$OUT/f/ust-guest-l2-$PID/meta")"
+"$TV" report "$OUT/f" >"$T/f2" || fail "report of the flight session"
+n=$(tail_check "$T/f2" $((2 * FN))) || fail "the session's last tail is not gap-free up to seq $((2 * FN - 1))"
+echo "ok: flight: Ctrl-C wrote the last tail, $n events up to seq $((2 * FN - 1)), complete" >&2
+echo "PASS: application, guest kernel and L1 kvm events in one synchronised timeline; the guest's process in the flight recorder" >&2

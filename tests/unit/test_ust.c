@@ -25,6 +25,7 @@
 #include <ust_consumer.h>	/* lib/s, not tests/unit/ust_consumer.h */
 #include "proto.h"
 #include "guest_stream.h"
+#include "flight_guest.h"
 #include "ust_demo_meta.h"
 
 #define SB 4096u
@@ -655,6 +656,80 @@ static void test_guest_stream(void)
 	tv_guest_stream_fini(&gs);
 }
 
+/* A guest flight recorder's SNAP_UST (host/flight_guest.c, host/guest_ust.c): checked, late, capped. */
+static void test_guest_snap_ust(void)
+{
+	static const char meta[] = "ncpus=1\nsubbuf_size=4096\nlong_size=8\nclock=mono\nagent_version=4\n";
+	static const char proc[] = "pid=78\ncomm=demo\nnr_bufs=2\nsubbuf_size=4096\nnr_subbufs=4\n"
+				   "clock=mono\nmode=overwrite\nper_thread=0\n";
+	static unsigned char sub[2 * SB];
+	struct tv_guest_flight_io io = { .name = "f" };
+	struct tv_guest_flight *fl = NULL;
+	struct tv_guest_stream gs;
+	struct tv_meta *m = tv_meta_new();
+	uint64_t dropped = 0;
+	char dir[160], list[256], *text;
+
+	for (int i = 0; i < 10; i++) {	/* 10 records of demo:work_begin */
+		struct tv_ust_record_hdr h = { 100 + (uint64_t)i, 1, 32, 78 };
+
+		memcpy(sub + 32 * i, &h, sizeof(h));
+	}
+	snprintf(dir, sizeof(dir), "%s/s3", tmpdir);
+	mkdir(dir, 0755);
+	snprintf(dir, sizeof(dir), "%s/s3/snapshot-1", tmpdir);
+	mkdir(dir, 0755);
+	snprintf(dir, sizeof(dir), "%s/s3/guest-f", tmpdir);
+	mkdir(dir, 0755);
+	tv_guest_stream_init(&gs, dir, 1 << 24);
+	gs.ust_asked = 1;
+	gs.flight_asked = 1;
+	io.gs = &gs;
+	io.src_dir = dir;
+	TV_CHECK(!tv_guest_flight_new(&io, 2 * SB, NULL, 0, &fl), "flight of the guest");
+	gs.on_flight = tv_guest_flight_frame;
+	gs.flight_ctx = fl;
+	feed_frame(&gs, TV_MSG_META, 0, meta, sizeof(meta) - 1);
+	feed_frame(&gs, TV_MSG_READY, 0, "", 0);
+	feed_frame(&gs, TV_MSG_UST_PROC, 0, proc, sizeof(proc) - 1);
+	feed_frame(&gs, TV_MSG_UST_META, 0, meta_text, sizeof(meta_text) - 1);
+	/* no snapshot asked: a well-formed SNAP_UST is late, dropped and counted */
+	feed_frame(&gs, TV_MSG_SNAP_UST, TV_PROTO_SNAP_UST_ARG(1, 0, 1), sub, SB);
+	TV_CHECK(!gs.failed, "a late SNAP_UST ends the stream: %s", gs.error);
+	tv_guest_flight_counts(fl, m);
+	TV_CHECK(tv_meta_get_ll(m, "snapshot_late_bytes", -1) == SB, "late SNAP_UST counted: %lld",
+		 tv_meta_get_ll(m, "snapshot_late_bytes", -1));
+	/* the direct checks: a lying frame is a protocol error, late or not */
+	TV_CHECK(tv_guest_ust_snap_check(&gs, TV_PROTO_SNAP_UST_ARG(1, 9, 0), SB, list, sizeof(list)) == -EBADMSG &&
+		 strstr(list, "SNAP_UST for process 9 before its UST_PROC"), "unknown process: %s", list);
+	TV_CHECK(tv_guest_ust_snap_check(&gs, TV_PROTO_SNAP_UST_ARG(1, 0, 2), SB, list, sizeof(list)) == -EBADMSG &&
+		 strstr(list, "buffer 2 of 2"), "buffer out of range: %s", list);
+	TV_CHECK(tv_guest_ust_snap_check(&gs, TV_PROTO_SNAP_UST_ARG(1, 0, 0), SB - 8, list, sizeof(list)) == -EBADMSG &&
+		 strstr(list, "not whole 4096-byte sub-buffers"), "partial sub-buffer: %s", list);
+	TV_CHECK(tv_guest_ust_snap_check(&gs, TV_PROTO_SNAP_UST_ARG(1, 0, 1), SB, list, sizeof(list)) == 0,
+		 "a good SNAP_UST refused: %s", list);
+	/* written into snapshot-1/ust-guest-f-78, capped at SIZE (2 sub-buffers) per process */
+	snprintf(dir, sizeof(dir), "%s/s3/snapshot-1/guest-f", tmpdir);
+	TV_CHECK(!tv_guest_ust_snap_write(&gs, TV_PROTO_SNAP_UST_ARG(1, 0, 1), sub, 2 * SB, dir, 2 * SB, &dropped) &&
+		 !tv_guest_ust_snap_write(&gs, TV_PROTO_SNAP_UST_ARG(1, 0, 0), sub, SB, dir, 2 * SB, &dropped) &&
+		 dropped == SB, "SNAP_UST past SIZE dropped: %llu", (unsigned long long)dropped);
+	TV_CHECK(tv_guest_ust_snap_finish(&gs, "snapshot", list, sizeof(list)) == 1 &&
+		 !strcmp(list, "ust-guest-f-78"), "snapshot's process listed: '%s'", list);
+	snprintf(dir, sizeof(dir), "%s/s3/snapshot-1/ust-guest-f-78/meta", tmpdir);
+	text = tv_test_slurp(dir);
+	TV_CHECK(text && strstr(text, "status=snapshot") && strstr(text, "events_total=10"),
+		 "snapshot's process meta: %s", text);
+	free(text);
+	snprintf(dir, sizeof(dir), "%s/s3/ust-guest-f-78/cpu1.ust", tmpdir);
+	TV_CHECK(access(dir, F_OK), "the snapshot's data went into the session's own domain");
+	/* through the stream: a SNAP_UST for a buffer the process does not have ends it */
+	feed_frame(&gs, TV_MSG_SNAP_UST, TV_PROTO_SNAP_UST_ARG(1, 0, 7), sub, SB);
+	TV_CHECK(gs.failed == -EBADMSG && strstr(gs.error, "SNAP_UST for buffer 7 of 2"), "bad buffer: %s", gs.error);
+	tv_guest_stream_fini(&gs);
+	tv_guest_flight_free(fl);
+	tv_meta_free(m);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tv-test-ust-XXXXXX");
@@ -669,6 +744,7 @@ int main(void)
 	test_hostile();
 	test_random();
 	test_guest_stream();
+	test_guest_snap_ust();
 	tv_session_remove_tree(tmpdir);
 	return tv_test_done("test_ust");
 }
