@@ -156,15 +156,16 @@ static void proc_drain(struct ust_proc *p)
 }
 
 /*
- * The newest sub-buffers of every buffer of @p, trimmed to a gap-free
- * tail, one frame of @type each (arg: @id's for SNAP_UST, else UST_DATA's).
+ * The newest sub-buffers of every buffer of @p, at most @bytes (one
+ * sub-buffer per buffer at least), trimmed to a gap-free tail, one frame
+ * of @type each (arg: @id's for SNAP_UST, else UST_DATA's).
  * Return: -EPIPE the channel failed, else 0 (a lying buffer cuts @p off).
  */
-static int proc_send_tail(struct ust_proc *p, uint16_t type, uint32_t id)
+static int proc_send_tail(struct ust_proc *p, uint16_t type, uint32_t id, uint64_t bytes)
 {
 	struct tv_ust_tail t = { 0 };
 	size_t sb = p->c.hdr.subbuf_size;
-	int ret = tv_ust_consumer_tail(&p->c, U.flight_bytes, &t);
+	int ret = tv_ust_consumer_tail(&p->c, bytes, &t);
 
 	for (unsigned int b = 0; (!ret || ret == -EBADMSG) && b < p->c.hdr.nr_bufs; b++)
 		for (unsigned int i = 0; i < t.n[b]; i++) {
@@ -191,7 +192,7 @@ static void proc_finish(struct ust_proc *p, int gone)
 	p->done = 1;
 	if (p->flight && !p->c.cut) {	/* the last snapshot, into the session itself */
 		send_ust_meta(p);
-		proc_send_tail(p, TV_MSG_UST_DATA, 0);
+		proc_send_tail(p, TV_MSG_UST_DATA, 0, U.flight_bytes);
 		gone |= p->gone;
 	} else {
 		proc_drain(p);
@@ -312,16 +313,30 @@ static void quiesce(void)
 		proc_finish(U.procs[i], 0);
 }
 
-/* SNAP @id: every mapped process's tail as SNAP_UST (the main thread waits). */
+static int snap_eligible(const struct ust_proc *p)
+{
+	return p->mapped && p->flight && !p->done && !p->c.cut;
+}
+
+/*
+ * SNAP @id: every mapped process's tail as SNAP_UST (the main thread
+ * waits), SIZE shared evenly: the host keeps one SIZE for all of a
+ * guest's processes (host/flight_guest.c), so that each keeps its newest
+ * events rather than the first ones sent keeping all.
+ */
 static void snap_send(uint32_t id)
 {
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < U.nr_procs; i++)
+		n += snap_eligible(U.procs[i]);
 	for (unsigned int i = 0; i < U.nr_procs; i++) {
 		struct ust_proc *p = U.procs[i];
 
-		if (!p->mapped || !p->flight || p->done || p->c.cut)
+		if (!snap_eligible(p))
 			continue;
 		send_ust_meta(p);	/* its records' events are known before them */
-		if (proc_send_tail(p, TV_MSG_SNAP_UST, id))
+		if (proc_send_tail(p, TV_MSG_SNAP_UST, id, U.flight_bytes / n))
 			return;
 		if (p->c.cut)
 			say("Traced process cut off: pid=%d, comm=\"%s\": %s", p->conn.pid, p->conn.comm, p->c.why);

@@ -18,8 +18,8 @@
  * listed beside guest-NAME.
  *
  * A guest is untrusted here as everywhere: its kernel's snapshot data is
- * capped at SIZE, and each traced process's at SIZE too (the agent sends
- * at most that per process, TV_PROTO_MAX_UST of them at most); more is
+ * capped at SIZE, and its traced processes' at SIZE more, all together
+ * (the agent shares SIZE evenly between them); more is
  * dropped, counted in snapshot_bytes_dropped and said; its
  * late frames (of a snapshot already written) are dropped and counted, a
  * guest that withholds SNAP_END holds nobody (each thread has its own
@@ -82,6 +82,7 @@ struct tv_guest_flight {
 	/* the guest thread's alone: the snapshot being received */
 	int *fd;
 	uint64_t *cpu_bytes, got, late_bytes;
+	uint64_t ust_got;		/* its processes' SNAP_UST bytes, all together: SIZE at most */
 	uint64_t gap_ns, freeze_ns;
 	char freeze[24];		/* SNAP_END's: how the agent froze its ring */
 	unsigned files;
@@ -336,7 +337,7 @@ static void snap_start(struct tv_guest_flight *fl, double now)
 {
 	int sent, ret;
 
-	fl->got = fl->gap_ns = fl->freeze_ns = 0;
+	fl->got = fl->ust_got = fl->gap_ns = fl->freeze_ns = 0;
 	fl->freeze[0] = '\0';
 	fl->files = 0;
 	fl->have_end = 0;
@@ -416,7 +417,7 @@ static int snap_meta(struct tv_guest_flight *fl)
 /* The latest a guest's answer may end, by what came so far (flight_guest.h). */
 static double snap_cap(const struct tv_guest_flight *fl)
 {
-	double allowed = TV_GUEST_SNAPSHOT_MAX_S + (double)fl->got / TV_GUEST_SNAPSHOT_MIN_RATE;
+	double allowed = TV_GUEST_SNAPSHOT_MAX_S + (double)(fl->got + fl->ust_got) / TV_GUEST_SNAPSHOT_MIN_RATE;
 
 	return fl->asked_at + (allowed < TV_GUEST_SNAPSHOT_LIMIT_S ? allowed : TV_GUEST_SNAPSHOT_LIMIT_S);
 }
@@ -575,7 +576,14 @@ static int snap_ust(struct tv_guest_flight *fl, uint32_t arg, const unsigned cha
 		fl->late_bytes += len;	/* a snapshot already written, or none asked */
 		return 0;
 	}
+	/* the processes share one SIZE beside the kernel's: a guest's snapshot is 2 x SIZE at most */
+	if (fl->ust_got + len > fl->bytes) {
+		fl->dropped += len;
+		snap_progress(fl);
+		return 0;
+	}
 	ret = tv_guest_ust_snap_write(gs, arg, p, len, fl->dir, fl->bytes, &fl->dropped);
+	fl->ust_got += len;
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret)
